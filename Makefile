@@ -1,0 +1,33 @@
+# The two commands of the README: `make app` and `make test`.
+PY      := .venv/bin/python
+STAMP   := .venv/.installed
+PORT    ?= 8501
+
+.PHONY: venv app test bench browser-deps clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+# Debian's Chromium for the real-browser test; installed only where missing.
+browser-deps:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+app: venv
+	$(PY) -m fmlib data fetch
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
+
+test: venv browser-deps
+	$(PY) -m fmlib data fetch
+	$(PY) -m pytest -q
+
+bench: venv
+	$(PY) -m fmlib bench train
+	$(PY) -m fmlib bench ranking
+
+clean:
+	rm -rf .venv .pytest_cache

@@ -1,0 +1,1 @@
+"""fmlib: factorization machines and their variants, small and tested (see DESIGN.md)."""

@@ -1,0 +1,165 @@
+"""Command line: ``python -m fmlib <command> ...``.
+
+    train --model fm|fwfm|... --dataset ml-100k [...]   train, print one JSON line
+    data info | data fetch                              which source serves the data, its fields
+    bench train                                         fmlib vs torchfm seconds per epoch
+and the topic commands listed in TOPIC_COMMANDS. Bad input: one line on stderr, exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from importlib import import_module
+
+# (group, command, help, module): module has add_arguments(parser) and run(args) -> int
+TOPIC_COMMANDS = [
+    ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench"),
+]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports bad input in one line (and exit code 2) instead of the usage text."""
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    return parse
+
+
+def _non_negative_float(text):
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def add_data_arguments(p):
+    from .data.movielens import SPECS
+    p.add_argument("--dataset", default="ml-100k", choices=list(SPECS))
+    p.add_argument("--data-dir", default=None, help="directory with the original GroupLens files "
+                   "(default: $FMLIB_DATA_DIR, then the cache, then download)")
+
+
+def load_split(args, log=None):
+    """The data set named by --dataset/--data-dir, split by --seed/--min-count."""
+    from .data import movielens, split
+    data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
+    return split(data, seed=args.seed, min_count=args.min_count)
+
+
+def cmd_train(args) -> int:
+    from tqdm import tqdm
+
+    from .runs import RunStore
+    from .train import TrainConfig, train_model
+    config = TrainConfig(task=args.task, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay,
+                         batch_size=args.batch_size, patience=args.patience, seed=args.seed)
+    hp = {"dim": args.dim, **json.loads(args.hp)}
+    log = lambda msg: print(msg, file=sys.stderr)
+    data = load_split(args, log)
+    start = time.perf_counter()
+    metric = "valid_rmse" if args.task == "rating" else "valid_logloss"
+    with tqdm(total=config.epochs, desc=f"train {args.model}", unit="epoch", file=sys.stderr) as bar:
+        def progress(record):
+            bar.set_postfix(loss=f"{record['train_loss']:.4f}", **{metric: f"{record[metric]:.4f}"})
+            bar.update(1)
+        run = train_model(args.model, data, config, progress, **hp)
+    run_id = RunStore(args.runs_dir).save(run)
+    print(json.dumps({"run_id": run_id, "model": args.model, "dataset": args.dataset,
+                      "data_source": data.train.source, "config": run.config, "metrics": run.metrics,
+                      "seconds": round(time.perf_counter() - start, 2)}))
+    return 0
+
+
+def cmd_data_info(args) -> int:
+    from .data import movielens
+    data = movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
+    frame = data.frame
+    print(f"dataset: {args.dataset}")
+    print(f"source:  {data.source}")
+    print(f"rows:    {len(data)} ratings, {frame['user_id'].nunique()} users, "
+          f"{len(data.movies)} movies ({frame['movie_id'].nunique()} rated)")
+    print(f"\n{'field':<14}{'role':<9}{'kind':<8}{'cardinality':>12}")
+    for f in data.schema.fields:
+        print(f"{f.name:<14}{f.role:<9}{f.kind:<8}{f.cardinality - 1:>12}")
+    print("\n(cardinality: distinct values; every field also has one rare bucket)")
+    return 0
+
+
+def cmd_data_fetch(args) -> int:
+    from .data import movielens
+    _, source = movielens.load_frames(args.dataset, data_dir=args.data_dir,
+                                      log=lambda m: print(m, file=sys.stderr))
+    print(f"{args.dataset}: served by {source}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .models import MODELS
+    parser = Parser(prog="python -m fmlib", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train a model and save the run")
+    p.add_argument("--model", required=True, choices=list(MODELS))
+    add_data_arguments(p)
+    p.add_argument("--epochs", type=_positive(int), default=30)
+    p.add_argument("--dim", type=_positive(int), default=16, help="embedding size k")
+    p.add_argument("--lr", type=_positive(float), default=5e-3)
+    p.add_argument("--weight-decay", type=_non_negative_float, default=3e-4)
+    p.add_argument("--batch-size", type=_positive(int), default=1024)
+    p.add_argument("--patience", type=_positive(int), default=3)
+    p.add_argument("--task", choices=["rating", "click"], default="rating")
+    p.add_argument("--seed", type=int, default=0, help="seeds the split, the init and the batches")
+    p.add_argument("--min-count", type=_positive(int), default=1,
+                   help="features seen fewer times in train go to the rare bucket")
+    p.add_argument("--hp", default="{}", help="extra model hyperparameters as JSON, e.g. '{\"rank\": 2}'")
+    p.add_argument("--runs-dir", default=None, help="run store (default: $FMLIB_RUNS or ./runs)")
+    p.set_defaults(func=cmd_train)
+
+    data = sub.add_parser("data", help="MovieLens data").add_subparsers(dest="data_command", required=True)
+    for name, func, text in [("info", cmd_data_info, "source, fields and counts"),
+                             ("fetch", cmd_data_fetch, "make sure the data is in the cache")]:
+        p = data.add_parser(name, help=text)
+        add_data_arguments(p)
+        p.set_defaults(func=func)
+
+    groups = {}
+    for group, command, text, module in TOPIC_COMMANDS:
+        if group not in groups:
+            groups[group] = sub.add_parser(group).add_subparsers(dest=f"{group}_command", required=True)
+        p = groups[group].add_parser(command, help=text)
+        p.set_defaults(module=module)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    args, _ = parser.parse_known_args(argv)
+    if hasattr(args, "module"):  # topic command: its module adds its own arguments
+        module = import_module(args.module)
+        p = Parser(prog=f"python -m fmlib {' '.join(argv[:2])}")
+        module.add_arguments(p)
+        args = p.parse_args(argv[2:])
+        func = module.run
+    else:
+        args = parser.parse_args(argv)
+        func = args.func
+    try:
+        return func(args)
+    except (ValueError, KeyError, RuntimeError, OSError) as err:
+        message = str(err).strip("'\"")
+        print(f"error: {message}", file=sys.stderr)
+        return 2

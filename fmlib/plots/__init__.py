@@ -1,0 +1,1 @@
+"""Plotly figure builders shared by pages and notebooks (one module per topic)."""

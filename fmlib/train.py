@@ -1,0 +1,152 @@
+"""Training: Adam on minibatches, L2, early stopping with best-weights restore, metrics.
+
+Rating task: MSE loss; RMSE and MAE of predictions clipped to the rating range [1, 5].
+Click task (rating >= 4): logistic loss on the score as a logit; logloss and AUC.
+``fit`` calls ``callback(record)`` after every epoch (the app and the CLI draw progress from it).
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from scipy.stats import rankdata
+from torch import nn
+
+from .data.dataset import TASKS, Dataset, Split
+from .models import build_model, model_name
+
+MONITOR = {"rating": "rmse", "click": "logloss"}  # early-stopping metric, lower is better
+
+
+@dataclass
+class TrainConfig:
+    task: str = "rating"
+    epochs: int = 30
+    batch_size: int = 1024
+    lr: float = 5e-3
+    weight_decay: float = 3e-4
+    patience: int = 3
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        for name in ("epochs", "batch_size", "patience"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+
+
+@dataclass
+class Run:
+    model: nn.Module
+    config: dict  # model, hp, train config, dataset, split seed
+    history: list = field(default_factory=list)  # one record per epoch
+    metrics: dict = field(default_factory=dict)  # {"valid": {...}, "test": {...}}
+    seconds: float = 0.0
+
+
+def loss_fn(task: str):
+    return nn.MSELoss() if task == "rating" else nn.BCEWithLogitsLoss()
+
+
+@torch.no_grad()
+def predict(model: nn.Module, data: Dataset, batch_size: int = 8192) -> torch.Tensor:
+    """Scores for every sample (ratings, or click logits)."""
+    model.eval()
+    out = [model(data.index[i:i + batch_size], data.weight[i:i + batch_size])
+           for i in range(0, len(data), batch_size)]
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+def auc(y: np.ndarray, score: np.ndarray) -> float:
+    """Area under the ROC curve by the Mann–Whitney rank statistic (ties get mean ranks)."""
+    pos = y == 1
+    n_pos, n_neg = pos.sum(), (~pos).sum()
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(score)
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def evaluate(model: nn.Module, data: Dataset, task: str) -> dict:
+    """Rating: rmse, mae (predictions clipped to the rating range). Click: logloss, auc."""
+    score = predict(model, data)
+    y = data.target(task)
+    if task == "rating":
+        if data.rating_range is not None:
+            score = score.clamp(*data.rating_range)
+        err = score - y
+        return {"rmse": float(err.pow(2).mean().sqrt()), "mae": float(err.abs().mean())}
+    logloss = float(nn.functional.binary_cross_entropy_with_logits(score, y))
+    return {"logloss": logloss, "auc": auc(y.numpy(), score.numpy())}
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """L2 on embedding tables and weight matrices (parameters with >= 2 dims) only; biases and
+    field-interaction weights such as FwFM's R are not shrunk towards zero."""
+    params = list(model.parameters())
+    return [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+
+
+def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None) -> Run:
+    """Train with Adam; stop when the validation metric has not improved for ``patience`` epochs
+    and restore the best weights. Deterministic for a given ``config.seed``."""
+    torch.manual_seed(config.seed)
+    order = torch.Generator().manual_seed(config.seed)
+    optimizer = torch.optim.Adam(param_groups(model, config.weight_decay), lr=config.lr)
+    criterion, key = loss_fn(config.task), MONITOR[config.task]
+    y = train.target(config.task)
+    if config.task == "rating":  # start the global bias w0 at the mean rating
+        with torch.no_grad():
+            model.bias.fill_(float(y.mean()))
+    best, best_state, stale, history = float("inf"), None, 0, []
+    start = time.perf_counter()
+    for epoch in range(1, config.epochs + 1):
+        model.train()
+        perm = torch.randperm(len(train), generator=order)
+        total = 0.0
+        for i in range(0, len(train), config.batch_size):
+            rows = perm[i:i + config.batch_size]
+            optimizer.zero_grad()
+            loss = criterion(model(train.index[rows], train.weight[rows]), y[rows])
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(rows)
+        metrics = evaluate(model, valid, config.task)
+        record = {"epoch": epoch, "epochs": config.epochs, "train_loss": total / len(train),
+                  **{f"valid_{k}": v for k, v in metrics.items()},
+                  "seconds": time.perf_counter() - start}
+        history.append(record)
+        if metrics[key] < best:
+            best, best_state, stale = metrics[key], copy.deepcopy(model.state_dict()), 0
+        else:
+            stale += 1
+        record["best"] = stale == 0
+        if callback is not None:
+            callback(record)
+        if stale >= config.patience:
+            break
+    model.load_state_dict(best_state)
+    config_dict = {"model": model_name(model), "hp": model.hparams(), "train": asdict(config),
+                   "dataset": train.name, "data_source": train.source}
+    return Run(model=model, config=config_dict, history=history,
+               metrics={"valid": evaluate(model, valid, config.task)},
+               seconds=time.perf_counter() - start)
+
+
+def train_model(name: str, data: Split, config: TrainConfig, callback=None, **hp) -> Run:
+    """Build model ``name`` (seeded), fit it and add test metrics: what the CLI and the Train page do."""
+    torch.manual_seed(config.seed)
+    model = build_model(name, data.schema, **hp)
+    run = fit(model, data.train, data.valid, config, callback)
+    run.config["split"] = {"seed": data.seed, "min_count": data.min_count}
+    run.metrics["test"] = evaluate(run.model, data.test, config.task)
+    return run

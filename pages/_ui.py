@@ -1,0 +1,45 @@
+"""What every page shares: the page registry, cached data and the run store.
+
+Not a page itself (st.navigation lists only PAGES). Pages import it as ``pages._ui``.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from fmlib.data import movielens, split, synthetic
+from fmlib.runs import RunStore
+
+# (file, title, icon, one line for the home page). Add one line per page.
+PAGES = [
+    ("pages/home.py", "Home", ":material/home:", ""),
+    ("pages/train.py", "Train", ":material/model_training:",
+     "Train an FM or one of its variants on MovieLens and watch it learn, epoch by epoch."),
+]
+DATASETS = [*movielens.SPECS, "synthetic"]
+
+
+@st.cache_resource(show_spinner="Loading data ...")
+def load_data(name: str):
+    """The whole data set: MovieLens (first use fetches it) or a small synthetic one."""
+    if name == "synthetic":
+        return synthetic.make(synthetic.block_R(8), n_samples=4000, cardinality=20, seed=0)
+    return movielens.load(name)
+
+
+@st.cache_resource(show_spinner="Splitting ...")
+def load_split(name: str, seed: int = 0, min_count: int = 1):
+    return split(load_data(name), seed=seed, min_count=min_count)
+
+
+def dataset_name() -> str:
+    """The dataset chosen in the sidebar (ml-100k when a page runs on its own)."""
+    return st.session_state.get("dataset", "ml-100k")
+
+
+def run_store() -> RunStore:
+    return RunStore()
+
+
+def selected_run_id() -> str | None:
+    """The run picked in the sidebar, if any."""
+    return st.session_state.get("run_id")
