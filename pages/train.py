@@ -69,6 +69,7 @@ if st.button("Train", type="primary"):
     except ValueError as err:
         st.error(str(err))
         st.stop()
+    chart.empty()  # the final curves are drawn below with the metrics
     bar.progress(1.0, text=f"done: {len(run.history)} epochs in {run.seconds:.1f} s "
                            f"(best epoch {max(r['epoch'] for r in run.history if r['best'])})")
     st.session_state["trained"] = run

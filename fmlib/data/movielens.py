@@ -2,7 +2,8 @@
 
 Sources, tried in order (the first that yields data with the right counts wins):
   1. a directory the user names (``data_dir`` / ``--data-dir`` / ``FMLIB_DATA_DIR``) holding
-     the original GroupLens files (or RecBole's atomic files);
+     the original GroupLens files (or RecBole's atomic files); when one is named, it is the
+     only source, and what is wrong with it is reported;
   2. the cache (``~/.cache/fmlib``, ``FMLIB_CACHE`` overrides), checksum-verified;
   3. the official GroupLens archive, checksum-verified;
   4. MovieLens 100K only: the copy inside the PyPI wheel ``recbole==1.2.1``, fetched with
@@ -257,10 +258,10 @@ def load_frames(name: str = "ml-100k", data_dir: str | Path | None = None,
             log(f"{label} failed: {err}")
             return None
 
-    if data_dir:
-        frames = attempt(f"directory {data_dir}", lambda: read_frames(Path(data_dir)))
-        if frames is not None:
-            return frames, f"directory {data_dir}"
+    if data_dir:  # a directory the user names is used or reported, never silently skipped
+        frames = read_frames(Path(data_dir))
+        validate(name, frames)
+        return frames, f"directory {data_dir}"
     try:
         frames, origin = read_cache(name, root)
         validate(name, frames)

@@ -1,0 +1,27 @@
+"""Shared fixtures: an isolated run store, small synthetic data, fixture MovieLens files."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fmlib.data import split, synthetic
+
+
+@pytest.fixture(autouse=True)
+def isolated_runs(tmp_path, monkeypatch):
+    """Every test gets its own run store, so saved runs never leak between tests."""
+    monkeypatch.setenv("FMLIB_RUNS", str(tmp_path / "runs"))
+
+
+@pytest.fixture(autouse=True)
+def _clear_streamlit_caches():
+    import streamlit as st
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def small_split():
+    torch.manual_seed(0)
+    data = synthetic.make(synthetic.block_R(6), n_samples=3000, cardinality=12, dim=3, seed=0)
+    return split(data, seed=0)

@@ -1,0 +1,70 @@
+"""AppTest of the frame (app.py), the home page and the Train page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from fmlib.runs import RunStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def page(name, **state):
+    at = AppTest.from_file(str(ROOT / name), default_timeout=120)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at
+
+
+def test_frame_shows_dataset_source_and_empty_run_store():
+    at = page("app.py", dataset="synthetic")
+    at.run()
+    assert not at.exception
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "Served by: synthetic" in captions and "No saved runs yet" in captions
+
+
+def test_home_links_every_page():
+    at = page("app.py", dataset="synthetic")  # home is the default page of the frame
+    at.run()
+    assert not at.exception
+    from pages._ui import PAGES
+    links = [el for el in at.get("page_link")]
+    assert len(links) == len(PAGES) - 1
+
+
+def test_train_page_trains_shows_metrics_and_saves():
+    at = page("pages/train.py", dataset="synthetic")
+    at.run()
+    assert not at.exception
+    at.number_input(key="epochs").set_value(3)
+    at.number_input(key="lr").set_value(0.02)
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+    table = at.table[0].value
+    assert list(table.columns) == ["valid", "test"] and "rmse" in table.index
+    spec = at.get("plotly_chart")[-1].proto.spec
+    assert '"train loss"' in spec
+    at.text_input[0].input("teaching-run")
+    at.button[1].click().run()
+    assert not at.exception
+    assert "Saved as teaching-run" in at.success[0].value
+    assert RunStore().ids() == ["teaching-run"]
+
+
+def test_train_page_model_hyperparameters_follow_the_model():
+    at = page("pages/train.py", dataset="synthetic")
+    at.run()
+    at.selectbox(key="model").set_value("fwfm").run()
+    assert not at.exception
+    assert any(n.label.startswith("dim") for n in at.number_input)
+
+
+def test_frame_lists_saved_runs(small_split):
+    from fmlib.train import TrainConfig, train_model
+    RunStore().save(train_model("fm", small_split, TrainConfig(epochs=1), dim=2), "r1")
+    at = page("app.py", dataset="synthetic")
+    at.run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="run_id").value == "r1"
