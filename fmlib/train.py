@@ -101,7 +101,7 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
     and restore the best weights. Deterministic for a given ``config.seed``."""
     torch.manual_seed(config.seed)
     order = torch.Generator().manual_seed(config.seed)
-    optimizer = torch.optim.Adam(param_groups(model, config.weight_decay), lr=config.lr)
+    optimizer = torch.optim.Adam(param_groups(model, config.weight_decay), lr=config.lr, fused=True)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
     y = train.target(config.task)
     if config.task == "rating":  # start the global bias w0 at the mean rating

@@ -111,3 +111,19 @@ def test_registry_round_trip_and_errors():
         build_model("nope", SCHEMA)
     with pytest.raises(ValueError, match="dim must be >= 1"):
         build_model("fm", SCHEMA, dim=0)
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, Schema(SCHEMA.fields[:3])], ids=["multi", "single"])
+def test_memoised_fm_gradient_equals_autograd(schema):
+    """FMFunction's backward (∂/∂e_f = Z − e_f, fm-gradient note eq. 8 corrected) == autograd."""
+    torch.manual_seed(4)
+    fast = build_model("fm", schema, dim=4, init_std=0.5)
+    index, weight = random_batch(schema, seed=4)
+    plain = fast.first_order(index, weight) + fm_pairwise(fast.field_embeddings(index, weight))
+    upstream = torch.randn(len(index))
+    grads_plain = torch.autograd.grad(plain, [fast.linear.weight, fast.embedding.weight], upstream)
+    out = fast(index, weight)
+    assert torch.allclose(out, plain, atol=1e-5)
+    grads_fast = torch.autograd.grad(out, [fast.linear.weight, fast.embedding.weight], upstream)
+    for a, b in zip(grads_fast, grads_plain):
+        assert torch.allclose(a, b, atol=1e-5)

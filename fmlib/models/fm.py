@@ -3,6 +3,13 @@
 ŷ = w0 + Σ_i w_i x_i + Σ_{f<g} ⟨e_f, e_g⟩                       (DPLR paper eq. 2)
 with the pairwise sum computed in O(mk) by Rendle's identity     (DPLR paper eq. 1)
     Σ_{f<g} ⟨e_f, e_g⟩ = ½ (‖Σ_f e_f‖² − Σ_f ‖e_f‖²).
+
+Training uses ``FMFunction``, a custom autograd function whose backward pass is the memoised
+O(mk) gradient of fm-gradient-odk-note.md: with Z = Σ_f e_f computed once in the forward pass,
+∂φ/∂e_f = Z − e_f (the note's eq. 8 in field form, with the coefficient corrected from 2 to 1:
+the note's eq. 7 drops the P_ij inside Z; see the Derivations page). Each slot's embedding
+row then receives weight · (Z − e_f) and its linear weight receives weight. Single-valued
+slots always weigh 1, so when every field is single-valued the weights are not multiplied in.
 """
 from __future__ import annotations
 
@@ -16,6 +23,41 @@ def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
     return 0.5 * (e.sum(1).pow(2) - e.pow(2).sum(1)).sum(1)
 
 
+class FMFunction(torch.autograd.Function):
+    """Σ_s weight_s w[index_s] + Σ_{f<g}⟨e_f, e_g⟩ with the memoised O(mk) backward pass."""
+
+    @staticmethod
+    def forward(ctx, linear, embedding, index, weight, slot_to_field):
+        e = embedding[index]  # (B, S, k) slot embeddings
+        if slot_to_field is not None:  # multi-valued fields: weighted sum of slots into fields
+            e = torch.einsum("bsk,bs,sf->bfk", e, weight, slot_to_field)
+        z = e.sum(1)  # Z, memoised for the backward pass
+        ctx.save_for_backward(index, weight, e, z, slot_to_field)
+        ctx.shapes = (linear.shape, embedding.shape)
+        first = linear[index].squeeze(-1)
+        first = (first if slot_to_field is None else first * weight).sum(1)
+        return first + 0.5 * (z.pow(2).sum(1) - e.pow(2).sum((1, 2)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        index, weight, e, z, slot_to_field = ctx.saved_tensors
+        d_e = grad[:, None, None] * (z.unsqueeze(1) - e)  # ∂/∂e_f = Z − e_f
+        d_first = grad[:, None].expand_as(index)
+        if slot_to_field is not None:  # back from fields to their slots, times the slot weights
+            d_e = torch.einsum("bfk,bs,sf->bsk", d_e, weight, slot_to_field)
+            d_first = d_first * weight
+        flat = index.reshape(-1)
+        d_embedding = torch.zeros(ctx.shapes[1], dtype=e.dtype).index_add_(
+            0, flat, d_e.reshape(flat.numel(), -1))
+        d_linear = torch.zeros(ctx.shapes[0], dtype=e.dtype).index_add_(0, flat, d_first.reshape(-1, 1))
+        return d_linear, d_embedding, None, None, None
+
+
 class FM(FieldEmbeddingModel):
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
         return fm_pairwise(e)
+
+    def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        slot_to_field = None if self._single else self.slot_to_field
+        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight,
+                                            slot_to_field)
