@@ -16,6 +16,7 @@ from importlib import import_module
 # (group, command, help, module): module has add_arguments(parser) and run(args) -> int
 TOPIC_COMMANDS = [
     ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench"),
+    ("derivations", "check", "run every derivation check", "fmlib.derivations.cli"),
 ]
 
 

@@ -14,6 +14,7 @@ PAGES = [
     ("pages/home.py", "Home", ":material/home:", ""),
     ("pages/train.py", "Train", ":material/model_training:",
      "Train an FM or one of its variants on MovieLens and watch it learn, epoch by epoch."),
+    ("pages/derivations.py", "Derivations", ":material/functions:", "Step through the papers' derivations line by line, each line checked by sympy; slips in the papers are shown next to the corrected line."),
 ]
 DATASETS = [*movielens.SPECS, "synthetic"]
 

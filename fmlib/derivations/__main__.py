@@ -1,0 +1,6 @@
+"""`python -m fmlib.derivations check` (the same command as `python -m fmlib derivations check`)."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

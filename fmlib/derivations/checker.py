@@ -1,0 +1,370 @@
+"""The generic checker: compare the two sides of a step with sympy and say how.
+
+Methods (the badge on the page):
+- symbolic: the difference, built from general symbols, simplifies to 0;
+- exact: built from explicit n×n-style matrices of symbols, every entry of the
+  difference simplifies to 0 (expand, then cancel of the rational function);
+- numeric: random substitutions (seeded), evaluated with 30 significant digits;
+  reports the number of trials and the max relative error.
+If exact simplification does not reach 0 the checker does not guess: it substitutes
+numbers, and reports 'numeric' with the reason. A size above the step's exact limit
+falls back to numeric; above its build limit, and on a timeout, the step is
+"not checked" with the reason, never passed.
+
+Statuses of a step: passed, failed, not-checked, and slip: the paper's printed line
+fails while the corrected line passes. Every check runs in a forked child process so
+that a timeout really stops the work; results are cached per (check, size).
+"""
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import sympy as sp
+
+from .core import Check, Derivation
+
+DEFAULT_TIMEOUT = 30.0
+TOLERANCE = 1e-12
+DIGITS = 30
+SEED = 0
+WORKERS = 1  # the machine is shared; check_derivations(..., workers=2) runs two checks at a time
+STATUSES = ("passed", "failed", "slip", "not-checked")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one check: status, the method that settled it, a sentence of detail."""
+
+    status: str            # passed | failed | not-checked
+    method: str            # symbolic | exact | numeric | none
+    detail: str
+    lhs: str = ""
+    rhs: str = ""
+    size: int | None = None
+    trials: int | None = None
+    max_error: float | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A step's status plus the results of its corrected line, printed line and wrong variants."""
+
+    derivation: str
+    index: int
+    step: str
+    status: str
+    method: str
+    detail: str
+    corrected: CheckResult
+    printed: CheckResult | None
+    wrong: tuple[tuple[str, CheckResult], ...]
+
+    @property
+    def wrong_passed(self) -> list[str]:
+        """Labels of prepared wrong variants that (wrongly) passed."""
+        return [label for label, r in self.wrong if r.status == "passed"]
+
+    def to_dict(self) -> dict:
+        return {
+            "derivation": self.derivation, "step": self.step, "index": self.index + 1,
+            "status": self.status, "method": self.method, "detail": self.detail,
+            "size": self.corrected.size, "trials": self.corrected.trials,
+            "max_error": self.corrected.max_error,
+            "printed": None if self.printed is None else asdict(self.printed),
+            "wrong_variants": [{"label": label, "status": r.status, "method": r.method, "detail": r.detail}
+                               for label, r in self.wrong],
+        }
+
+
+_CACHE: dict[tuple[Check, int | None], CheckResult] = {}
+
+
+def run_checks(checks: list[Check], size: int | None = None, timeout: float | None = DEFAULT_TIMEOUT,
+               workers: int = WORKERS) -> list[CheckResult]:
+    """Check several lines at `size` (default: each check's own size), `workers` at a time.
+
+    Passed and failed results are cached per (check, size); "not checked" ones are not.
+    """
+    results: list[CheckResult | None] = []
+    jobs = {}
+    for i, check in enumerate(checks):
+        n = None if check.method == "symbolic" else (check.size if size is None else size)
+        results.append(_CACHE.get((check, n)))
+        if results[-1] is not None:
+            continue
+        if n is not None and n > check.build_limit:
+            results[-1] = CheckResult("not-checked", "none", f"not checked: size n={n} is above this step's limit "
+                                      f"n≤{check.build_limit} for building its matrices", size=n)
+            continue
+        method, note = check.method, ""
+        if method == "exact" and n > check.exact_limit:
+            method = "numeric"
+            note = f"n={n} is above the exact-check limit n≤{check.exact_limit}; fell back to numeric. "
+        jobs[i] = (check, n, _timed(check, n, method, note))
+    answers = _run_in_children([job for _, _, job in jobs.values()], timeout, workers)
+    for (i, (check, n, _)), answer in zip(jobs.items(), answers):
+        if answer is None:
+            answer = CheckResult("not-checked", "none", f"not checked: no answer within the {timeout:g} s time limit",
+                                 size=n, seconds=timeout)
+        elif answer.status != "not-checked":
+            _CACHE[(check, n)] = answer
+        results[i] = answer
+    return results
+
+
+def run_check(check: Check, size: int | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> CheckResult:
+    """Check one line; see run_checks."""
+    return run_checks([check], size, timeout)[0]
+
+
+def _step_checks(step) -> list[Check]:
+    return [step.check] + ([step.printed.check] if step.printed else []) + [w.check for w in step.wrong]
+
+
+def check_derivations(derivations: list[Derivation], size: int | None = None,
+                      timeout: float | None = DEFAULT_TIMEOUT, workers: int = WORKERS) -> list[StepResult]:
+    """Every step of every derivation, checks run `workers` at a time; one StepResult per step."""
+    checks = [c for d in derivations for step in d.steps for c in _step_checks(step)]
+    results = iter(run_checks(checks, size, timeout, workers))
+    return [_step_result(d, i, [next(results) for _ in _step_checks(step)])
+            for d in derivations for i, step in enumerate(d.steps)]
+
+
+def check_step(derivation: Derivation, index: int, size: int | None = None,
+               timeout: float | None = DEFAULT_TIMEOUT) -> StepResult:
+    """Check step `index` of a derivation: corrected line, printed line (if any), wrong variants."""
+    step = derivation.steps[index]
+    return _step_result(derivation, index, run_checks(_step_checks(step), size, timeout))
+
+
+def _step_result(derivation: Derivation, index: int, results: list[CheckResult]) -> StepResult:
+    step = derivation.steps[index]
+    corrected, rest = results[0], results[1:]
+    printed = rest.pop(0) if step.printed else None
+    wrong = tuple((w.label, r) for w, r in zip(step.wrong, rest))
+    status, detail = corrected.status, corrected.detail
+    if printed is not None and corrected.status == "passed":
+        if printed.status == "failed":
+            status = "slip"
+            detail = (f"slip in the paper: the printed line fails ({printed.detail}); "
+                      f"the corrected line passes ({corrected.detail})")
+        elif printed.status == "passed":
+            detail = f"{corrected.detail} The printed line passes too."
+        else:
+            detail = f"{corrected.detail} The printed line was not checked ({printed.detail})."
+    return StepResult(derivation.key, index, step.name, status, corrected.method, detail, corrected, printed, wrong)
+
+
+def _timed(check: Check, n: int | None, method: str, note: str):
+    def job() -> CheckResult:
+        start = time.perf_counter()
+        result = _compare(check, n, method, note)
+        return CheckResult(**{**asdict(result), "seconds": time.perf_counter() - start})
+    return job
+
+
+# ---- comparison -------------------------------------------------------------------
+
+def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult:
+    try:
+        lhs, rhs = check.build(n)
+    except sp.matrices.exceptions.ShapeError as exc:
+        return CheckResult("failed", method, f"{note}the line is not even defined: {exc}", size=n)
+    shown = dict(lhs=_short(lhs), rhs=_short(rhs), size=n)
+    if isinstance(lhs, sp.MatrixExpr) or isinstance(rhs, sp.MatrixExpr):
+        return _check_general_matrices(lhs, rhs, shown)
+    lhs_m, rhs_m = _as_matrix(lhs), _as_matrix(rhs)
+    if check.relation == ">=":
+        return _check_grid(check, lhs_m[0], rhs_m[0], shown)
+    if lhs_m.shape != rhs_m.shape:
+        return CheckResult("failed", method, f"{note}the two sides have different shapes "
+                           f"{lhs_m.shape} and {rhs_m.shape}", **shown)
+    diff = lhs_m - rhs_m
+    polynomial = all(e.is_polynomial() for e in diff)
+    if method in ("symbolic", "exact") and not polynomial and _probe_differs(check, lhs_m, rhs_m):
+        # simplifying a nonzero transcendental difference can take minutes; one number settles it
+        method, note = "numeric", note + "a first numeric probe already differs, so numbers decide: "
+    if method in ("symbolic", "exact"):
+        where = f" at size n={n}" if method == "exact" else " for general symbols"
+        residues = [_simplify(e, method) for e in diff]
+        if all(r == 0 for r in residues):
+            return CheckResult("passed", method, f"{note}the difference simplifies to 0{where} "
+                               f"({_count(diff)}).", **shown)
+        bad = next(r for r in residues if r != 0)
+        if polynomial:
+            return CheckResult("failed", method, f"{note}the difference is a nonzero polynomial{where}, "
+                               f"e.g. {_short(bad, 200)}", **shown)
+        note += "exact simplification did not reach 0, so numbers decide: "
+    return _check_numeric(check, lhs_m, rhs_m, note, shown)
+
+
+def _check_general_matrices(lhs, rhs, shown: dict) -> CheckResult:
+    """Matrix expressions of general (symbolic) size: expand, evaluate, simplify."""
+    difference = sp.simplify((lhs - rhs).expand().doit())
+    if getattr(difference, "is_ZeroMatrix", False) or difference == 0:
+        return CheckResult("passed", "symbolic", "the difference simplifies to the zero matrix for general size.", **shown)
+    return CheckResult("not-checked", "none", f"not checked: sympy could not simplify the general-size difference "
+                       f"to 0 (left with {_short(difference, 200)}), and a general size cannot be sampled", **shown)
+
+
+def _simplify(e: sp.Expr, method: str) -> sp.Expr:
+    """Exact simplification: expand; trig and complex exponentials as exponentials; cancel."""
+    e = sp.expand(e)
+    if e == 0:
+        return e
+    if e.has(sp.re, sp.im):
+        e = sp.expand(sp.expand_complex(e))
+    if e.has(sp.sin, sp.cos) or (e.has(sp.exp) and e.has(sp.I)):
+        # expand() splits exp(a + b) into exp(a)·exp(b): a canonical form for linear arguments
+        e = sp.expand(e.rewrite(sp.exp))
+    e = sp.cancel(sp.together(e))
+    if e != 0 and method == "symbolic":
+        e = sp.simplify(e)
+    return e
+
+
+def _probe_differs(check: Check, lhs: sp.Matrix, rhs: sp.Matrix) -> bool:
+    probe = _check_numeric(Check(check.build, "numeric", size=1, ranges=check.ranges, trials=1), lhs, rhs, "", {})
+    return probe.status == "failed"
+
+
+def _check_numeric(check: Check, lhs: sp.Matrix, rhs: sp.Matrix, note: str, shown: dict) -> CheckResult:
+    symbols = sorted(lhs.free_symbols | rhs.free_symbols, key=lambda s: s.name)
+    rng = np.random.default_rng(SEED)
+    worst, worst_at = 0.0, None
+    for _ in range(check.trials):
+        values = {s: _sample(s, check.ranges, rng) for s in symbols}
+        for k, (a, b) in enumerate(zip(lhs, rhs)):
+            a, b = (sp.N(x.xreplace(values), DIGITS) for x in (a, b))
+            err = float(abs(sp.N(a - b, DIGITS))) / max(1.0, float(abs(a)), float(abs(b)))
+            if not err <= worst:  # also catches nan
+                worst, worst_at = err, (k, values)
+    passed = worst <= TOLERANCE
+    detail = f"{note}{check.trials} random trials, max relative error {worst:.1e}"
+    if not passed:
+        k, values = worst_at
+        row, col = divmod(k, lhs.cols)
+        entry = "" if lhs.shape == (1, 1) else f" in entry ({row + 1}, {col + 1})"
+        point = ", ".join(f"{s}={float(v):.3g}" for s, v in list(values.items())[:6])
+        detail += f"{entry} (e.g. at {point}{', …' if len(values) > 6 else ''})"
+    return CheckResult("passed" if passed else "failed", "numeric", detail + ".",
+                       trials=check.trials, max_error=worst, **shown)
+
+
+def _check_grid(check: Check, lhs: sp.Expr, rhs: sp.Expr, shown: dict) -> CheckResult:
+    names = list(check.grid)
+    symbols = {s.name: s for s in (lhs - rhs).free_symbols}
+    missing = set(symbols) - set(names)
+    if missing:
+        return CheckResult("not-checked", "none", f"not checked: no grid values for {sorted(missing)}", **shown)
+    f = sp.lambdify([symbols.get(name, sp.Symbol(name)) for name in names], lhs - rhs, modules="numpy")
+    mesh = np.meshgrid(*[np.asarray(check.grid[name], dtype=float) for name in names], indexing="ij")
+    with np.errstate(all="ignore"):
+        slack = np.broadcast_to(np.asarray(f(*mesh), dtype=complex), mesh[0].shape)
+    undefined = ~np.isfinite(slack) | (np.abs(slack.imag) > 1e-12)
+    slack = np.where(undefined, np.nan, slack.real)
+    shown = {**shown, "trials": slack.size}
+    if undefined.all():
+        return CheckResult("failed", "numeric", f"the line is undefined at all {slack.size} grid points.", **shown)
+    low = float(np.nanmin(slack))
+    at = np.unravel_index(int(np.nanargmin(slack)), slack.shape)
+    where = ", ".join(f"{name}={check.grid[name][i]:.3g}" for name, i in zip(names, at))
+    detail = f"slack = left − right on a grid of {slack.size} points: min {low:.3g} at {where}"
+    if undefined.any():
+        detail += f"; undefined (log of a negative number or division by 0) at {int(undefined.sum())} points"
+    elif low < 0:
+        detail += " — negative, so the inequality is violated there"
+    passed = low >= 0 and not undefined.any()
+    return CheckResult("passed" if passed else "failed", "numeric", detail + ".", max_error=max(0.0, -low), **shown)
+
+
+def _sample(symbol: sp.Symbol, ranges, rng) -> sp.Float:
+    name = symbol.name
+    lo, hi = ranges.get(name) or ranges.get(name.split("_")[0]) or (
+        (0.25, 2.0) if symbol.is_positive else (-1.5, 1.5))
+    # a random multiple of 1/1024 inside the range: a rational number a binary float holds exactly
+    numerator = int(rng.integers(int(np.ceil(lo * 1024)), int(np.floor(hi * 1024)) + 1))
+    return sp.Float(sp.Rational(numerator, 1024), DIGITS)
+
+
+def _as_matrix(x) -> sp.Matrix:
+    if isinstance(x, sp.MatrixBase):
+        return sp.Matrix(x)
+    return sp.Matrix([[sp.sympify(x)]])
+
+
+def _count(m: sp.Matrix) -> str:
+    return "1 expression" if m.shape == (1, 1) else f"all {m.rows * m.cols} entries of the {m.rows}×{m.cols} result"
+
+
+def _short(x, limit: int = 1500) -> str:
+    """Printable form of a side; very large expressions are summarised (printing them takes seconds)."""
+    nodes = 0
+    for _ in sp.preorder_traversal(x):
+        nodes += 1
+        if nodes > 4 * limit:
+            shape = f"a {x.shape[0]}×{x.shape[1]} matrix" if hasattr(x, "shape") else "an expression"
+            return f"{shape} too large to print (more than {4 * limit} nodes)"
+    text = str(x)
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+# ---- running checks in child processes (so a timeout can stop them) -------------------
+
+def _run_in_children(jobs: list, timeout: float | None, workers: int) -> list[CheckResult | None]:
+    """Run each job in a forked child, `workers` at a time; None for a job that exceeded `timeout` s."""
+    if timeout is None or "fork" not in multiprocessing.get_all_start_methods():
+        return [_guarded(job) for job in jobs]
+    ctx = multiprocessing.get_context("fork")
+    results: list[CheckResult | None] = [None] * len(jobs)
+    pending, running = list(enumerate(jobs)), {}
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, workers):
+                i, job = pending.pop(0)
+                receive, send = ctx.Pipe(duplex=False)
+                child = ctx.Process(target=_child_main, args=(job, send), daemon=True)
+                child.start()
+                send.close()
+                running[i] = (child, receive, time.monotonic())
+            ready = multiprocessing.connection.wait([r for _, r, _ in running.values()], timeout=0.05)
+            for i, (child, receive, started) in list(running.items()):
+                if receive in ready:
+                    try:
+                        results[i] = receive.recv()
+                    except EOFError:
+                        results[i] = CheckResult("not-checked", "none",
+                                                 "not checked: the checking process ended without an answer")
+                elif time.monotonic() - started <= timeout:
+                    continue
+                _stop(child, receive)
+                del running[i]
+    finally:
+        for child, receive, _ in running.values():
+            _stop(child, receive)
+    return results
+
+
+def _stop(child, receive) -> None:
+    if child.is_alive():
+        child.kill()
+    child.join()
+    receive.close()
+
+
+def _child_main(job, send) -> None:
+    send.send(_guarded(job))
+    send.close()
+
+
+def _guarded(job) -> CheckResult:
+    try:
+        return job()
+    except Exception as exc:  # a broken builder is reported, never counted as passed
+        return CheckResult("not-checked", "none", f"not checked: building the check raised "
+                           f"{type(exc).__name__}: {exc}")

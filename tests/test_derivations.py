@@ -1,0 +1,71 @@
+"""The derivation catalog: every step passes (or is a known slip), every wrong variant fails."""
+import pytest
+
+from fmlib.derivations import catalog
+from fmlib.derivations.checker import STATUSES, check_derivations
+
+# (derivation, step number): the printed line fails its check and the corrected line passes
+KNOWN_SLIPS = {
+    ("fm-gradient", 7), ("fm-gradient", 8), ("fm-gradient", 9),          # −2P_ij X_j² should be −P_ij X_j²
+    ("dplr-proposition-1", 7),                                           # Alg. 1 prints V_C U_C
+    ("rafm-proposition-s3", 2), ("rafm-proposition-s3", 4),              # Lemma S4 / S5 typos
+    ("rafm-proposition-s3", 7),                                          # (S4) prints 1 − θδ
+    ("rfm-euler", 1),                                                    # ① remark drops the i
+    ("rfm-gradient-part1", 4), ("rfm-gradient-part1", 5),                # (∂y/∂G)ᵀVᵀ
+    ("attention-definitions", 5),                                        # Σc² is eq. (1) with Wᵀ
+    ("attention-gradients", 8),                                          # Lemma A.17 drops the 2
+}
+
+
+@pytest.fixture(scope="module")
+def results():
+    return check_derivations(catalog())
+
+
+def test_catalog_covers_the_issue(results):
+    keys = {d.key for d in catalog()}
+    assert {"rendle", "fm-gradient", "identity-1", "dplr-proposition-1", "r-fm", "rafm-theorem-3",
+            "rafm-proposition-s3", "rfm-euler", "rfm-gradient-part1", "attention-definitions",
+            "attention-gradients"} <= keys
+    assert len(results) == sum(len(d.steps) for d in catalog())
+
+
+def test_every_step_passes_or_is_a_known_slip(results):
+    for r in results:
+        assert r.status in STATUSES
+        expected = "slip" if (r.derivation, r.index + 1) in KNOWN_SLIPS else "passed"
+        assert r.status == expected, f"{r.derivation} #{r.index + 1} {r.step}: {r.status} — {r.detail}"
+        assert r.corrected.status == "passed"
+
+
+def test_slips_show_a_failing_printed_line(results):
+    slips = [r for r in results if r.status == "slip"]
+    assert {(r.derivation, r.index + 1) for r in slips} == KNOWN_SLIPS
+    for r in slips:
+        assert r.printed.status == "failed" and "slip in the paper" in r.detail
+
+
+def test_every_prepared_wrong_variant_fails(results):
+    variants = [(r, label, w) for r in results for label, w in r.wrong]
+    assert len(variants) >= 15
+    for r, label, w in variants:
+        assert w.status == "failed", f"{r.derivation} #{r.index + 1} wrong variant {label!r}: {w.detail}"
+
+
+def test_methods_and_details_are_reported(results):
+    methods = {r.method for r in results}
+    assert {"symbolic", "exact", "numeric"} <= methods
+    for r in results:
+        c = r.corrected
+        if c.method == "exact":
+            assert c.size is not None and f"n={c.size}" in c.detail
+        if c.method == "numeric":
+            assert c.trials and c.max_error is not None and c.max_error <= 1e-12
+        assert c.lhs and c.rhs
+
+
+def test_json_records_have_the_issue_fields(results):
+    for r in results:
+        d = r.to_dict()
+        assert {"derivation", "step", "status", "method", "detail"} <= set(d)
+        assert d["status"] in STATUSES

@@ -1,0 +1,152 @@
+"""The generic checker and the data model: methods, statuses, limits, timeouts, rejection."""
+import json
+import time
+
+import pytest
+import sympy as sp
+
+from fmlib.derivations import Check, Derivation, Printed, Step, WrongVariant, run_check
+from fmlib.derivations import cli
+from fmlib.derivations.checker import check_derivations
+from fmlib.derivations.core import sym_matrix
+
+a, b = sp.symbols("a b", real=True)
+
+
+def square(sign):
+    return lambda n: ((a + b) ** 2, a ** 2 + sign * 2 * a * b + b ** 2)
+
+
+def trace_cyclic(n):
+    A, B = sym_matrix("A", n, n), sym_matrix("B", n, n)
+    return (A * B).trace(), (B * A).trace()
+
+
+def trace_wrong(n):
+    A, B = sym_matrix("A", n, n), sym_matrix("B", n, n)
+    return (A * B).trace(), A.trace() * B.trace()
+
+
+def step(check, name="s", justification="algebra", **kw):
+    return Step(name, "x", justification, "test", check, **kw)
+
+
+def test_unjustified_step_is_rejected():
+    for missing in ("", "   "):
+        with pytest.raises(ValueError, match="no justification"):
+            step(Check(square(1), "symbolic", size=None), justification=missing)
+    with pytest.raises(ValueError, match="no steps"):
+        Derivation("empty", "t", "src", (), ())
+
+
+def test_bad_check_definitions_are_rejected():
+    with pytest.raises(ValueError):
+        Check(square(1), "guess", size=None)
+    with pytest.raises(ValueError):
+        Check(square(1), "symbolic", size=3)
+    with pytest.raises(ValueError):
+        Check(square(1), "numeric", size=2, relation=">=")
+
+
+def test_symbolic_exact_and_numeric_pass_true_lines():
+    assert run_check(Check(square(1), "symbolic", size=None)).method == "symbolic"
+    exact = run_check(Check(trace_cyclic, "exact", size=3))
+    assert (exact.status, exact.method, exact.size) == ("passed", "exact", 3)
+    numeric = run_check(Check(lambda n: (sp.sin(a) ** 2 + sp.cos(a) ** 2, 1), "numeric", size=1, trials=6))
+    assert (numeric.status, numeric.trials) == ("passed", 6) and numeric.max_error < 1e-25
+
+
+def test_false_lines_fail_with_a_reason():
+    wrong = run_check(Check(square(-1), "symbolic", size=None))
+    assert wrong.status == "failed" and "nonzero polynomial" in wrong.detail
+    assert run_check(Check(trace_wrong, "exact", size=2)).status == "failed"
+    transcendental = run_check(Check(lambda n: (sp.exp(a + b), sp.exp(a) + sp.exp(b)), "exact", size=1))
+    assert transcendental.status == "failed" and transcendental.method == "numeric"
+    shape = run_check(Check(lambda n: (sp.ones(2, 3) * sp.ones(2, 3), sp.zeros(2, 2)), "exact", size=1))
+    assert shape.status == "failed" and "not even defined" in shape.detail
+
+
+def test_results_are_cached():
+    c = Check(trace_cyclic, "exact", size=2)
+    assert run_check(c) is run_check(c)
+
+
+def test_size_limits_fall_back_to_numeric_then_refuse():
+    c = Check(trace_cyclic, "exact", size=2, exact_limit=3, build_limit=5)
+    fallback = run_check(c, size=4)
+    assert fallback.status == "passed" and fallback.method == "numeric" and "exact-check limit" in fallback.detail
+    refused = run_check(c, size=9)
+    assert refused.status == "not-checked" and "limit" in refused.detail
+
+
+def test_timeout_is_not_checked_never_passed():
+    def slow(n):
+        time.sleep(30)
+        return a, a
+    start = time.perf_counter()
+    result = run_check(Check(slow, "exact", size=1), timeout=0.5)
+    assert result.status == "not-checked" and "time limit" in result.detail
+    assert time.perf_counter() - start < 10
+
+
+def test_broken_builder_is_not_checked():
+    def broken(n):
+        raise KeyError("v_3")
+    result = run_check(Check(broken, "exact", size=1))
+    assert result.status == "not-checked" and "KeyError" in result.detail
+
+
+def test_grid_inequality():
+    grid = {"a": [0.5, 1.0, 2.0], "b": [0.5, 1.0, 2.0]}
+    am_gm = run_check(Check(lambda n: ((a + b) / 2, sp.sqrt(a * b)), "numeric", size=1, relation=">=", grid=grid))
+    assert am_gm.status == "passed" and am_gm.trials == 9
+    reversed_ = run_check(Check(lambda n: (sp.sqrt(a * b), (a + b) / 2), "numeric", size=1, relation=">=", grid=grid))
+    assert reversed_.status == "failed" and "violated" in reversed_.detail
+
+
+def small_derivation(wrong_is_right=False, printed=None):
+    wrong = WrongVariant("sign", "x", Check(square(1 if wrong_is_right else -1), "symbolic", size=None), "why")
+    return Derivation("toy", "toy", "test", (), (step(Check(square(1), "symbolic", size=None), wrong=(wrong,),
+                                                       printed=printed),))
+
+
+def test_slip_status_needs_printed_fail_and_corrected_pass():
+    printed = Printed("x", Check(square(-1), "symbolic", size=None), "typo")
+    [r] = small_derivation(printed=printed).check()
+    assert r.status == "slip" and r.printed.status == "failed"
+    [r] = small_derivation().check()
+    assert r.status == "passed" and r.wrong[0][1].status == "failed"
+
+
+@pytest.fixture
+def toy_catalog(monkeypatch):
+    def use(*derivations):
+        monkeypatch.setattr(cli, "catalog", lambda: list(derivations))
+    return use
+
+
+def test_cli_json_and_exit_codes(toy_catalog, capsys):
+    toy_catalog(small_derivation())
+    assert cli.main(["check", "--json"]) == 0
+    [record] = json.loads(capsys.readouterr().out)
+    assert {"derivation": "toy", "step": "s", "status": "passed", "method": "symbolic"}.items() <= record.items()
+    toy_catalog(small_derivation(wrong_is_right=True))
+    assert cli.main(["check"]) == 1
+    assert "PASSED (they must fail)" in capsys.readouterr().out
+    failing = Derivation("bad", "bad", "test", (), (step(Check(square(-1), "symbolic", size=None)),))
+    toy_catalog(failing)
+    assert cli.main(["check"]) == 1
+
+
+def test_cli_bad_input_is_one_line_exit_2(toy_catalog, capsys):
+    toy_catalog(small_derivation())
+    assert cli.main(["check", "--derivation", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "nope" in err and "toy" in err
+    assert cli.main(["check", "--size", "0"]) == 2
+    assert cli.main(["check", "--timeout", "-1"]) == 2
+
+
+def test_check_derivations_keeps_order():
+    d = small_derivation()
+    assert [r.derivation for r in check_derivations([d, d])] == ["toy", "toy"]

@@ -1,0 +1,90 @@
+"""AppTest for pages/derivations.py: Next/Back, the step slider, slips and the wrong-variant toggle."""
+import json
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).parents[1] / "pages" / "derivations.py")
+
+
+@pytest.fixture
+def at():
+    st.cache_data.clear()
+    app = AppTest.from_file(PAGE, default_timeout=120)
+    app.run()
+    assert not app.exception
+    return app
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_next_and_back_move_one_step(at):
+    assert at.session_state["deriv_step"] == 1
+    assert "Step 1 of" in at.subheader[0].value
+    at.button(key="deriv_next").click().run()
+    at.button(key="deriv_next").click().run()
+    assert at.session_state["deriv_step"] == 3 and at.slider(key="deriv_step").value == 3
+    assert "Step 3 of" in at.subheader[0].value
+    at.button(key="deriv_back").click().run()
+    assert at.session_state["deriv_step"] == 2 and "Step 2 of" in at.subheader[0].value
+    assert not at.exception
+
+
+def test_slider_jumps_and_back_is_disabled_on_first_step(at):
+    at.slider(key="deriv_step").set_value(4).run()
+    assert "Step 4 of" in at.subheader[0].value
+    at.slider(key="deriv_step").set_value(1).run()
+    assert at.button(key="deriv_back").disabled
+    assert not at.button(key="deriv_next").disabled
+
+
+def test_every_step_shows_latex_rule_source_and_a_passed_badge(at):
+    for i in range(1, 5):
+        at.slider(key="deriv_step").set_value(i).run()
+        assert at.latex and "Rule." in markdown(at) and at.caption
+        assert ":green-badge[✓ passed]" in markdown(at)
+
+
+def test_wrong_variant_toggle_shows_a_failing_check(at):
+    at.slider(key="deriv_step").set_value(3).run()          # Rendle's identity has "dropped the factor ½"
+    assert not at.error
+    at.toggle(key="deriv_wrong").set_value(True).run()
+    assert not at.exception
+    assert any("dropped the factor ½" in e.value and "the check fails" in e.value for e in at.error)
+    at.toggle(key="deriv_wrong").set_value(False).run()
+    assert not at.error
+
+
+def test_slip_in_the_fm_note_is_shown_with_printed_line(at):
+    at.selectbox(key="deriv_derivation").set_value("fm-gradient").run()
+    assert at.session_state["deriv_step"] == 1
+    at.slider(key="deriv_step").set_value(7).run()
+    assert ":orange-badge[slip in the paper]" in markdown(at)
+    assert any("Slip in the paper" in w.value for w in at.warning)
+    latex = [x.value for x in at.latex]
+    assert any("- P_{i,j}X_j^2" in x for x in latex) and any("2P_{i,j}X_j^2" in x for x in latex)
+
+
+def test_s3_step_plots_a_nonnegative_slack_and_its_wrong_variant_fails(at):
+    at.selectbox(key="deriv_derivation").set_value("rafm-proposition-s3").run()
+    at.slider(key="deriv_step").set_value(7).run()
+    assert not at.exception
+    [chart] = at.get("plotly_chart")
+    spec = json.loads(chart.proto.spec)
+    low = float(spec["layout"]["title"]["text"].rsplit("min ", 1)[1].rstrip(")"))
+    assert low >= 0
+    at.toggle(key="deriv_wrong").set_value(True).run()
+    assert any("without the + log δ" in e.value and "violated" in e.value for e in at.error)
+
+
+def test_another_size_falls_back_to_numeric_then_refuses(at):
+    at.selectbox(key="deriv_derivation").set_value("identity-1").run()
+    at.number_input(key="deriv_size").set_value(8).run()
+    assert "numeric (4 trials" in markdown(at) and "exact-check limit" in markdown(at)
+    at.number_input(key="deriv_size").set_value(20).run()
+    assert ":gray-badge[not checked]" in markdown(at) and "limit" in markdown(at)
+    assert not at.exception
