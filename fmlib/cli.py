@@ -17,6 +17,7 @@ from importlib import import_module
 TOPIC_COMMANDS = [
     ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench"),
     ("derivations", "check", "run every derivation check", "fmlib.derivations.cli"),
+    ("bench", "inversion", "attention inversion: success vs γ, GD vs Newton, MovieLens recovery", "fmlib.inversion.bench"),
 ]
 
 

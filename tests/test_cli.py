@@ -56,3 +56,11 @@ def test_data_directory_with_missing_files(tmp_path):
                                                                             "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "missing file(s) u.user" in done.stderr
+
+
+def test_bench_train_runs_both_libraries_and_ends_with_json():
+    done = cli("bench", "train", "--epochs", "1", "--dim", "4")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["fields"] == 11 and out["fmlib_s_per_epoch"] > 0 and out["torchfm_s_per_epoch"] > 0
+    assert out["ratio"] == pytest.approx(out["fmlib_s_per_epoch"] / out["torchfm_s_per_epoch"], rel=0.01)

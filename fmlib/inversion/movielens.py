@@ -1,0 +1,243 @@
+"""The paper's §5 experiment on MovieLens: recover the hidden first movies of a user's sequence
+from a trained causal transformer (attention-inversion-unmasking-transformers.md, §5.1, App. J).
+
+Data: each user's rated movies ordered by rating time (ties broken by a seeded random key, so
+the order inside one second carries no signal), restricted to the ``vocab_size`` most-rated
+movies, first ``length`` of them. A tiny causal transformer (a few thousand parameters) learns
+next-movie prediction.
+
+Attack (§5.1): the first m movies S₁ are hidden, the rest S₂ is known. Free logits X⁰ ~ N(0, 1)
+∈ ℝ^{m×N} give the relaxed one-hot S₁ᵗ = softmax(Xᵗ); the model F maps S = [S₁ᵗ; S₂] to row-wise
+next-movie distributions, and Adam minimises the cross-entropy
+    L(F(Sᵗ), Sᵗ) = Σ_{i=1}^{n−1} Σ_j −S^t_{i+1,j} · log F(Sᵗ)_{i,j}.
+The recovered movie at a hidden position is argmax of its logits (top-10: the 10 largest).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .attack import one_thread
+
+
+@dataclass
+class Sequences:
+    tokens: torch.Tensor  # (U, length) vocabulary indices, in rating-time order
+    users: np.ndarray  # (U,) user_id of each row
+    movie_ids: np.ndarray  # (N,) movie_id of each vocabulary index (most-rated first)
+
+
+def sequences(ratings: pd.DataFrame, length: int = 12, vocab_size: int = 200, seed: int = 0) -> Sequences:
+    """Per user, the first ``length`` of their rated movies among the ``vocab_size`` most-rated,
+    ordered by timestamp. Users with fewer such movies are left out."""
+    missing = {"user_id", "movie_id", "timestamp"} - set(ratings.columns)
+    if missing:
+        raise ValueError(f"ratings need columns user_id, movie_id, timestamp; missing {sorted(missing)}")
+    if length < 2 or vocab_size < 2:
+        raise ValueError(f"length and vocab_size must be >= 2, got {length}, {vocab_size}")
+    counts = ratings["movie_id"].value_counts(sort=False)
+    popular = counts.sort_values(ascending=False, kind="stable").index[:vocab_size].to_numpy()
+    index = pd.Series(np.arange(len(popular)), index=popular)
+    kept = ratings[ratings["movie_id"].isin(popular)].copy()
+    kept["tie"] = np.random.default_rng(seed).random(len(kept))
+    kept = kept.sort_values(["user_id", "timestamp", "tie"], kind="stable")
+    kept["position"] = kept.groupby("user_id").cumcount()
+    kept = kept[kept["position"] < length]
+    full = kept.groupby("user_id")["position"].transform("size") == length
+    kept = kept[full]
+    users = kept["user_id"].unique()
+    if len(users) == 0:
+        raise ValueError(f"no user has {length} ratings among the {vocab_size} most-rated movies")
+    tokens = index.loc[kept["movie_id"].to_numpy()].to_numpy().reshape(len(users), length)
+    return Sequences(torch.tensor(tokens, dtype=torch.long), users, popular)
+
+
+class TinyTransformer(nn.Module):
+    """A causal transformer over movie sequences; input rows are distributions over movies.
+
+    Every sequence starts with a start token (index ``vocab``), so the model also learns which
+    movies users rate first; inputs have vocab + 1 columns, outputs score the vocab movies.
+    A one-hot row is an ordinary token; a softmax row (the attack's relaxed one-hot, §5.1)
+    embeds as the probability-weighted average of movie embeddings. Output embedding tied to the
+    input one. Attention: softmax(QKᵀ/√k) V per head — Def. 3.1's f with W = KQᵀ (plus scaling).
+    """
+
+    def __init__(self, vocab: int, length: int, dim: int = 16, heads: int = 2, layers: int = 1,
+                 ff: int = 32):
+        super().__init__()
+        self.vocab = vocab
+        self.embedding = nn.Parameter(torch.randn(vocab + 1, dim) * 0.1)  # last row: start token
+        self.position = nn.Parameter(torch.randn(length + 1, dim) * 0.1)
+        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(
+            dim, heads, dim_feedforward=ff, dropout=0.0, batch_first=True, norm_first=True)
+            for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+        self.out_bias = nn.Parameter(torch.zeros(vocab))
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(length + 1))
+
+    def forward(self, probs: torch.Tensor) -> torch.Tensor:
+        """(B, n, N+1) rows of distributions over [movies, start] → (B, n, N) next-movie logits."""
+        n = probs.shape[1]
+        h = probs @ self.embedding + self.position[:n]
+        for block in self.blocks:
+            h = block(h, src_mask=self.mask[:n, :n], is_causal=True)
+        return self.norm(h) @ self.embedding[:self.vocab].T + self.out_bias
+
+    def one_hot(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Start token, then the one-hot rows of the movies: (B, L) → (B, L+1, N+1)."""
+        start = torch.full((tokens.shape[0], 1), self.vocab, dtype=torch.long)
+        return F.one_hot(torch.cat([start, tokens], dim=1), self.vocab + 1).float()
+
+
+def next_movie_loss(model: TinyTransformer, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of predicting every movie of the sequence from the ones before it."""
+    logits = model(model.one_hot(tokens))[:, :-1]
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens.reshape(-1))
+
+
+def train_model(tokens: torch.Tensor, vocab: int, epochs: int = 60, lr: float = 1e-2,
+                batch_size: int = 64, seed: int = 0, progress=None, **arch) -> tuple[TinyTransformer, list]:
+    """Fit next-movie prediction with Adam; returns the model and the mean loss of each epoch."""
+    torch.manual_seed(seed)
+    model = TinyTransformer(vocab, tokens.shape[1], **arch)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    with one_thread():
+        for epoch in range(epochs):
+            order = torch.randperm(len(tokens), generator=gen)
+            total = 0.0
+            for start in range(0, len(tokens), batch_size):
+                batch = tokens[order[start:start + batch_size]]
+                loss = next_movie_loss(model, batch)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(batch)
+            losses.append(total / len(tokens))
+            if progress is not None:
+                progress(epoch + 1, epochs, losses[-1])
+    model.eval()
+    return model, losses
+
+
+@dataclass
+class Recovery:
+    logits: torch.Tensor  # (U, m, N) final free logits X^T
+    guesses: pd.DataFrame  # step, user_row, position, guess (argmax index), loss of that user
+    hidden: int
+
+
+def recover(model: TinyTransformer, tokens: torch.Tensor, hidden: int = 2, steps: int = 300,
+            lr: float = 0.1, seed: int = 0, record_every: int = 25) -> Recovery:
+    """Recover tokens[:, :hidden] from the model and tokens[:, hidden:] (§5.1), all users at once.
+
+    Adam on free logits (App. J uses lr 1e-3 over 10 000 steps; here a larger lr, fewer steps).
+    Every ``record_every`` steps (and at 0 and the end) the current argmax guesses are recorded.
+    """
+    U, n = tokens.shape
+    if not 1 <= hidden < n:
+        raise ValueError(f"hidden must be between 1 and {n - 1}, got {hidden}")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    rows = model.one_hot(tokens)
+    start, known = rows[:, :1], rows[:, 1 + hidden:]  # the start token and S₂
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.randn(U, hidden, model.vocab, generator=gen).requires_grad_(True)  # X⁰ ~ N(0, 1)
+    opt = torch.optim.Adam([X], lr=lr)
+    no_start = torch.zeros(U, hidden, 1)
+    frames = []
+    with one_thread():
+        for t in range(steps + 1):
+            S1 = torch.cat([torch.softmax(X, dim=-1), no_start], dim=-1)  # S₁ᵗ = softmax(Xᵗ)
+            S = torch.cat([start, S1, known], dim=1)  # Sᵗ = [start; S₁ᵗ; S₂]
+            log_probs = torch.log_softmax(model(S), dim=-1)  # log F(Sᵗ)
+            per_user = -(S[:, 1:, :-1] * log_probs[:, :-1]).sum(dim=(1, 2))  # L(F(Sᵗ), Sᵗ)
+            if t % record_every == 0 or t == steps:
+                guess = X.detach().argmax(dim=-1)
+                frames.append(pd.DataFrame({
+                    "step": t, "user_row": np.repeat(np.arange(U), hidden),
+                    "position": np.tile(np.arange(hidden), U), "guess": guess.reshape(-1).numpy(),
+                    "loss": np.repeat(per_user.detach().numpy(), hidden)}))
+            if t == steps:
+                break
+            opt.zero_grad()
+            per_user.sum().backward()
+            opt.step()
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return Recovery(X.detach(), pd.concat(frames, ignore_index=True), hidden)
+
+
+def popularity_guess(train_tokens: torch.Tensor, hidden: int, vocab: int) -> torch.Tensor:
+    """Baseline without the model's inversion: per hidden position, movies ranked by how often
+    they sit at that position in the training sequences. (hidden, vocab) ranking."""
+    counts = torch.stack([torch.bincount(train_tokens[:, p], minlength=vocab) for p in range(hidden)])
+    return counts.float().argsort(dim=1, descending=True, stable=True)
+
+
+def recovery_summary(recovery: Recovery, tokens: torch.Tensor, ranking: torch.Tensor) -> pd.DataFrame:
+    """Top-1 and top-10 recovery of the hidden movies: attack, popularity baseline, uniform chance."""
+    m = recovery.hidden
+    truth = tokens[:, :m]
+    vocab = recovery.logits.shape[-1]
+    top = recovery.logits.topk(10, dim=-1).indices  # (U, m, 10)
+    rows = []
+    for k in (1, 10):
+        attack = (top[..., :k] == truth[..., None]).any(dim=-1).float().mean().item()
+        popular = (ranking[None, :, :k] == truth[..., None]).any(dim=-1).float().mean().item()
+        rows.append({"metric": f"top-{k}", "attack": attack, "popularity": popular,
+                     "chance": k / vocab, "hidden_movies": truth.numel()})
+    return pd.DataFrame(rows)
+
+
+def trajectory_table(recovery: Recovery, tokens: torch.Tensor, row: int, titles: list) -> pd.DataFrame:
+    """The paper's Table 1 for one user: guessed titles of the hidden movies at recorded steps.
+
+    titles[i] is the title of vocabulary index i.
+    """
+    g = recovery.guesses[recovery.guesses["user_row"] == row]
+    out = []
+    for step, part in g.groupby("step", sort=True):
+        guesses = part.sort_values("position")["guess"].tolist()
+        hits = [gi == tokens[row, p].item() for p, gi in enumerate(guesses)]
+        out.append({"step": step,
+                    "recovered hidden movies": " | ".join(
+                        (f"✔ {titles[gi]}" if hit else titles[gi]) for gi, hit in zip(guesses, hits)),
+                    "loss": round(float(part["loss"].iloc[0]), 3)})
+    truth = " | ".join(titles[t] for t in tokens[row, :recovery.hidden].tolist())
+    out.append({"step": "truth", "recovered hidden movies": truth, "loss": float("nan")})
+    return pd.DataFrame(out)
+
+
+@dataclass
+class Experiment:
+    seqs: Sequences
+    train_rows: np.ndarray
+    heldout_rows: np.ndarray
+    model: TinyTransformer
+    losses: list
+    titles: list
+
+
+def prepare(ratings: pd.DataFrame, movies: pd.DataFrame | None = None, length: int = 12,
+            vocab_size: int = 200, heldout: float = 0.2, epochs: int = 60, seed: int = 0,
+            progress=None, **arch) -> Experiment:
+    """Build sequences, hold out a fraction of users (never trained on), train the model."""
+    seqs = sequences(ratings, length, vocab_size, seed)
+    order = np.random.default_rng(seed).permutation(len(seqs.users))
+    cut = int(round(len(order) * (1 - heldout)))
+    train_rows, heldout_rows = np.sort(order[:cut]), np.sort(order[cut:])
+    model, losses = train_model(seqs.tokens[train_rows], len(seqs.movie_ids), epochs=epochs,
+                                seed=seed, progress=progress, **arch)
+    if movies is not None:
+        title = movies.set_index("movie_id")["title"]
+        titles = [str(title.get(m, m)) for m in seqs.movie_ids]
+    else:
+        titles = [f"movie {m}" for m in seqs.movie_ids]
+    return Experiment(seqs, train_rows, heldout_rows, model, losses, titles)

@@ -1,0 +1,73 @@
+"""AppTest of pages/attention_inversion.py."""
+import json
+from pathlib import Path
+
+import torch
+from streamlit.testing.v1 import AppTest
+
+from fmlib.inversion import invert, planted_instance
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention_inversion.py")
+
+
+def figure(at, k):
+    return json.loads(at.get("plotly_chart")[k].proto.spec)
+
+
+def test_page_runs_and_shows_gd_vs_newton():
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception
+    fig = figure(at, 0)
+    names = {t["name"] for t in fig["data"] if t.get("showlegend", True) is not False}
+    assert {"gradient descent", "damped Newton"} <= names
+    assert fig["layout"]["yaxis"]["type"] == "log" and fig["layout"]["yaxis2"]["type"] == "log"
+    slips = at.table[0].value
+    assert len(slips) == 2 and "Lemma A.17" in " ".join(slips.index)
+
+
+def near_start_newton_error(seed, n=4, d=3, R=1.0):
+    """What the page computes for a near start, straight from fmlib."""
+    inst = planted_instance(n, d, R, seed)
+    noise = torch.randn(d, n, generator=torch.Generator().manual_seed(1000 + seed), dtype=torch.float64)
+    run = invert(inst.W, inst.V, inst.B, "newton", 0.0, steps=100, X0=inst.X_true + 0.3 * noise,
+                 X_true=inst.X_true)
+    return run.trajectory["dist"].iloc[-1] / inst.X_true.norm().item()
+
+
+def test_near_start_newton_result_matches_fmlib():
+    seed = next(s for s in range(20) if near_start_newton_error(s) < 1e-6)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    at.radio[0].set_value("near the secret (X_true + 0.3·noise)")
+    at.select_slider[2].set_value(200)  # gradient-descent steps: keep the test quick
+    at.number_input[0].set_value(seed).run()
+    assert not at.exception
+    assert float(at.metric[1].value) < 1e-6
+
+
+def test_trials_chart_and_both_outcomes():
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    at.select_slider[4].set_value(10)  # instances per γ
+    at.button[0].click().run()
+    assert not at.exception
+    fig = figure(at, 1)
+    assert fig["layout"]["xaxis"]["type"] == "category"
+    rates = at.dataframe[0].value
+    assert (rates["runs"] == 20).all() and rates["success_rate"].between(0, 1).all()
+
+
+def test_movielens_twist_section():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.run()
+    at.select_slider[5].set_value(50)  # users attacked
+    at.select_slider[6].set_value(100)  # attack steps
+    at.button[1].click().run()
+    assert not at.exception
+    assert not at.error
+    bars = [figure(at, k) for k in range(len(at.get("plotly_chart")))]
+    recovery = [f for f in bars if any(t.get("name") == "inversion attack" for t in f["data"])]
+    assert len(recovery) == 2  # training users and held-out users
+    table = at.dataframe[0].value
+    assert table["step"].iloc[-1] == "truth"
