@@ -1,0 +1,118 @@
+"""RFM appendix §1.2: the rotation layer's gradient against C_1·m, the product's lower bound."""
+import math
+
+import pytest
+import torch
+
+from fmlib.analysis import gradient_growth
+from fmlib.analysis.gradient_growth import (ProductBounds, RotationBounds, inf_norm, product_gradient,
+                                            rotation_gradient_closed_form, rotation_gradient_parts,
+                                            rotation_layer_gradient, rotation_layer_output,
+                                            sample_rotation_layer)
+
+BOUNDS = [RotationBounds(),
+          RotationBounds(eta=2.0, alpha=3.0, beta=0.5, gamma=2.0, zeta=4.0, theta=0.3),
+          RotationBounds(eta=math.pi, alpha=0.2, beta=5.0, gamma=0.7, zeta=10.0, theta=2.0)]
+
+
+def autograd_gradients(s):
+    X = s["X"].clone().requires_grad_(True)
+    G, y = rotation_layer_output(X, s["B"], s["C"], s["D"], s["w"], s["U"])
+    return torch.autograd.grad(y, (X, G))
+
+
+@pytest.mark.parametrize("m, d, seed", [(2, 1, 0), (3, 4, 1), (7, 2, 2), (12, 8, 3)])
+def test_closed_form_gradient_equals_autograd(m, d, seed):
+    s = sample_rotation_layer(m, d, BOUNDS[1], seed)
+    dydX, dydG = autograd_gradients(s)
+    closed = rotation_gradient_closed_form(s["X"], s["B"], s["C"], s["D"], s["w"], dydG)
+    assert torch.allclose(closed, dydX, atol=1e-12, rtol=1e-9)
+
+
+def test_printed_bracket_does_not_type_check_and_the_corrected_one_does():
+    """Slip: the printed "(∂y/∂G)ᵀVᵀ" multiplies d×m by d×m; (∂y/∂G)Vᵀ is the m×m factor P."""
+    m, d = 5, 3
+    s = sample_rotation_layer(m, d, RotationBounds(), 0)
+    _, dydG = autograd_gradients(s)
+    V = (s["D"] @ s["X"]).T
+    with pytest.raises(RuntimeError):
+        dydG.T @ V.T
+    assert (dydG @ V.T).shape == (m, m)
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+@pytest.mark.parametrize("d", [1, 4, 8])
+def test_rotation_gradient_stays_below_C1_m_up_to_64_fields(bounds, d):
+    C1 = bounds.C1(d)
+    for m in list(range(2, 17)) + [24, 32, 48, 64]:
+        for seed in range(2):
+            r = rotation_layer_gradient(m, d, bounds, seed)
+            for name in RotationBounds.ASSUMPTIONS:  # the sampled inputs satisfy every assumption
+                assert r[name] < getattr(bounds, name), (name, m)
+            assert 0 < r["grad"] <= C1 * m, (m, r["grad"], C1 * m)
+
+
+@pytest.mark.parametrize("bounds", BOUNDS)
+def test_each_part_stays_below_its_bound(bounds):
+    """Corrected part bounds: PART III, like PART V, carries no factor d (the print has one)."""
+    d = 8
+    for m in (2, 5, 16, 64):
+        s = sample_rotation_layer(m, d, bounds, m)
+        _, dydG = autograd_gradients(s)
+        parts = rotation_gradient_parts(s["X"], s["B"], s["C"], s["D"], s["w"], dydG)
+        limits = bounds.part_bounds(m, d)
+        for name, part in parts.items():
+            assert inf_norm(part) <= limits[name], (name, m)
+
+
+def test_C1_is_the_appendix_constant():
+    b = RotationBounds(eta=2.0, alpha=3.0, beta=5.0, gamma=7.0, zeta=11.0, theta=13.0)
+    d = 4
+    assert b.C1(d) == pytest.approx(7 * 13 + 3 * 11 * 2 * 7 * 13 * d / 2 + 5 * 11 * 7 * 2 * 13 / 2)
+    assert sum(b.part_bounds(10, d).values()) == pytest.approx(b.C1(d) * 10)
+
+
+@pytest.mark.parametrize("bounds", [ProductBounds(), ProductBounds(M=1.2, eps=0.1, exponent=2),
+                                    ProductBounds(M=0.8, eps=0.3, exponent=3)])
+def test_product_gradient_meets_its_lower_bound(bounds):
+    for m in range(2, 65):
+        for d in (1, 8):
+            r = product_gradient(m, d, bounds, seed=m)
+            lower = bounds.lower_bound(m)
+            assert r["min_entry"] >= lower * (1 - 1e-12), (m, d)
+            assert r["grad"] >= lower
+
+
+def test_growth_table_product_explodes_rotation_stays_below_its_line():
+    df = gradient_growth(m_max=64, d=4, trials=1)
+    assert list(df["m"]) == list(range(2, 65))
+    assert (df["product"] >= df["product_lower_bound"]).all()
+    assert (df["rotation"] <= df["rotation_upper_bound"]).all()
+    assert df["product_lower_bound"].iloc[-1] / df["product_lower_bound"].iloc[0] == pytest.approx(1.25 ** 62)
+    assert df["product"].iloc[-1] > 1e6 * df["product"].iloc[0]
+    assert df["rotation"].max() < df["rotation_upper_bound"].iloc[0]  # below C_1·2 all the way to m = 64
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: rotation_layer_gradient(1, 4), r"m must be an integer in 2\.\.64, got 1"),
+    (lambda: rotation_layer_gradient(65, 4), r"m must be an integer in 2\.\.64, got 65"),
+    (lambda: gradient_growth(m_max=2.5), r"m must be an integer in 2\.\.64"),
+    (lambda: product_gradient(8, 0), r"embedding size d must be an integer in 1\.\.64"),
+    (lambda: RotationBounds(alpha=0.0), r"violates the assumption ‖B̃ᵀ‖∞ < α"),
+    (lambda: RotationBounds(theta=-1.0), r"theta = -1.0 violates the assumption ‖∂y/∂G‖∞"),
+    (lambda: RotationBounds(eta=math.inf), r"eta = inf violates the assumption \|X\| < η"),
+    (lambda: ProductBounds(M=0.0), r"M > 0"),
+    (lambda: ProductBounds(M=1.0, eps=1.0), r"ε must be in \[0, M\)"),
+    (lambda: ProductBounds(exponent=0), r"exponent α_i = 0 must be an integer in 1\.\.3"),
+    (lambda: gradient_growth(m_max=64, product=ProductBounds(M=40.0, eps=1.0, exponent=3)), "overflows float64"),
+    (lambda: gradient_growth(m_max=8, trials=0), r"trials must be an integer in 1\.\.20"),
+])
+def test_bad_input_names_the_problem(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_product_bound_growth_needs_M_minus_eps_above_one():
+    assert ProductBounds(M=1.5, eps=0.25).grows
+    assert not ProductBounds(M=1.2, eps=0.3).grows
+    assert ProductBounds(M=1.2, eps=0.3).lower_bound(64) < ProductBounds(M=1.2, eps=0.3).lower_bound(2)

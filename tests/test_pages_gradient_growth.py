@@ -1,0 +1,96 @@
+"""AppTest for pages/gradient_growth.py."""
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).parents[1] / "pages" / "gradient_growth.py")
+
+
+@pytest.fixture
+def at():
+    st.cache_data.clear()
+    app = AppTest.from_file(PAGE, default_timeout=60)
+    app.run()
+    assert not app.exception
+    return app
+
+
+def figure(at, i):
+    return json.loads(at.get("plotly_chart")[i].proto.spec)
+
+
+def values(array):
+    """A plotly JSON array: a list, or a typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(array, dict):
+        flat = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
+        return flat.reshape([int(n) for n in str(array.get("shape", len(flat))).split(",")])
+    return np.asarray(array)
+
+
+def errors(at):
+    return " | ".join(e.value for e in at.error)
+
+
+def test_default_page_shows_all_lines(at):
+    assert not at.error
+    fig = figure(at, 0)
+    names = [t["name"] for t in fig["data"]]
+    assert len(names) == 4 and any("C₁·m" in n for n in names) and any("lower bound" in n for n in names)
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    rotation = next(t for t in fig["data"] if t["name"].startswith("rotation"))
+    bound = next(t for t in fig["data"] if "C₁·m" in t["name"])
+    assert values(rotation["x"]).max() == 32
+    assert np.all(values(rotation["y"]) <= values(bound["y"]))
+    assert any("C₁ = γθ + αζηγθd/2 + βζγηθ/2 = **5.5**" in m.value for m in at.markdown)
+
+
+def test_slider_to_64_and_linear_scale(at):
+    at.slider(key="m_max").set_value(64).run()
+    at.toggle(key="log_y").set_value(False).run()
+    assert not at.exception and not at.error
+    fig = figure(at, 0)
+    assert values(fig["data"][0]["x"]).max() == 64
+    assert fig["layout"]["yaxis"]["type"] == "linear"
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("eta", 0.0, "violates the assumption |X| < η"),
+    ("theta", -1.0, "violates the assumption ‖∂y/∂G‖∞"),
+    ("d", 0, "embedding size d must be an integer in 1..64"),
+    ("M", 0.0, "M > 0"),
+    ("eps", 2.0, "ε must be in [0, M)"),
+])
+def test_bad_bounds_give_a_clear_error(at, key, value, message):
+    at.number_input(key=key).set_value(value).run()
+    assert not at.exception
+    assert message in errors(at)
+
+
+def test_product_bound_that_cannot_grow_is_flagged(at):
+    at.number_input(key="M").set_value(1.0).run()
+    assert not at.exception and not at.error
+    assert any("does not grow with m" in w.value for w in at.warning)
+
+
+def test_construction_reproduces_the_truth_table(at):
+    assert float(at.metric[0].value) < 1e-6  # max |α − T| at S = 20
+    heat = figure(at, 1)
+    assert len(heat["data"]) == 2 and values(heat["data"][0]["z"]).shape == (7, 7)  # N = 2 + 3 + 2
+    at.slider(key="S").set_value(3.0).run()
+    assert float(at.metric[0].value) == pytest.approx(float(at.metric[1].value), rel=1e-2)
+    assert float(at.metric[0].value) > 1e-2
+
+
+@pytest.mark.parametrize("text, message", [("", "the field layout is empty"),
+                                           ("2, x", "comma-separated whole numbers"),
+                                           ("4", "at least 2 fields"),
+                                           ("2, 0", "integer number of features >= 1")])
+def test_bad_layout_gives_a_clear_error(at, text, message):
+    at.text_input(key="layout").set_value(text).run()
+    assert not at.exception
+    assert message in errors(at)
