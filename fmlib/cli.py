@@ -147,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    import torch
+    torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
     args, _ = parser.parse_known_args(argv)

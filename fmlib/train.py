@@ -88,12 +88,16 @@ def evaluate(model: nn.Module, data: Dataset, task: str) -> dict:
     return {"logloss": logloss, "auc": auc(y.numpy(), score.numpy())}
 
 
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """L2 on embedding tables and weight matrices (parameters with >= 2 dims) only; biases and
-    field-interaction weights such as FwFM's R are not shrunk towards zero."""
-    params = list(model.parameters())
-    return [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+def param_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]:
+    """Adam parameter groups. L2 on embedding tables and weight matrices (parameters with >= 2
+    dims) only: biases and field-interaction weights such as FwFM's R are not shrunk to zero.
+    A model may slow some parameters down with ``lr_scale = {name: factor}`` (FwFM's R)."""
+    scales = getattr(model, "lr_scale", {})
+    groups: dict[tuple[float, float], list] = {}
+    for name, p in model.named_parameters():
+        key = (weight_decay if p.dim() >= 2 else 0.0, scales.get(name, 1.0))
+        groups.setdefault(key, []).append(p)
+    return [{"params": ps, "weight_decay": decay, "lr": lr * scale} for (decay, scale), ps in groups.items()]
 
 
 def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None) -> Run:
@@ -101,7 +105,7 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
     and restore the best weights. Deterministic for a given ``config.seed``."""
     torch.manual_seed(config.seed)
     order = torch.Generator().manual_seed(config.seed)
-    optimizer = torch.optim.Adam(param_groups(model, config.weight_decay), lr=config.lr, fused=True)
+    optimizer = torch.optim.Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr, fused=True)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
     y = train.target(config.task)
     if config.task == "rating":  # start the global bias w0 at the mean rating

@@ -7,6 +7,9 @@ import torch
 from fmlib.data import split, synthetic
 
 
+torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a busy machine
+
+
 @pytest.fixture(autouse=True)
 def isolated_runs(tmp_path, monkeypatch):
     """Every test gets its own run store, so saved runs never leak between tests."""

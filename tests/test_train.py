@@ -96,3 +96,16 @@ def test_fit_without_test_split(small_split):
     run = fit(build_model("fm", small_split.schema, dim=2), small_split.train, small_split.valid,
               TrainConfig(epochs=1))
     assert set(run.metrics) == {"valid"} and run.config["model"] == "fm"
+
+
+def test_param_groups_decay_matrices_only_and_slow_fwfm_R(small_split):
+    from fmlib.models import build_model
+    from fmlib.train import param_groups
+    model = build_model("fwfm", small_split.schema, dim=2)
+    groups = param_groups(model, lr=0.01, weight_decay=0.1)
+    by_param = {id(p): g for g in groups for p in g["params"]}
+    assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
+    assert by_param[id(model.embedding.weight)]["weight_decay"] == 0.1
+    assert by_param[id(model.bias)]["weight_decay"] == 0.0
+    r = by_param[id(model.r_upper)]
+    assert r["weight_decay"] == 0.0 and r["lr"] == pytest.approx(0.01 * 0.02)
