@@ -17,6 +17,8 @@ from importlib import import_module
 TOPIC_COMMANDS = [
     ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench"),
     ("derivations", "check", "run every derivation check", "fmlib.derivations.cli"),
+    ("reproduce", "dplr", "DPLR paper Table 1: FM, FwFM, DPLR vs pruned FwFM over seeds", "fmlib.reproduce_dplr"),
+    ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench_ranking"),
     ("bench", "inversion", "attention inversion: success vs γ, GD vs Newton, MovieLens recovery", "fmlib.inversion.bench"),
 ]
 

@@ -1,4 +1,5 @@
 """Analyses of trained models and of the papers' formulas."""
 from .gradient_growth import gradient_growth
+from .interactions import dplr_posthoc, interaction_matrix, prune, spectrum
 
-__all__ = ["gradient_growth"]
+__all__ = ["gradient_growth", "interaction_matrix", "prune", "dplr_posthoc", "spectrum"]

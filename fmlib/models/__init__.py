@@ -8,6 +8,7 @@ from importlib import import_module
 MODELS = {
     "fm": "fmlib.models.fm:FM",
     "fwfm": "fmlib.models.fwfm:FwFM",
+    "dplr": "fmlib.models.dplr:DPLR",
     "rfm": "fmlib.models.rfm:RFM",
 }
 

@@ -1,0 +1,99 @@
+"""DPLR-FwFM: Proposition 1 against the double sum, eq. 10, parameters, training, CLI input."""
+import pytest
+import torch
+
+from fmlib.analysis.interactions import align_field_scales, interaction_matrix, offdiag_error
+from fmlib.cli import main
+from fmlib.data import split, synthetic
+from fmlib.models import build_model, hyperparameters
+from fmlib.models.dplr import DPLR, dplr_matrix, dplr_pairwise
+from fmlib.models.fwfm import FwFM
+from fmlib.runs import RunStore
+from fmlib.train import TrainConfig, train_model
+
+
+@pytest.mark.parametrize("m, k, rho", [(5, 3, 1), (9, 4, 2), (12, 8, 5)])
+def test_proposition1_equals_the_double_sum(m, k, rho):
+    gen = torch.Generator().manual_seed(m)
+    V = torch.randn(4, m, k, generator=gen, dtype=torch.float64)
+    U = torch.randn(rho, m, generator=gen, dtype=torch.float64)
+    e = torch.randn(rho, generator=gen, dtype=torch.float64)
+    R = dplr_matrix(U, e)
+    expected = torch.stack([sum(V[b, i] @ V[b, j] * R[i, j] for i in range(m) for j in range(i + 1, m))
+                            for b in range(4)])
+    assert torch.allclose(dplr_pairwise(V, U, e), expected, atol=1e-10)
+
+
+def test_implied_R_is_symmetric_with_zero_diagonal_and_low_rank_off_it():
+    gen = torch.Generator().manual_seed(1)
+    U, e = torch.randn(3, 10, generator=gen, dtype=torch.float64), torch.randn(3, generator=gen, dtype=torch.float64)
+    R = dplr_matrix(U, e)
+    assert torch.allclose(R, R.T) and R.diagonal().abs().max() < 1e-12
+    d = -(e[:, None] * U**2).sum(0)  # eq. 10 by hand
+    assert torch.linalg.matrix_rank(R - torch.diag(d)) == 3
+
+
+def test_dplr_equals_an_fwfm_with_its_R(small_split):
+    torch.manual_seed(0)
+    dplr = DPLR(small_split.schema, dim=4, rank=2)
+    with torch.no_grad():
+        dplr.embedding.weight.normal_()
+        dplr.U.normal_()
+        dplr.e.normal_()
+    fwfm = FwFM(small_split.schema, dim=4)
+    fwfm.load_state_dict({k: v for k, v in dplr.state_dict().items() if k not in ("U", "e")}, strict=False)
+    m = small_split.schema.num_fields
+    rows, cols = torch.triu_indices(m, m, 1)
+    with torch.no_grad():
+        fwfm.r_upper.copy_(dplr.R[rows, cols])
+    data = small_split.test
+    assert torch.allclose(dplr(data.index, data.weight), fwfm(data.index, data.weight), atol=1e-5)
+
+
+def test_starts_next_to_the_fm(small_split):
+    torch.manual_seed(0)
+    model = DPLR(small_split.schema, rank=3)
+    R_fm = 1 - torch.eye(small_split.schema.num_fields)
+    assert (model.R - R_fm).abs().max() < 0.2
+
+
+def test_every_parameter_gets_gradient(small_split):
+    torch.manual_seed(0)
+    model = build_model("dplr", small_split.schema, dim=4, rank=2)
+    data = small_split.train
+    model(data.index[:64], data.weight[:64]).pow(2).mean().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+    assert {"U", "e"} <= {n for n, _ in model.named_parameters()}
+
+
+@pytest.mark.parametrize("rank", [0, 6, -1, 2.5])
+def test_bad_rank_is_refused(small_split, rank):
+    with pytest.raises(ValueError, match=r"rank ρ must be an integer in 1..m−1 = 1..5"):
+        DPLR(small_split.schema, rank=rank)
+
+
+def test_registered_with_rank_hyperparameter(small_split, tmp_path):
+    assert hyperparameters("dplr") == {"dim": 16, "rank": 2}
+    run = train_model("dplr", small_split, TrainConfig(epochs=1), dim=4, rank=3)
+    store = RunStore(tmp_path)
+    loaded = store.load(store.save(run))
+    assert loaded.config["hp"] == {"dim": 4, "rank": 3}
+    assert torch.equal(loaded.model.R, run.model.R)
+
+
+def test_recovers_a_planted_block_R():
+    """Bar of issue 3 in small: planted rank-2 block R, DPLR ρ = 2 gets it back (up to field scales)."""
+    R = synthetic.block_R(8, blocks=2)
+    data = split(synthetic.make(R, n_samples=5000, cardinality=8, dim=4, noise=0.1, seed=0), seed=0)
+    run = train_model("dplr", data, TrainConfig(epochs=30, lr=1e-2, patience=3), dim=4, rank=2)
+    learned = interaction_matrix(run.model)
+    assert offdiag_error(align_field_scales(learned, R.double().numpy()), R.double().numpy()) < 0.1
+    assert run.metrics["test"]["rmse"] < 0.2
+
+
+def test_reproduce_cli_refuses_bad_ranks(capsys):
+    assert main(["reproduce", "dplr", "--dataset", "synthetic", "--ranks", "0"]) == 2
+    assert "every rank ρ must be >= 1" in capsys.readouterr().err
+    assert main(["reproduce", "dplr", "--dataset", "synthetic", "--ranks", "2,9"]) == 2
+    assert "exceeds the 120 interactions of 16 fields" in capsys.readouterr().err

@@ -1,0 +1,136 @@
+"""Field interaction analysis: pruning at equal budget, post-hoc DPLR, spectra (DPLR paper)."""
+import numpy as np
+import pytest
+import torch
+
+from fmlib.analysis import dplr_posthoc, interaction_matrix, prune, spectrum
+from fmlib.analysis.interactions import (align_field_scales, budget, offdiag_error, percent_left, prune_mask,
+                                         pruned_fwfm, r_fm, with_R)
+from fmlib.data import synthetic
+from fmlib.models import build_model
+from fmlib.models.dplr import dplr_matrix
+from fmlib.train import TrainConfig, fit
+
+
+def random_symmetric(m, seed=0):
+    A = np.random.default_rng(seed).normal(size=(m, m))
+    R = A + A.T
+    np.fill_diagonal(R, 0)
+    return R
+
+
+def test_prune_keeps_exactly_the_budget_of_largest_magnitudes():
+    R = random_symmetric(12)
+    keep = budget(12, 2)
+    P = prune(R, keep)
+    upper = np.triu_indices(12, 1)
+    kept = P[upper] != 0
+    assert kept.sum() == keep == 26 and np.allclose(P, P.T)
+    assert np.abs(R[upper][kept]).min() >= np.abs(R[upper][~kept]).max()
+    assert np.array_equal(P[upper][kept], R[upper][kept])
+    assert np.array_equal(prune_mask(R, keep), P != 0)
+
+
+@pytest.mark.parametrize("keep", [0, -3, 67, 1.5])
+def test_bad_budget_is_refused(keep):
+    with pytest.raises(ValueError, match=r"budget must be an integer in 1..m\(m−1\)/2 = 1..66"):
+        prune(random_symmetric(12), keep)
+
+
+def test_percent_left_matches_table1():
+    """DPLR Table 1 prints % left = 100·2ρ(m+1)/(m(m−1)): MovieLens m = 11, Criteo m = 39."""
+    assert [round(percent_left(11, budget(11, r)), 2) for r in (1, 2)] == [21.82, 43.64]
+    assert [round(percent_left(39, budget(39, r)), 2) for r in range(1, 6)] == [5.40, 10.80, 16.19, 21.59, 26.99]
+    assert budget(39, 5) == 200  # App. C: "top 200 entries (same number of parameters as rank 5)"
+
+
+@pytest.mark.parametrize("rank", [0, 12, 2.5])
+def test_bad_rank_is_refused(rank):
+    with pytest.raises(ValueError, match="rank ρ must be an integer in 1..m−1 = 1..11"):
+        dplr_posthoc(random_symmetric(12), rank)
+
+
+def test_r_fm_spectrum():
+    """§4.1: R_FM = 11ᵀ − I has eigenvalues {m−1, −1, …, −1}: full rank, yet DPLR of rank 1."""
+    m = 9
+    assert np.allclose(spectrum(r_fm(m)), [m - 1] + [-1] * (m - 1))
+    assert np.linalg.matrix_rank(r_fm(m)) == m
+
+
+def test_posthoc_recovers_R_fm_where_plain_truncation_does_not():
+    R = r_fm(10)
+    plain = dplr_posthoc(R, 1, iterations=1)  # the plain truncated eigendecomposition
+    assert np.allclose(plain.R[0, 1], 9 / 10)
+    assert offdiag_error(dplr_posthoc(R, 1).R, R) < 1e-10
+
+
+@pytest.mark.parametrize("m, rank, seed", [(10, 1, 0), (12, 2, 1), (16, 3, 2), (20, 2, 3)])
+@pytest.mark.parametrize("method", ["eig", "nuclear"])
+def test_posthoc_recovers_an_exact_dplr_matrix(m, rank, seed, method):
+    gen = torch.Generator().manual_seed(seed)
+    U = torch.randn(rank, m, generator=gen, dtype=torch.float64)
+    e = (0.5 + 1.5 * torch.rand(rank, generator=gen, dtype=torch.float64)) * torch.tensor([1.0, -1.0, 1.0][:rank])
+    R = dplr_matrix(U, e).numpy()
+    fit = dplr_posthoc(R, rank, method)
+    assert offdiag_error(fit.R, R) < 1e-6
+    assert np.allclose(np.diag(fit.R), 0)
+
+
+def test_posthoc_of_block_R():
+    R = synthetic.block_R(16, blocks=3).double().numpy()
+    assert offdiag_error(dplr_posthoc(R, 3).R, R) < 1e-8
+
+
+def test_nuclear_never_worse_than_eig_in_nuclear_norm():
+    R = random_symmetric(10, seed=4)
+    eig, nuc = dplr_posthoc(R, 2, "eig"), dplr_posthoc(R, 2, "nuclear")
+    nuclear = lambda fit: spectrum(fit.R - R, "singular").sum()
+    assert nuclear(nuc) <= nuclear(eig) + 1e-12
+
+
+def test_von_neumann_bound_of_appendix_c():
+    """|Tr(Vᵀ E V)| ≤ Σ λ_i(VVᵀ) σ_i(E), both sorted descending (App. C)."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        V, E = rng.normal(size=(8, 4)), random_symmetric(8, int(rng.integers(1000)))
+        bound = (np.sort(np.linalg.eigvalsh(V @ V.T))[::-1] * spectrum(E, "singular")).sum()
+        assert abs(np.trace(V.T @ E @ V)) <= bound + 1e-9
+
+
+def test_spectrum_kinds():
+    R = random_symmetric(6)
+    assert np.allclose(spectrum(R, "singular"), np.sort(np.abs(np.linalg.eigvalsh(R)))[::-1])
+    assert np.all(np.diff(spectrum(R)) <= 0)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        spectrum(R, "trace")
+    with pytest.raises(ValueError, match="symmetric"):
+        spectrum(np.arange(9.0).reshape(3, 3))
+
+
+def test_interaction_matrix_of_models(small_split):
+    fwfm = build_model("fwfm", small_split.schema)
+    assert np.allclose(interaction_matrix(fwfm), r_fm(6))
+    dplr = build_model("dplr", small_split.schema, rank=2)
+    assert interaction_matrix(dplr).shape == (6, 6)
+    with pytest.raises(ValueError, match="has no field interaction matrix R"):
+        interaction_matrix(build_model("fm", small_split.schema))
+
+
+def test_align_field_scales_undoes_a_rescaling():
+    R = synthetic.block_R(10, 2).double().numpy()
+    c = np.random.default_rng(0).normal(size=10) * 2
+    assert offdiag_error(align_field_scales(R / np.outer(c, c), R), R) < 1e-8
+
+
+def test_pruned_fwfm_keeps_its_zeros_while_fine_tuned(small_split):
+    torch.manual_seed(0)
+    fwfm = build_model("fwfm", small_split.schema, dim=4)
+    with torch.no_grad():
+        fwfm.r_upper.normal_()
+    pruned = pruned_fwfm(fwfm, 5)
+    before = interaction_matrix(pruned)
+    fit(pruned, small_split.train, small_split.valid, TrainConfig(epochs=2, lr=1e-2))
+    after = interaction_matrix(pruned)
+    assert np.array_equal(before == 0, after == 0) and (after != 0).sum() == 10
+    assert not np.allclose(before, after)
+    assert np.allclose(interaction_matrix(with_R(fwfm, before)), before)

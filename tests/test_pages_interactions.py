@@ -1,0 +1,80 @@
+"""AppTests for pages/field_interactions.py and pages/ranking.py (synthetic data, tiny runs)."""
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from fmlib.data import split, synthetic
+from fmlib.runs import RunStore
+from fmlib.train import TrainConfig, train_model
+
+PAGES = Path(__file__).parents[1] / "pages"
+
+
+def page(name, **state):
+    at = AppTest.from_file(str(PAGES / name), default_timeout=60)
+    for key, value in {"dataset": "synthetic", **state}.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception
+    return at
+
+
+def saved_run(name, **hp):
+    data = split(synthetic.make(synthetic.block_R(8), n_samples=4000, cardinality=20, seed=0), seed=0)
+    run = train_model(name, data, TrainConfig(epochs=1), dim=4, **hp)
+    return RunStore().save(run)
+
+
+def test_interactions_page_without_a_run_offers_a_quick_fwfm():
+    at = page("field_interactions.py")
+    assert any("No saved run is selected" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+    at.button(key="quick_train").click().run()
+    assert not at.exception and not at.error
+    heatmaps = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len(heatmaps["data"]) == 3 and heatmaps["data"][0]["x"][0] == "f0"
+    assert any("% left" in m.label for m in at.metric)
+    at.slider(key="rho").set_value(3).run()
+    assert not at.exception and not at.error
+    titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]]
+    assert any("27 kept (96.4% left)" in t for t in titles)
+
+
+def test_interactions_page_on_a_saved_dplr_run():
+    run_id = saved_run("dplr", rank=2)
+    at = page("field_interactions.py", run_id=run_id)
+    assert not at.error
+    assert any("R implied by DPLR" in a["text"]
+               for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"])
+    at.radio(key="method").set_value("nuclear").run()
+    assert not at.exception and not at.error
+    spectra = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert [t["name"] for t in spectra["data"]] == ["learned R", "R_FM = 11ᵀ − I"]
+
+
+def test_interactions_page_explains_a_run_that_is_not_field_weighted():
+    at = page("field_interactions.py", run_id=saved_run("fm"))
+    assert any("has no field interaction matrix R" in w.value for w in at.warning)
+    assert at.button(key="quick_train")
+
+
+def test_ranking_page_ranks_with_a_saved_run():
+    at = page("ranking.py", run_id=saved_run("fwfm"))
+    assert not at.error
+    diff = next(m for m in at.metric if m.label.startswith("max |cached"))
+    assert float(diff.value) < 1e-5
+    assert len(at.dataframe[0].value) == 10
+    at.number_input(key="query").set_value(5).run()
+    assert not at.exception and not at.error
+
+
+def test_ranking_page_quick_dplr_and_benchmark(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no artifacts/ here: the page offers the quick benchmark
+    at = page("ranking.py")
+    at.button(key="quick_train").click().run()
+    assert not at.exception and not at.error
+    at.button(key="bench").click().run()
+    assert not at.exception and not at.error
+    by_m = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert {t["name"] for t in by_m["data"]} >= {"FM", "FwFM (full pass)", "DPLR ρ=2"}
