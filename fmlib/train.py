@@ -89,13 +89,14 @@ def evaluate(model: nn.Module, data: Dataset, task: str) -> dict:
 
 
 def param_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]:
-    """Adam parameter groups. L2 on embedding tables and weight matrices (parameters with >= 2
-    dims) only: biases and field-interaction weights such as FwFM's R are not shrunk to zero.
-    A model may slow some parameters down with ``lr_scale = {name: factor}`` (FwFM's R)."""
+    """Adam parameter groups. A model may name parameters in ``lr_scale = {name: factor}``
+    (FwFM's R): they learn at factor × lr and are not shrunk. L2 applies to the other
+    parameters with >= 2 dims (embedding tables, weight matrices), not to biases."""
     scales = getattr(model, "lr_scale", {})
     groups: dict[tuple[float, float], list] = {}
     for name, p in model.named_parameters():
-        key = (weight_decay if p.dim() >= 2 else 0.0, scales.get(name, 1.0))
+        decay = weight_decay if p.dim() >= 2 and name not in scales else 0.0
+        key = (decay, scales.get(name, 1.0))
         groups.setdefault(key, []).append(p)
     return [{"params": ps, "weight_decay": decay, "lr": lr * scale} for (decay, scale), ps in groups.items()]
 
