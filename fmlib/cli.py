@@ -142,26 +142,24 @@ def build_parser() -> argparse.ArgumentParser:
     groups = {}
     for group, command, text, module in TOPIC_COMMANDS:
         if group not in groups:
-            groups[group] = sub.add_parser(group).add_subparsers(dest=f"{group}_command", required=True)
-        p = groups[group].add_parser(command, help=text)
-        p.set_defaults(module=module)
+            groups[group] = sub.add_parser(group, help=f"{group} commands").add_subparsers(dest=f"{group}_command", required=True)
+        groups[group].add_parser(command, help=text)  # its arguments: see main()
     return parser
 
 
 def main(argv=None) -> int:
     import torch
     torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    args, _ = parser.parse_known_args(argv)
-    if hasattr(args, "module"):  # topic command: its module adds its own arguments
-        module = import_module(args.module)
-        p = Parser(prog=f"python -m fmlib {' '.join(argv[:2])}")
+    topics = {(group, command): module for group, command, _, module in TOPIC_COMMANDS}
+    if tuple(argv[:2]) in topics:  # topic command: its module adds its own arguments
+        module = import_module(topics[tuple(argv[:2])])
+        p = Parser(prog=f"python -m fmlib {' '.join(argv[:2])}", description=module.__doc__.split("\n")[0])
         module.add_arguments(p)
         args = p.parse_args(argv[2:])
         func = module.run
     else:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
         func = args.func
     try:
         return func(args)
