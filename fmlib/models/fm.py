@@ -28,13 +28,14 @@ class FMFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, linear, embedding, index, weight, slot_to_field):
-        e = embedding[index]  # (B, S, k) slot embeddings
+        flat = index.reshape(-1)
+        e = embedding.index_select(0, flat).view(*index.shape, -1)  # (B, S, k) slot embeddings
         if slot_to_field is not None:  # multi-valued fields: weighted sum of slots into fields
             e = torch.einsum("bsk,bs,sf->bfk", e, weight, slot_to_field)
         z = e.sum(1)  # Z, memoised for the backward pass
         ctx.save_for_backward(index, weight, e, z, slot_to_field)
         ctx.shapes = (linear.shape, embedding.shape)
-        first = linear[index].squeeze(-1)
+        first = linear.index_select(0, flat).view(index.shape)
         first = (first if slot_to_field is None else first * weight).sum(1)
         return first + 0.5 * (z.pow(2).sum(1) - e.pow(2).sum((1, 2)))
 
