@@ -17,6 +17,7 @@ from importlib import import_module
 TOPIC_COMMANDS = [
     ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench"),
     ("derivations", "check", "run every derivation check", "fmlib.derivations.cli"),
+    ("reproduce", "rafm", "FM at each rank vs RaFM: test metric, #params, time (RaFM Fig. 3, Table 2)", "fmlib.rafm_experiment"),
     ("reproduce", "dplr", "DPLR paper Table 1: FM, FwFM, DPLR vs pruned FwFM over seeds", "fmlib.reproduce_dplr"),
     ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench_ranking"),
     ("bench", "inversion", "attention inversion: success vs γ, GD vs Newton, MovieLens recovery", "fmlib.inversion.bench"),
@@ -70,7 +71,13 @@ def cmd_train(args) -> int:
     from .train import TrainConfig, train_model
     config = TrainConfig(task=args.task, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay,
                          batch_size=args.batch_size, patience=args.patience, seed=args.seed)
-    hp = {"dim": args.dim, **json.loads(args.hp)}
+    from .models import hyperparameters
+    try:
+        hp = json.loads(args.hp)
+    except ValueError:
+        raise ValueError(f"--hp must be a JSON object, e.g. '{{\"rank\": 2}}', got {args.hp!r}") from None
+    if "dim" in hyperparameters(args.model):
+        hp.setdefault("dim", args.dim)
     log = lambda msg: print(msg, file=sys.stderr)
     data = load_split(args, log)
     start = time.perf_counter()
@@ -164,6 +171,6 @@ def main(argv=None) -> int:
     try:
         return func(args)
     except (ValueError, KeyError, RuntimeError, OSError) as err:
-        message = str(err).strip("'\"")
+        message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"error: {message}", file=sys.stderr)
         return 2

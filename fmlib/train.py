@@ -16,7 +16,7 @@ from scipy.stats import rankdata
 from torch import nn
 
 from .data.dataset import TASKS, Dataset, Split
-from .models import build_model, model_name
+from .models import build_model, hyperparameters, model_name
 
 MONITOR = {"rating": "rmse", "click": "logloss"}  # early-stopping metric, lower is better
 
@@ -122,6 +122,8 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
             rows = perm[i:i + config.batch_size]
             optimizer.zero_grad()
             loss = criterion(model(train.index[rows], train.weight[rows]), y[rows])
+            if hasattr(model, "extra_loss"):  # RaFM: Algorithm 1's consistency terms (eq. 12b)
+                loss = loss + model.extra_loss(criterion)
             loss.backward()
             optimizer.step()
             total += loss.item() * len(rows)
@@ -150,6 +152,8 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
 def train_model(name: str, data: Split, config: TrainConfig, callback=None, **hp) -> Run:
     """Build model ``name`` (seeded), fit it and add test metrics: what the CLI and the Train page do."""
     torch.manual_seed(config.seed)
+    if "counts" in hyperparameters(name) and hp.get("counts") is None:  # RaFM: ranks from train counts
+        hp["counts"] = data.train.feature_counts().tolist()
     model = build_model(name, data.schema, **hp)
     run = fit(model, data.train, data.valid, config, callback)
     run.config["split"] = {"seed": data.seed, "min_count": data.min_count}

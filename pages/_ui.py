@@ -15,6 +15,7 @@ PAGES = [
     ("pages/train.py", "Train", ":material/model_training:",
      "Train an FM or one of its variants on MovieLens and watch it learn, epoch by epoch."),
     ("pages/field_interactions.py", "Field interactions", ":material/grid_on:", "FwFM's field interaction matrix R: pruned vs diagonal-plus-low-rank at the same budget, spectra, and the DPLR paper's Table 1 on MovieLens."),
+    ("pages/rank_aware_fm.py", "Rank-aware FM", ":material/stacked_bar_chart:", "Rare features get few factors, frequent ones many: the feature-frequency histogram, each feature's rank (eq. 17), and RaFM against FMs of every rank."),
     ("pages/ranking.py", "Ranking", ":material/sort:", "Score every movie for one user with the context computed once; per-item cost of FM, FwFM and DPLR as fields grow."),
     ("pages/derivations.py", "Derivations", ":material/functions:", "Step through the papers' derivations line by line, each line checked by sympy; slips in the papers are shown next to the corrected line."),
     ("pages/gradient_growth.py", "Gradient growth", ":material/trending_up:", "Why rotations keep gradients tame: ‖∂y/∂X‖∞ of a product interaction vs an RFM rotation layer as the number of fields grows, and the Theorem 1.1 construction that turns any truth table into attention scores."),

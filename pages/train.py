@@ -79,8 +79,10 @@ if run is not None:
     st.subheader(f"{run.config['model']} on {run.config['dataset']}")
     st.plotly_chart(learning_curves(run.history), key="final_curves")
     st.table({split: {k: round(v, 4) for k, v in m.items()} for split, m in run.metrics.items()})
+    shown_hp = {k: (f"<{len(v)} numbers>" if isinstance(v, list) and len(v) > 8 else v)
+                for k, v in run.config["hp"].items()}
     st.caption(f"Data: {run.config['data_source']} · split seed {run.config['split']['seed']} · "
-               f"config {run.config['train']} · hyperparameters {run.config['hp']}")
+               f"config {run.config['train']} · hyperparameters {shown_hp}")
     with st.form("save"):
         run_name = st.text_input("Run name (optional)", placeholder="e.g. fm-k16-seed0")
         if st.form_submit_button("Save run"):

@@ -10,6 +10,7 @@ MODELS = {
     "fwfm": "fmlib.models.fwfm:FwFM",
     "dplr": "fmlib.models.dplr:DPLR",
     "rfm": "fmlib.models.rfm:RFM",
+    "rafm": "fmlib.models.rafm:RaFM",
 }
 
 

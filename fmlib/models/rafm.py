@@ -1,0 +1,190 @@
+"""Rank-aware factorization machine (RaFM, Chen et al. 2019).
+
+Paper: ../shared/papers/rafm-rank-aware-fm.md. Names from the paper:
+
+* ranks D_1 < … < D_m; feature i has the rank index k_i from its train occurrences n_i (eq. 17,
+  ``fmlib.analysis.frequency.assign_ranks``) and keeps the embeddings v_i^(1), …, v_i^(k_i) (eq. 3).
+* a pair interacts at rank k_ij = min(k_i, k_j) (eqs. 4, 5):
+      ŷ = w0 + Σ_i w_i x_i + Σ_{i<j} v_i^(k_ij) · v_j^(k_ij) x_i x_j              (eq. 1 with eq. 4)
+* F_k = {i : k_i ≥ k} (eq. 6). Only the *active* factors v^(p)|F_p are stored (Prop. 1):
+  Σ_p D_p |F_p| numbers, against D_m |F| for the FM of rank D_m.
+* A_{l,k} = Σ_{i<j ∈ F_k} v_i^(l) · v_j^(l) x_i x_j, computed by Rendle's identity (eq. 7).
+  The model is B_{1,m}, evaluated by Theorem 3, B_{l,k+1} = B_{l,k} − A_{k,k+1} + A_{k+1,k+1},
+  from B_{1,1} = A_{1,1}:   B_{1,p} = Σ_{q≤p} A_{q,q} − Σ_{q<p} A_{q,q+1}   (Cor. 4).
+
+**Fields and multi-valued fields.** As in the foundation's FM, pairs are taken between fields
+(values of one field never interact with each other) and x_i is the slot weight: 1 for a
+single-valued field, 1/len for each value of a multi-valued field (genres). Every genre value
+keeps its own rank k_i: the genres field's embedding at level (l, k) is
+e_f^(l,k) = Σ_{values i of f in F_k} x_i v_i^(l) — the values outside F_k are left out, the
+others keep their usual weight 1/len (not re-normalised). Then A_{l,k} = ½(‖Σ_f e_f‖² − Σ_f ‖e_f‖²)
+is exactly eq. 7 restricted to cross-field pairs, the pair (genre g, user u) uses rank
+min(k_g, k_u), and with all k_i equal the model is the foundation's FM (averaged genres).
+
+**Training (Algorithm 1).** Variables v^(p)|F_p − F_{p+1} (p < m) and v^(m)|F_m are *free*: they
+step on L(B_{1,m}, y). Variables v^(p)|F_{p+1} (p < m) are *dependent*: they step on
+L(B_{1,p}, B_{1,p+1}) with B_{1,p+1} held fixed (eq. 12b; Algorithm 1, line 5). Free and
+dependent variables are separate parameters (``free[p]``, ``dependent[p]``). In training mode
+``forward`` returns B_{1,m} computed with the dependent variables cut from the graph, and keeps
+the consistency pairs (B_{1,p} with only v^(p)|F_{p+1} in the graph, B_{1,p+1} cut); the trainer
+adds ``extra_loss(criterion)`` = c · Σ_p L(B_{1,p}, B_{1,p+1}). One backward pass then gives every
+group exactly the gradient Algorithm 1 names (the authors' TF code uses the same stop-gradients,
+but lets L(B_{1,m}, y) reach the dependent variables too; we follow Algorithm 1 as printed).
+The linear weights and w0 are free variables. c is the ratio ρ_d/ρ_f for plain SGD; with Adam,
+which normalises each parameter's step, it sets the pull of the consistency term against L2.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..analysis.frequency import assign_ranks, check_counts, check_ranks
+from .fm import fm_pairwise
+
+
+class RaFM(nn.Module):
+    """RaFM over the shared field schema: ``forward(index, weight) -> (B,)`` scores.
+
+    ``counts``: occurrences n_i of every feature row in the training split
+    (``split.train.feature_counts()``); ``ranks``: D_1 < … < D_m; ``consistency``: c in
+    ``extra_loss``.
+    """
+
+    def __init__(self, schema, ranks=(8, 32), consistency: float = 1.0, counts=None, init_std: float = 0.01):
+        super().__init__()
+        self.ranks = check_ranks(ranks)
+        if counts is None:
+            raise ValueError("RaFM needs the occurrences n_i of every feature in the training split "
+                             "(eq. 17): pass counts=split.train.feature_counts()")
+        counts = check_counts(counts, schema.num_features)
+        if not consistency >= 0:
+            raise ValueError(f"consistency must be >= 0, got {consistency}")
+        self.schema, self.consistency = schema, float(consistency)
+        m, n = len(self.ranks), schema.num_features
+        k = assign_ranks(counts, self.ranks)  # k_i ∈ 1..m (eq. 17)
+        self.register_buffer("counts", torch.as_tensor(counts), persistent=False)
+        self.register_buffer("k", torch.as_tensor(k), persistent=False)
+        self.bias = nn.Parameter(torch.zeros(1))
+        self.linear = nn.Embedding(n, 1)
+        nn.init.zeros_(self.linear.weight)
+        # level p = 0..m-1 below is the paper's p+1: free[p] holds v^(p+1) on F_{p+1} − F_{p+2}
+        # (rows with k_i = p+1; all of F_m at the top), dependent[p] holds v^(p+1) on F_{p+2}.
+        self.free, self.dependent = nn.ParameterList(), nn.ParameterList()
+        positions = []
+        for p, D in enumerate(self.ranks):
+            free_rows = np.flatnonzero(k == p + 1)
+            dep_rows = np.flatnonzero(k > p + 1)  # empty at the top level
+            self.free.append(nn.Parameter(torch.randn(len(free_rows), D) * init_std))
+            if p < m - 1:
+                self.dependent.append(nn.Parameter(torch.randn(len(dep_rows), D) * init_std))
+            # row i -> its row in the level table [free; dependent; one zero row for i ∉ F_{p+1}]
+            pos = torch.full((n,), len(free_rows) + len(dep_rows), dtype=torch.long)
+            pos[torch.as_tensor(free_rows, dtype=torch.long)] = torch.arange(len(free_rows))
+            pos[torch.as_tensor(dep_rows, dtype=torch.long)] = len(free_rows) + torch.arange(len(dep_rows))
+            positions.append(pos)
+        self.register_buffer("level_pos", torch.stack(positions), persistent=False)  # (m, n)
+        self.register_buffer("slot_to_field", nn.functional.one_hot(
+            torch.tensor(schema.slot_fields()), schema.num_fields).float(), persistent=False)
+        self._consistency_pairs = None
+
+    def hparams(self) -> dict:
+        """Keyword arguments that rebuild this model with ``build_model`` (counts included, so a
+        saved run gets back the same k_i and table sizes)."""
+        return {"ranks": list(self.ranks), "consistency": self.consistency, "counts": self.counts.tolist()}
+
+    # ---- storage -------------------------------------------------------------------------
+    def feature_set_sizes(self) -> list[int]:
+        """|F_p| for p = 1..m (eq. 6)."""
+        return [int((self.k >= p).sum()) for p in range(1, len(self.ranks) + 1)]
+
+    def level_table(self, p: int, cut: str | None = None) -> torch.Tensor:
+        """[v^(p+1) on F_{p+1} − F_{p+2} (free); v^(p+1) on F_{p+2} (dependent); a zero row], p 0-based.
+        ``cut`` = "free" or "dependent" detaches that group (Algorithm 1's routing)."""
+        free = self.free[p].detach() if cut == "free" else self.free[p]
+        parts = [free]
+        if p < len(self.ranks) - 1:
+            parts.append(self.dependent[p].detach() if cut == "dependent" else self.dependent[p])
+        return torch.cat(parts + [free.new_zeros(1, self.ranks[p])])
+
+    def embedding_table(self, p: int) -> torch.Tensor:
+        """v^(p) for every feature row as an (n, D_p) matrix, zero rows for inactive factors
+        (i ∉ F_p); p is 1-based as in the paper. Differentiable: used by tests and analyses."""
+        return self.level_table(p - 1)[self.level_pos[p - 1]]
+
+    # ---- evaluation (Theorem 3) ---------------------------------------------------------------
+    def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """w0 + Σ_i w_i x_i, shape (B,)."""
+        return self.bias + (self.linear(index).squeeze(-1) * weight).sum(1)
+
+    def _slot_vectors(self, p: int, index, weight, cut: str | None = None) -> torch.Tensor:
+        """x_s v^(p+1)_{i_s} for every slot s, (B, S, D_{p+1}); zero for slots outside F_{p+1}."""
+        v = nn.functional.embedding(self.level_pos[p][index], self.level_table(p, cut))
+        return v * weight.unsqueeze(-1)
+
+    def _A(self, u: torch.Tensor, inside: torch.Tensor | None = None) -> torch.Tensor:
+        """A (eq. 7) over cross-field pairs from slot vectors u (B, S, D); ``inside`` (B, S)
+        keeps only the slots of a feature set F_k."""
+        if inside is not None:
+            u = u * inside.unsqueeze(-1).to(u.dtype)
+        return fm_pairwise(torch.einsum("bsd,sf->bfd", u, self.slot_to_field))
+
+    def _terms(self, u: list[torch.Tensor], index) -> tuple[list, list]:
+        """A_{p,p} (p = 1..m) and A_{p,p+1} (p = 1..m−1) from the level-p slot vectors u[p−1]."""
+        k = self.k[index]
+        diagonal = [self._A(u_p) for u_p in u]  # u_p is already zero outside F_p
+        upper = [self._A(u[p], k > p + 1) for p in range(len(u) - 1)]
+        return diagonal, upper
+
+    def interactions(self, index: torch.Tensor, weight: torch.Tensor) -> list[torch.Tensor]:
+        """[B_{1,1}, …, B_{1,m}] by Theorem 3; B_{1,m} is the RaFM's second-order term."""
+        u = [self._slot_vectors(p, index, weight) for p in range(len(self.ranks))]
+        diagonal, upper = self._terms(u, index)
+        B = [diagonal[0]]
+        for p in range(len(self.ranks) - 1):
+            B.append(B[-1] - upper[p] + diagonal[p + 1])  # Theorem 3
+        return B
+
+    def outputs(self, index: torch.Tensor, weight: torch.Tensor) -> list[torch.Tensor]:
+        """Scores w0 + Σ w_i x_i + B_{1,p} for p = 1..m: p = m is RaFM, p = 1 is "RaFM-low"."""
+        first = self.first_order(index, weight)
+        return [first + B for B in self.interactions(index, weight)]
+
+    def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return self.outputs(index, weight)[-1]
+        if self._consistency_pairs is not None:
+            raise RuntimeError("RaFM: the trainer did not call model.extra_loss(criterion) after the last "
+                               "training forward, so Algorithm 1's dependent embeddings would never train; "
+                               "add `loss = loss + model.extra_loss(criterion)` to the training step")
+        m = len(self.ranks)
+        first = self.first_order(index, weight)
+        # main output: B_{1,m} with the dependent variables cut (they do not step on L(B_{1,m}, y))
+        u = [self._slot_vectors(p, index, weight, cut="dependent") for p in range(m)]
+        diagonal, upper = self._terms(u, index)
+        # loop index p is 0-based: level p is the paper's p+1; on entry before = first + B_{1,p+1} − A_{p+1,p+1}
+        pairs, before = [], first
+        for p in range(m - 1):
+            # B_{1,p+1} with only the dependent v^(p+1)|F_{p+2} in the graph (Algorithm 1, line 5)
+            low = before.detach() + self._A(self._slot_vectors(p, index, weight, cut="free"))
+            before = before + diagonal[p] - upper[p]  # Theorem 3, first half
+            pairs.append((low, (before + diagonal[p + 1]).detach()))  # B_{1,p+2}, held fixed
+        self._consistency_pairs = pairs
+        return before + diagonal[-1]
+
+    def train(self, mode: bool = True):
+        """Switching mode drops consistency pairs left by a forward that no loss used."""
+        self._consistency_pairs = None
+        return super().train(mode)
+
+    def extra_loss(self, criterion: nn.Module) -> torch.Tensor:
+        """c · Σ_{p<m} L(B_{1,p}, B_{1,p+1}) of the last training forward (eq. 12b; Algorithm 1,
+        line 5), with L the task's loss: squared error for ratings; for clicks the logistic loss
+        of the low-rank logit against the probability σ(B_{1,p+1}) (a soft label)."""
+        if self._consistency_pairs is None:
+            raise RuntimeError("RaFM.extra_loss needs a forward pass in training mode first")
+        soft = isinstance(criterion, nn.BCEWithLogitsLoss)
+        total = sum(criterion(low, torch.sigmoid(high) if soft else high)
+                    for low, high in self._consistency_pairs)
+        self._consistency_pairs = None
+        return self.consistency * total

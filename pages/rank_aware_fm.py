@@ -1,0 +1,112 @@
+"""Rank-aware FM: rare features get few factors, frequent ones many (RaFM paper, Fig. 1, eq. 17, Fig. 3)."""
+import pandas as pd
+import streamlit as st
+
+from fmlib import rafm_experiment
+from fmlib.analysis.frequency import (check_ranks, occurrence_histogram, parameter_summary, rank_table,
+                                      zero_count_note)
+from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
+from fmlib.train import TrainConfig
+from pages._ui import dataset_name, load_data, load_split
+
+st.title("Rank-aware FM")
+st.markdown("**Should a movie rated three times get as many factors as one rated five hundred times?** "
+            "An FM gives every feature an embedding of the same rank D. Rare features then over-fit, frequent "
+            "ones under-fit. RaFM keeps several embeddings per feature, of ranks D_1 < … < D_m, and lets a pair "
+            "of features interact at the largest rank *both* have: k_ij = min(k_i, k_j) (eqs. 4–5).")
+
+name = dataset_name()
+text = st.text_input("Rank set D_1, …, D_m (comma-separated, strictly increasing)", "8,32", key="rafm_ranks",
+                     bind="query-params")
+try:
+    ranks = check_ranks(tuple(int(x) for x in text.split(",")))
+except ValueError as err:
+    message = str(err) if "ranks" in str(err) else f"expected comma-separated integers such as 8,32, got {text!r}"
+    st.error(f"Rank set: {message}")
+    st.stop()
+
+try:
+    data = load_split(name, 0)
+except Exception as err:  # no data source: say why, no traceback
+    st.error(str(err))
+    st.stop()
+counts = data.train.feature_counts()
+summary = parameter_summary(counts, ranks)
+
+st.subheader("1 · How often does each feature occur?")
+st.plotly_chart(occurrence_histogram_figure(occurrence_histogram(counts, data.schema), ranks, summary["thresholds"],
+                                            title=f"{name}: occurrences per feature in the training split"))
+st.markdown("Each feature gets the rank closest to its count on a log scale, **eq. 17**: "
+            "k_i = argmin_k |log n_i − log D_k|. Two neighbours are equally close at the geometric mean, so eq. 17 "
+            "is a set of thresholds t_k = √(D_k D_{k+1}): "
+            + ", ".join(f"n_i > {t:.3g} → at least D = {D}" for t, D in zip(summary["thresholds"], ranks[1:]))
+            + ". Counts come from the training split only (the authors' code also counts valid and test).")
+note = zero_count_note(counts)
+if note:
+    st.info(note)
+
+table = rank_table(counts, ranks, data.schema)
+left, right = st.columns([3, 2])
+with left:
+    st.plotly_chart(rank_share_figure(table, title="features per rank, by field"))
+    with st.expander("as a table"):
+        st.dataframe(table, hide_index=True)
+with right:
+    share = summary["rafm_parameters"] / summary["fm_parameters"]
+    st.metric("RaFM stores", f"{summary['rafm_parameters']:,} numbers", f"{100 * share:.1f} % of FM({ranks[-1]})",
+              delta_color="off")
+    st.markdown(f"Only *active* factors are kept (Prop. 1): v_i^(k) for k ≤ k_i, i.e. Σ_k D_k |F_k| with "
+                f"|F_k| = {summary['F_sizes']} features having k_i ≥ k, against D_m |F| = {summary['fm_parameters']:,} "
+                f"for FM({ranks[-1]}). Share of occurrences in each F_k: "
+                + ", ".join(f"{100 * s:.0f} %" for s in summary["occurrence_share"])
+                + " — what the evaluation time depends on (Remark 5).")
+
+st.subheader("2 · Evaluating and training it")
+st.markdown(r"""The naive sum over all pairs costs $O(D|\mathcal F|^2)$. With $\mathcal A_{l,k}$ the FM of rank
+$D_l$ over the features in $\mathcal F_k = \{i : k_i \ge k\}$ (eqs. 6, 7) the model is $\mathcal B_{1,m}$, reached from
+$\mathcal B_{1,1} = \mathcal A_{1,1}$ by **Theorem 3**,
+$\mathcal B_{l,k+1} = \mathcal B_{l,k} - \mathcal A_{k,k+1} + \mathcal A_{k+1,k+1}$: move the pairs inside $\mathcal F_{k+1}$ from rank $D_k$ to $D_{k+1}$, at cost
+$O(\sum_k D_k |\mathcal F_k|)$ (Cor. 4). **Algorithm 1** trains each feature's *highest* embedding (a free
+variable) on $L(\mathcal B_{1,m}, y)$; its lower-rank copies (dependent variables) only learn to make
+$\mathcal B_{1,k}$ agree with $\mathcal B_{1,k+1}$ (eq. 12b). A genre value keeps its own rank; at each level the
+genres field sums the values present there, each with its usual weight 1/len.""")
+sizes = summary["F_sizes"] + [0]  # |F_1|, …, |F_m|, and F_{m+1} = ∅
+rows = [{"level k": k, "rank D_k": D, "free features (F_k − F_k+1)": sizes[k - 1] - sizes[k],
+         "dependent features (F_k+1)": sizes[k], "stored numbers": D * sizes[k - 1]} for k, D in enumerate(ranks, 1)]
+st.table(pd.DataFrame(rows).set_index("level k"))
+
+st.subheader("3 · Does it pay off?")
+path = rafm_experiment.results_path(name)
+try:
+    result = rafm_experiment.load(path)
+except FileNotFoundError:
+    result = None
+    st.info(f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} --seeds 3 "
+            f"--ranks {','.join(map(str, ranks))}` (a few minutes), or one seed here.")
+except ValueError as err:
+    result = None
+    st.error(str(err))
+
+if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"):
+    with st.status("Training ...", expanded=True) as status:
+        try:
+            config = TrainConfig()
+            records = rafm_experiment.run_seed(load_data(name), ranks, 0, config, log=st.write)
+        except (ValueError, RuntimeError) as err:
+            status.update(label="failed", state="error")
+            st.error(str(err))
+            st.stop()
+        status.update(label="done", state="complete")
+    st.session_state["rafm_result"] = rafm_experiment.as_result(load_data(name), ranks, [0], config, records)
+session = st.session_state.get("rafm_result")
+if session is not None and session["dataset"] == name:  # a run made here wins over the saved file
+    result = session
+
+if result is not None:
+    if tuple(result["ranks"]) != ranks:
+        st.warning(f"The saved comparison used ranks {tuple(result['ranks'])}, not {ranks}.")
+    st.plotly_chart(comparison_figure(result))
+    st.caption(f"{result['dataset']} · seeds {result['seeds']} · {result['created']} · train config {result['train']}")
+    st.code(rafm_experiment.format_table(result), language=None)
+    st.markdown("Notice whether RaFM's error bar overlaps the best FM, and how many parameters it needs for it. "
+                "RaFM-low is the rank-D_1 part of the same trained model.")

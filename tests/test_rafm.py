@@ -1,0 +1,293 @@
+"""RaFM: Theorem 3 against the naive definition, storage (Prop. 1), the FM special case,
+Algorithm 1's gradient routing, bad input, save/load."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from fmlib.data.schema import Schema
+from fmlib.models import build_model, model_name
+from fmlib.models.rafm import RaFM
+
+SCHEMA = Schema.build([("a", "context", "single", 6, 1), ("b", "context", "single", 5, 1),
+                       ("c", "item", "single", 7, 1), ("g", "item", "multi", 6, 3)])
+RANK_SETS = {2: (2, 5), 3: (2, 4, 7), 4: (1, 3, 6, 10)}
+
+
+def random_batch(schema, n=24, seed=0):
+    """Random rows of every field; a multi-valued field gets 1..slots distinct values, weight 1/len."""
+    gen = torch.Generator().manual_seed(seed)
+    cols, wts = [], []
+    for f in schema.fields:
+        idx = torch.stack([f.offset + torch.randperm(f.cardinality, generator=gen)[:f.slots] for _ in range(n)])
+        lengths = torch.randint(1, f.slots + 1, (n, 1), generator=gen)
+        cols.append(idx)
+        wts.append((torch.arange(f.slots) < lengths).float() / lengths)
+    return torch.cat(cols, 1), torch.cat(wts, 1)
+
+
+def counts_for(ranks, seed=0, schema=SCHEMA):
+    """Counts that put features at every rank level (and a few at zero occurrences)."""
+    gen = np.random.default_rng(seed)
+    return gen.choice([0, 1, 3, 5, 9, 30, 100, 400], size=schema.num_features)
+
+
+def make(ranks, seed=0, init_std=0.5, **kw):
+    torch.manual_seed(seed)
+    return RaFM(SCHEMA, ranks=ranks, counts=kw.pop("counts", counts_for(ranks, seed)), init_std=init_std, **kw).double()
+
+
+def naive_rafm(model, index, weight):
+    """Eqs. 1, 4, 5 literally: every pair of slots in different fields, at rank k_ij = min(k_i, k_j)."""
+    tables = [model.embedding_table(p) for p in range(1, len(model.ranks) + 1)]
+    k = model.k
+    fields = SCHEMA.slot_fields()
+    out = []
+    for b in range(index.shape[0]):
+        total = model.bias[0] + sum(model.linear.weight[index[b, s], 0] * weight[b, s] for s in range(len(fields)))
+        for s, t in itertools.combinations(range(len(fields)), 2):
+            if fields[s] == fields[t] or weight[b, s] == 0 or weight[b, t] == 0:
+                continue
+            i, j = index[b, s], index[b, t]
+            kij = int(min(k[i], k[j]))
+            total = total + tables[kij - 1][i] @ tables[kij - 1][j] * weight[b, s] * weight[b, t]
+        out.append(total)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_theorem_3_recursion_equals_the_naive_definition(m):
+    model = make(RANK_SETS[m], seed=m).eval()
+    with torch.no_grad():
+        model.linear.weight.normal_()
+    assert len(set(model.k.tolist())) == m, "every rank level is used"
+    index, weight = random_batch(SCHEMA, seed=m)
+    assert torch.allclose(model(index, weight), naive_rafm(model, index, weight), atol=1e-10)
+
+
+def naive_B(model, index, weight, l, k):
+    """Eq. 8: Σ_{pairs} v^(c)·v^(c) x x with c = max(l, min(k, k_ij)), one sample at a time."""
+    tables = [model.embedding_table(p) for p in range(1, len(model.ranks) + 1)]
+    fields = SCHEMA.slot_fields()
+    out = torch.zeros(index.shape[0], dtype=torch.float64)
+    for b in range(index.shape[0]):
+        for s, t in itertools.combinations(range(len(fields)), 2):
+            if fields[s] != fields[t]:
+                i, j = index[b, s], index[b, t]
+                c = max(l, min(k, int(min(model.k[i], model.k[j]))))
+                out[b] += tables[c - 1][i] @ tables[c - 1][j] * weight[b, s] * weight[b, t]
+    return out
+
+
+def test_every_B_1p_is_eq_8():
+    """The intermediate B_{1,p} of the recursion are eq. 8 for every p (RaFM-low is B_{1,1})."""
+    model = make(RANK_SETS[3], seed=5).eval()
+    index, weight = random_batch(SCHEMA, n=8, seed=5)
+    with torch.no_grad():
+        for p, B in enumerate(model.interactions(index, weight), 1):
+            assert torch.allclose(B, naive_B(model, index, weight, 1, p), atol=1e-10)
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_stored_parameters_are_sum_of_D_k_times_F_k(m):
+    ranks = RANK_SETS[m]
+    model = make(ranks, seed=m)
+    k = model.k.numpy()
+    expected = sum(D * int((k >= p).sum()) for p, D in enumerate(ranks, 1))
+    embeddings = sum(p.numel() for name, p in model.named_parameters() if name.startswith(("free", "dependent")))
+    assert embeddings == expected == int(np.dot(ranks, model.feature_set_sizes()))
+    assert sum(p.numel() for p in model.parameters()) == expected + SCHEMA.num_features + 1
+    for p in range(1, m + 1):  # inactive factors are zero rows of the dense view, active ones are stored
+        table = model.embedding_table(p)
+        assert torch.all(table[model.k < p] == 0) and torch.all(table[model.k >= p].abs().sum(1) > 0)
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_equal_ranks_give_the_fm_of_that_rank(level):
+    ranks = RANK_SETS[3]
+    counts = np.full(SCHEMA.num_features, ranks[level - 1])  # eq. 17: log n_i = log D_level for every i
+    model = make(ranks, counts=counts).eval()
+    assert torch.all(model.k == level)
+    fm = build_model("fm", SCHEMA, dim=ranks[level - 1]).double()
+    with torch.no_grad():
+        fm.embedding.weight.copy_(model.embedding_table(level))
+        fm.linear.weight.copy_(model.linear.weight.normal_())
+        fm.bias.copy_(model.bias.fill_(0.3))
+    index, weight = random_batch(SCHEMA, seed=level)
+    assert torch.allclose(model(index, weight), fm(index, weight), atol=1e-10)
+
+
+# ---- Algorithm 1 ---------------------------------------------------------------------------
+def stored_vector(model, p, row, grad=False):
+    """The stored v_row^(p) (or its gradient): in free[p−1] if k_row = p (or p = m), else in dependent[p−1]."""
+    pos, n_free = int(model.level_pos[p - 1, row]), model.free[p - 1].shape[0]
+    assert model.k[row] >= p, "inactive factor"
+    param = model.free[p - 1] if pos < n_free else model.dependent[p - 1]
+    return (param.grad if grad else param)[pos if pos < n_free else pos - n_free]
+
+
+TINY = Schema.build([("a", "context", "single", 2, 1), ("b", "context", "single", 2, 1),
+                     ("c", "item", "single", 2, 1)])
+
+
+def test_algorithm_1_gradients_by_hand():
+    """Ranks (1, 2); a and b frequent (k = 2), c rare (k = 1); one sample (a, b, c), y = 0.
+
+    B_{1,2} = v_a^(2)·v_b^(2) + v_a^(1) v_c^(1) + v_b^(1) v_c^(1),  B_{1,1} = all three pairs at rank 1.
+    Free: v_c^(1), v_a^(2), v_b^(2), w, w0 — step on L(ŷ_2, y) = (ŷ_2 − y)².
+    Dependent: v_a^(1), v_b^(1) — step on c·(ŷ_1 − ŷ_2)² with ŷ_2 held fixed.
+    """
+    counts = [0, 100, 0, 100, 1, 0]  # rows: a0 a1 b0 b1 c0 c1; the sample uses a1, b1, c0
+    model = RaFM(TINY, ranks=(1, 2), consistency=0.5, counts=counts).double()
+    assert model.k.tolist() == [1, 2, 1, 2, 1, 1]
+    assert model.free[0].shape[0] == 4 and model.dependent[0].shape[0] == 2 and model.free[1].shape[0] == 2
+    va1, vb1, vc1, va2, vb2 = 0.3, -0.7, 1.1, [0.2, 0.5], [-0.4, 0.9]
+    wa, wb, wc, w0 = 0.1, 0.2, -0.3, 0.05
+    with torch.no_grad():
+        for p, row, value in [(1, 1, [va1]), (1, 3, [vb1]), (1, 4, [vc1]), (2, 1, va2), (2, 3, vb2)]:
+            stored_vector(model, p, row)[:] = torch.tensor(value, dtype=torch.float64)
+        model.linear.weight[[1, 3, 4], 0] = torch.tensor([wa, wb, wc], dtype=torch.float64)
+        model.bias.fill_(w0)
+    index, weight, y = torch.tensor([[1, 3, 4]]), torch.ones(1, 3, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)
+
+    lin = w0 + wa + wb + wc
+    y2 = lin + float(np.dot(va2, vb2)) + va1 * vc1 + vb1 * vc1
+    y1 = lin + va1 * vb1 + va1 * vc1 + vb1 * vc1
+    g, d = 2 * (y2 - 0.0), 2 * 0.5 * (y1 - y2)  # ∂L/∂ŷ_2 and c·∂(ŷ_1 − ŷ_2)²/∂ŷ_1
+
+    model.train()
+    criterion = nn.MSELoss()
+    out = model(index, weight)
+    assert out.item() == pytest.approx(y2)
+    (criterion(out, y) + model.extra_loss(criterion)).backward()
+
+    def grad_of(row, p):
+        return stored_vector(model, p, row, grad=True)
+
+    assert grad_of(4, 1).item() == pytest.approx(g * (va1 + vb1))            # v_c^(1): free
+    assert grad_of(1, 2).tolist() == pytest.approx([g * x for x in vb2])     # v_a^(2): free
+    assert grad_of(3, 2).tolist() == pytest.approx([g * x for x in va2])     # v_b^(2): free
+    assert grad_of(1, 1).item() == pytest.approx(d * (vb1 + vc1))            # v_a^(1): dependent only
+    assert grad_of(3, 1).item() == pytest.approx(d * (va1 + vc1))            # v_b^(1): dependent only
+    assert model.linear.weight.grad[[1, 3, 4], 0].tolist() == pytest.approx([g] * 3)
+    assert model.bias.grad.item() == pytest.approx(g)
+
+
+def test_algorithm_1_routing_matches_autograd_of_each_named_loss():
+    """m = 3, a batch, click loss: each group's gradient is that of the one loss Algorithm 1 names,
+    computed independently by autograd on the naive model (eqs. 1, 4, 5, 8)."""
+    model = make(RANK_SETS[3], seed=7, init_std=0.3, consistency=0.7)
+    index, weight = random_batch(SCHEMA, n=16, seed=7)
+    y = (torch.rand(16, generator=torch.Generator().manual_seed(7)) > 0.5).double()
+    criterion = nn.BCEWithLogitsLoss()
+    model.train()
+    (criterion(model(index, weight), y) + model.extra_loss(criterion)).backward()
+    routed = {name: p.grad.clone() for name, p in model.named_parameters()}
+
+    def grads(loss, names):
+        params = dict(model.named_parameters())
+        return dict(zip(names, torch.autograd.grad(loss, [params[n] for n in names], allow_unused=True)))
+
+    model.eval()
+    first = model.first_order(index, weight)
+    free = ["bias", "linear.weight"] + [f"free.{p}" for p in range(3)]
+    main = grads(criterion(first + naive_B(model, index, weight, 1, 3), y), free)
+    for name in free:
+        assert torch.allclose(routed[name], main[name], atol=1e-10), name
+    for p in range(2):  # dependent v^(p+1)|F_{p+2}: c · L(B_{1,p+1}, B_{1,p+2} fixed)
+        target = torch.sigmoid(first + naive_B(model, index, weight, 1, p + 2)).detach()
+        low = first.detach() + naive_B(model, index, weight, 1, p + 1)
+        dep = grads(0.7 * criterion(low, target), [f"dependent.{p}"])
+        assert torch.allclose(routed[f"dependent.{p}"], dep[f"dependent.{p}"], atol=1e-10)
+
+
+def test_every_parameter_is_registered_and_receives_gradient():
+    model = make(RANK_SETS[3], seed=3, init_std=0.1).float()
+    index, weight = random_batch(SCHEMA, n=64, seed=3)
+    model.train()
+    out = model(index.long(), weight)
+    (out.pow(2).mean() + model.extra_loss(nn.MSELoss())).backward()
+    names = [n for n, _ in model.named_parameters()]
+    assert {"free.0", "free.1", "free.2", "dependent.0", "dependent.1", "linear.weight", "bias"} <= set(names)
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"{name} gets no gradient"
+
+
+def test_training_forward_without_extra_loss_is_an_error():
+    model = make(RANK_SETS[2]).train()
+    index, weight = random_batch(SCHEMA, n=4)
+    model(index, weight)
+    with pytest.raises(RuntimeError, match="extra_loss"):
+        model(index, weight)
+    model.eval()
+    model(index, weight)  # evaluation needs no consistency loss
+
+
+def test_training_value_equals_evaluation_value():
+    model = make(RANK_SETS[4], seed=4)
+    index, weight = random_batch(SCHEMA, seed=4)
+    train_out = model.train()(index, weight)
+    model.extra_loss(nn.MSELoss())
+    assert torch.allclose(train_out, model.eval()(index, weight), atol=1e-12)
+
+
+# ---- bad input, registry, save/load ----------------------------------------------------------
+@pytest.mark.parametrize("ranks, message", [
+    ((32, 8), "strictly increasing"), ((8, 8), "strictly increasing"), ((0, 8), "positive"),
+    ((-4, 8), "positive"), ((16,), "at least two ranks"), ((8.5, 16), "integers"), ("8,32", "list of integers"),
+])
+def test_bad_ranks_get_clear_messages(ranks, message):
+    with pytest.raises(ValueError, match=message):
+        RaFM(SCHEMA, ranks=ranks, counts=counts_for(ranks))
+
+
+def test_bad_counts_get_clear_messages():
+    with pytest.raises(ValueError, match="needs the occurrences"):
+        build_model("rafm", SCHEMA, ranks=(2, 4))
+    with pytest.raises(ValueError, match="feature rows"):
+        RaFM(SCHEMA, counts=[1, 2, 3])
+    with pytest.raises(ValueError, match="non-negative integers"):
+        RaFM(SCHEMA, counts=-np.ones(SCHEMA.num_features))
+    with pytest.raises(ValueError, match="zero occurrences"):
+        RaFM(SCHEMA, counts=np.zeros(SCHEMA.num_features, dtype=int))
+    with pytest.raises(ValueError, match="consistency"):
+        RaFM(SCHEMA, consistency=-1.0, counts=counts_for((8, 32)))
+
+
+def test_zero_occurrence_features_get_the_lowest_rank():
+    counts = counts_for(RANK_SETS[3])
+    model = RaFM(SCHEMA, ranks=RANK_SETS[3], counts=counts)
+    assert (counts == 0).any() and torch.all(model.k[torch.as_tensor(counts == 0)] == 1)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    from fmlib.runs import RunStore
+    from fmlib.train import Run
+    model = make(RANK_SETS[3], seed=9).float().eval()
+    assert model_name(model) == "rafm"
+    run = Run(model=model, config={"model": "rafm", "hp": model.hparams(), "dataset": "synthetic"})
+    loaded = RunStore(tmp_path).load(RunStore(tmp_path).save(run, "r"))
+    index, weight = random_batch(SCHEMA, seed=9)
+    assert loaded.model.hparams() == model.hparams()
+    assert torch.equal(loaded.model(index, weight.float()), model(index, weight.float()))
+
+
+def test_fmlib_fit_runs_algorithm_1(small_split):
+    """Through the foundation's trainer: the dependent tables move only if the trainer adds
+    ``model.extra_loss(criterion)``; RaFM-low (B_{1,1}) then predicts far better than the mean."""
+    from fmlib.train import TrainConfig, evaluate, fit
+    from fmlib.rafm_experiment import LevelOutput
+    schema = small_split.schema
+    counts = np.where(np.arange(schema.num_features) % 2 == 0, 200, 1)  # half the rows at each level
+    torch.manual_seed(0)
+    model = RaFM(schema, ranks=(2, 4), counts=counts)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    fit(model, small_split.train, small_split.valid, TrainConfig(epochs=10, lr=5e-2, seed=0))
+    for name, p in model.named_parameters():
+        assert not torch.equal(p, before[name]), f"{name} did not train"
+    mean_only = float((small_split.valid.rating - small_split.train.rating.mean()).pow(2).mean().sqrt())
+    assert evaluate(LevelOutput(model, 1), small_split.valid, "rating")["rmse"] < 0.8 * mean_only
