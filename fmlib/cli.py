@@ -1,6 +1,6 @@
 """Command line: ``python -m fmlib <command> ...``.
 
-    train --model fm|fwfm|... --dataset ml-100k [...]   train, print one JSON line
+    train --model fm|fwfm|dplr|rafm|rfm [...]         train, print one JSON line
     data info | data fetch                              which source serves the data, its fields
     bench train                                         fmlib vs torchfm seconds per epoch
 and the topic commands listed in TOPIC_COMMANDS. Bad input: one line on stderr, exit code 2.
@@ -43,6 +43,13 @@ def _positive(kind):
     return parse
 
 
+def _int_list(text):
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
 def _non_negative_float(text):
     value = float(text)
     if value < 0:
@@ -76,8 +83,16 @@ def cmd_train(args) -> int:
         hp = json.loads(args.hp)
     except ValueError:
         raise ValueError(f"--hp must be a JSON object, e.g. '{{\"rank\": 2}}', got {args.hp!r}") from None
-    if "dim" in hyperparameters(args.model):
+    accepted = hyperparameters(args.model)
+    if "dim" in accepted:
         hp.setdefault("dim", args.dim)
+    for key in ("rank", "ranks"):  # DPLR's ρ, RaFM's rank set
+        value = getattr(args, key)
+        if value is not None:
+            if key not in accepted:
+                raise ValueError(f"--{key} does not apply to model {args.model!r} "
+                                 f"(its hyperparameters: {', '.join(accepted)})")
+            hp[key] = value
     log = lambda msg: print(msg, file=sys.stderr)
     data = load_split(args, log)
     start = time.perf_counter()
@@ -135,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seeds the split, the init and the batches")
     p.add_argument("--min-count", type=_positive(int), default=1,
                    help="features seen fewer times in train go to the rare bucket")
+    p.add_argument("--rank", type=_positive(int), default=None, help="DPLR: rank ρ of R (1..m-1)")
+    p.add_argument("--ranks", type=_int_list, default=None, help="RaFM: rank set D_1 < ... < D_m, e.g. 8,32")
     p.add_argument("--hp", default="{}", help="extra model hyperparameters as JSON, e.g. '{\"rank\": 2}'")
     p.add_argument("--runs-dir", default=None, help="run store (default: $FMLIB_RUNS or ./runs)")
     p.set_defaults(func=cmd_train)

@@ -64,3 +64,15 @@ def test_bench_train_runs_both_libraries_and_ends_with_json():
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["fields"] == 11 and out["fmlib_s_per_epoch"] > 0 and out["torchfm_s_per_epoch"] > 0
     assert out["ratio"] == pytest.approx(out["fmlib_s_per_epoch"] / out["torchfm_s_per_epoch"], rel=0.01)
+
+
+def test_model_specific_flags(tmp_path):
+    done = cli("train", "--model", "dplr", "--rank", "2", "--epochs", "1", "--dim", "4", "--runs-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["config"]["hp"] == {"dim": 4, "rank": 2}
+    done = cli("train", "--model", "fm", "--rank", "2")
+    assert done.returncode == 2 and "--rank does not apply to model 'fm'" in done.stderr
+    done = cli("train", "--model", "dplr", "--rank", "12", "--epochs", "1")
+    assert done.returncode == 2 and "rank" in done.stderr and "Traceback" not in done.stderr
+    done = cli("train", "--model", "rafm", "--ranks", "32,8", "--epochs", "1")
+    assert done.returncode == 2 and "strictly increasing" in done.stderr
