@@ -21,6 +21,33 @@ st.markdown("**Question.** To recommend movies to one user we score *every* movi
             "the movie's own fields. How much does that save, for FM, FwFM and DPLR?")
 
 
+st.subheader("Per-item cost as the number of fields grows")
+saved = Path("artifacts") / "ranking_bench.csv"
+if saved.exists():
+    bench = pd.read_csv(saved)
+    st.caption(f"From {saved} (`python -m fmlib bench ranking`).")
+else:
+    bench = st.session_state.get("ranking_bench")
+    st.caption("`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv.")
+    if bench is None and st.button("Run a quick benchmark (m = 8 … 64, a few seconds)", key="bench"):
+        schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in (8, 16, 32, 64)]
+        schemas += [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in (5, 10, 20, 35)]
+        with st.spinner("timing ..."):
+            bench = ranking_benchmark(schemas, ranks=(1, 2), n_items=1000, repeats=3)
+        st.session_state["ranking_bench"] = bench
+if bench is not None:
+    synthetic = bench[bench.schema.str.startswith("synthetic")]
+    by_m = synthetic[synthetic.item_fields * 2 == synthetic.m]
+    by_items = synthetic[synthetic.m == 40]
+    left, right = st.columns(2)
+    left.plotly_chart(per_item_cost_figure(by_m, "m"), key="by_m")
+    right.plotly_chart(per_item_cost_figure(by_items, "item_fields"), key="by_items")
+    st.markdown("**Notice:** the full FwFM pass grows like m²; with the context cached every model pays "
+                "only for the item fields — FM and DPLR linearly in |I| (DPLR about ρ times FM's work), "
+                "FwFM quadratically in |I|. Timings are medians on a shared CPU: expect noise.")
+
+st.subheader("Rank every movie for one user")
+
 @st.cache_resource(show_spinner="Loading the run ...")
 def load_run(run_id: str):
     return run_store().load(run_id)
@@ -95,28 +122,3 @@ st.dataframe(table, hide_index=True)
 st.markdown("**Notice:** the cached scores equal the full forward pass up to float rounding; only the "
             "item fields are touched per item. Here there are few items and fields, so both are fast — "
             "the gap opens as the number of fields grows (below).")
-
-st.subheader("Per-item cost as the number of fields grows")
-saved = Path("artifacts") / "ranking_bench.csv"
-if saved.exists():
-    bench = pd.read_csv(saved)
-    st.caption(f"From {saved} (`python -m fmlib bench ranking`).")
-else:
-    bench = st.session_state.get("ranking_bench")
-    st.caption("`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv.")
-    if bench is None and st.button("Run a quick benchmark (m = 8 … 64, a few seconds)", key="bench"):
-        schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in (8, 16, 32, 64)]
-        schemas += [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in (5, 10, 20, 35)]
-        with st.spinner("timing ..."):
-            bench = ranking_benchmark(schemas, ranks=(1, 2), n_items=1000, repeats=3)
-        st.session_state["ranking_bench"] = bench
-if bench is not None:
-    synthetic = bench[bench.schema.str.startswith("synthetic")]
-    by_m = synthetic[synthetic.item_fields * 2 == synthetic.m]
-    by_items = synthetic[synthetic.m == 40]
-    left, right = st.columns(2)
-    left.plotly_chart(per_item_cost_figure(by_m, "m"), key="by_m")
-    right.plotly_chart(per_item_cost_figure(by_items, "item_fields"), key="by_items")
-    st.markdown("**Notice:** the full FwFM pass grows like m²; with the context cached every model pays "
-                "only for the item fields — FM and DPLR linearly in |I| (DPLR about ρ times FM's work), "
-                "FwFM quadratically in |I|. Timings are medians on a shared CPU: expect noise.")
