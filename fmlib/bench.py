@@ -38,12 +38,16 @@ def _epoch(step, n, batch_size, seed):
 
 def run(args) -> int:
     from torchfm.model.fm import FactorizationMachineModel
-    if args.epochs < 1 or args.dim < 1 or args.threads < 1 or args.batch_size < 1:
-        raise ValueError("epochs, dim, threads and batch-size must be >= 1")
+    for name in ("epochs", "dim", "threads", "batch_size"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     data = split(movielens.load(args.dataset), seed=0).train
     fields = tuple(f for f in data.schema.fields if f.kind == "single")
+    if data.schema.fields[:len(fields)] != fields:  # the slicing below needs them in the first columns
+        raise RuntimeError(f"bench train needs the single-valued fields first; the schema's order is "
+                           f"{data.schema.names}")
     schema = Schema(fields)
     index = data.index[:, :len(fields)].contiguous()  # single-valued fields come first
     weight = data.weight[:, :len(fields)].contiguous()

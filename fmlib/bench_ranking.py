@@ -26,9 +26,10 @@ def default_schemas(movielens_name: str | None = "ml-100k"):
 
 
 def add_arguments(p):
-    p.add_argument("--items", type=int, default=4000, help="items ranked per query")
-    p.add_argument("--repeats", type=int, default=15, help="timings per model; the median is kept")
-    p.add_argument("--dim", type=int, default=16, help="embedding size k")
+    from .cli import _positive
+    p.add_argument("--items", type=_positive(int), default=4000, help="items ranked per query")
+    p.add_argument("--repeats", type=_positive(int), default=15, help="timings per model; the median is kept")
+    p.add_argument("--dim", type=_positive(int), default=16, help="embedding size k")
     p.add_argument("--ranks", default="1,2,3,4", help="comma-separated ranks ρ")
     p.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "ml-1m", "none"],
                    help="MovieLens schema to include ('none' to skip)")

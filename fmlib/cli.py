@@ -51,8 +51,11 @@ def _int_list(text):
 
 
 def _non_negative_float(text):
-    value = float(text)
-    if value < 0:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a float, got {text!r}") from None
+    if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
 
@@ -82,7 +85,9 @@ def cmd_train(args) -> int:
     try:
         hp = json.loads(args.hp)
     except ValueError:
-        raise ValueError(f"--hp must be a JSON object, e.g. '{{\"rank\": 2}}', got {args.hp!r}") from None
+        hp = None
+    if not isinstance(hp, dict):
+        raise ValueError(f"--hp must be a JSON object, e.g. '{{\"rank\": 2}}', got {args.hp!r}")
     accepted = hyperparameters(args.model)
     if "dim" in accepted:
         hp.setdefault("dim", args.dim)

@@ -42,16 +42,17 @@ class Layout:
 
 
 def layout(schema: Schema) -> Layout:
+    """The context and item slots and fields of ``schema``; both roles must be present."""
     slot_field = schema.slot_fields()
     role = [schema.fields[f].role for f in slot_field]
     long = lambda xs: torch.tensor(xs, dtype=torch.long)
-    layout = Layout(long([s for s, r in enumerate(role) if r == "context"]),
-                    long([s for s, r in enumerate(role) if r == "item"]),
-                    long(schema.field_indices("context")), long(schema.field_indices("item")))
-    if len(layout.context_fields) == 0 or len(layout.item_fields) == 0:
+    lay = Layout(long([s for s, r in enumerate(role) if r == "context"]),
+                 long([s for s, r in enumerate(role) if r == "item"]),
+                 long(schema.field_indices("context")), long(schema.field_indices("item")))
+    if len(lay.context_fields) == 0 or len(lay.item_fields) == 0:
         raise ValueError("ranking needs at least one context field and one item field; the schema has "
-                         f"{len(layout.context_fields)} context and {len(layout.item_fields)} item fields")
-    return layout
+                         f"{len(lay.context_fields)} context and {len(lay.item_fields)} item fields")
+    return lay
 
 
 def assemble(lay: Layout, context_index, context_weight, item_index, item_weight):
@@ -76,10 +77,12 @@ class _Ranker:
         self.ctx_single = len(lay.context_slots) == len(lay.context_fields)
 
     def vectors(self, index, weight, slot_map, single):
+        """Field vectors e_f = Σ_{s in f} weight_s v_{index_s} of the given slots (DPLR §3.2 average)."""
         v = self.model.embedding(index) * weight.unsqueeze(-1)
         return v if single else torch.einsum("nsk,sf->nfk", v, slot_map)
 
     def first(self, index, weight):
+        """Σ_i w_i x_i over the given slots (DPLR eq. 2, first-order term without w0)."""
         return (self.model.linear(index).squeeze(-1) * weight).sum(-1)
 
     def cache(self, context_index, context_weight) -> dict:
@@ -95,6 +98,7 @@ class _Ranker:
 
 class FMRanker(_Ranker):
     def context(self, V_C):
+        """DPLR eq. 2c, cached part: s_C = Σ_C v_c and the context pairs Σ_{c<c'} ⟨v_c, v_c'⟩ (eq. 1)."""
         return {"s_C": V_C.sum(0), "pairs_C": fm_pairwise(V_C[None])[0]}
 
     def items(self, cache, V_I):
@@ -117,6 +121,7 @@ class FwFMRanker(_Ranker):
         self.p, self.q, self.r = p[kept], q[kept], r[kept]
 
     def context(self, V_C):
+        """Cached part of DPLR eq. 3: context pairs ½⟨V_C V_Cᵀ, R_CC⟩ and w_i = Σ_c R_ic v_c."""
         return {"pairs_C": 0.5 * ((V_C @ V_C.T) * self.R_CC).sum(), "w": self.R_IC @ V_C}
 
     def items(self, cache, V_I):
@@ -208,7 +213,7 @@ def _random_rows(schema: Schema, slots: torch.Tensor, n: int, gen) -> tuple[torc
 
 def benchmark_models(schema: Schema, ranks=(1, 2, 3, 4), dim: int = 16, seed: int = 0) -> list:
     """(label, model, rank) for FM, FwFM, pruned FwFM and DPLR at each rank; random weights, R ~ N(0, 1)."""
-    from .analysis.interactions import budget, prune
+    from .analysis.interactions import budget, prune, with_R
     torch.manual_seed(seed)
     m = schema.num_fields
     fwfm = FwFM(schema, dim)
@@ -218,12 +223,7 @@ def benchmark_models(schema: Schema, ranks=(1, 2, 3, 4), dim: int = 16, seed: in
     for rank in ranks:
         if rank > m - 1 or budget(m, rank) >= m * (m - 1) // 2:
             continue
-        pruned = FwFM(schema, dim)
-        pruned.load_state_dict(fwfm.state_dict())
-        keep = torch.from_numpy(prune(fwfm.R.detach().numpy(), budget(m, rank)))
-        rows, cols = torch.triu_indices(m, m, 1)
-        with torch.no_grad():
-            pruned.r_upper.copy_(keep[rows, cols])
+        pruned = with_R(fwfm, prune(fwfm.R.detach().numpy(), budget(m, rank)))
         out += [("pruned FwFM", pruned, rank), ("DPLR", DPLR(schema, dim, rank), rank)]
     return [(label, model.eval(), rank) for label, model, rank in out]
 
@@ -252,8 +252,9 @@ def ranking_benchmark(schemas, ranks=(1, 2, 3, 4), n_items: int = 2000, dim: int
     ``ratio_to_fm`` divides by the cached FM of the same schema measured in the same run.
     ``max_abs_diff`` checks every cached score against the full forward pass.
     """
-    if n_items < 1 or repeats < 1:
-        raise ValueError("n_items and repeats must be >= 1")
+    for name, value in (("n_items", n_items), ("repeats", repeats)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
     old_threads = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .analysis.interactions import budget, dplr_posthoc, interaction_matrix, percent_left, pruned_fwfm, with_R
+from .analysis.interactions import (budget, check_rank, dplr_posthoc, interaction_matrix, percent_left,
+                                    pruned_fwfm, with_R)
 from .train import TrainConfig, evaluate, fit, train_model
 
 LOWER_IS_BETTER = {"rmse": True, "mae": True, "logloss": True, "auc": False}
@@ -36,13 +37,12 @@ def load_split(dataset: str, seed: int, min_count: int, data_dir=None):
     return split(data, seed=seed, min_count=min_count)
 
 
-def check_ranks(ranks, m: int) -> list[int]:
-    ranks = sorted(set(ranks))
+def check_rank_list(ranks, m: int) -> list[int]:
+    """The distinct ranks ρ, sorted; each in 1..m−1 with a budget ρ(m+1) (§5.1) that a pruned R can meet."""
+    ranks = sorted({check_rank(rank, m) for rank in ranks})
     pairs = m * (m - 1) // 2
     for rank in ranks:
-        if not 1 <= rank <= m - 1:
-            raise ValueError(f"rank ρ must be in 1..m−1 = 1..{m - 1} for {m} fields, got {rank}")
-        if rank * (m + 1) > pairs:
+        if budget(m, rank) > pairs:
             raise ValueError(f"rank {rank}: the budget ρ(m+1) = {rank * (m + 1)} exceeds the "
                              f"{pairs} interactions of {m} fields; use ranks up to {pairs // (m + 1)}")
     return ranks
@@ -65,7 +65,7 @@ def reproduce(dataset: str = "ml-100k", seeds=(0, 1, 2), ranks=(1, 2, 3, 4, 5), 
     for seed in seeds:
         data = load_split(dataset, seed, min_count, data_dir)
         m = data.schema.num_fields
-        rank_list = check_ranks(ranks, m)
+        rank_list = check_rank_list(ranks, m)
         cfg = TrainConfig(**{**config.__dict__, "seed": seed})
         runs = {}
         for name in ("fm", "fwfm"):

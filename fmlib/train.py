@@ -141,6 +141,9 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
             callback(record)
         if stale >= config.patience:
             break
+    if best_state is None:  # no epoch had a finite validation metric: nothing to restore
+        raise RuntimeError(f"validation {key} was NaN or infinite after every epoch (training diverged): "
+                           f"lower the learning rate lr (now {config.lr})")
     model.load_state_dict(best_state)
     config_dict = {"model": model_name(model), "hp": model.hparams(), "train": asdict(config),
                    "dataset": train.name, "data_source": train.source}

@@ -104,6 +104,7 @@ class PosthocDPLR:
 
     @property
     def R(self) -> np.ndarray:
+        """R̃ = Uᵀ diag(e) U with its diagonal removed, i.e. plus diag(d) (eq. 10)."""
         low = self.U.T @ np.diag(self.e) @ self.U
         return low - np.diag(np.diag(low))
 
@@ -141,7 +142,7 @@ def _eig(R: np.ndarray, rank: int, iterations: int) -> PosthocDPLR:
     return min(fits, key=lambda fit: np.linalg.norm(fit.R - R))
 
 
-def _nuclear(R: np.ndarray, rank: int, start: PosthocDPLR, steps: int) -> PosthocDPLR:
+def _nuclear(R: np.ndarray, start: PosthocDPLR, steps: int) -> PosthocDPLR:
     """Minimise ‖E‖_* = Σ σ_i(R̃ − R) over U, e (App. C), from the eigendecomposition's answer.
 
     Adam on a smoothed nuclear norm Σ √(σ_i² + δ²) (δ shrinks as it goes); the iterate with the
@@ -152,7 +153,7 @@ def _nuclear(R: np.ndarray, rank: int, start: PosthocDPLR, steps: int) -> Postho
     e = torch.tensor(start.e, requires_grad=True)
     optimizer = torch.optim.Adam([U, e], lr=1e-2)
 
-    def error(U, e):
+    def error(U, e):  # E = R̃ − R (App. C), R̃ as in eq. 10
         low = U.T @ torch.diag(e) @ U
         return low - torch.diag(torch.diagonal(low)) - R_t
 
@@ -183,7 +184,7 @@ def dplr_posthoc(R, rank: int, method: str = "eig", iterations: int = 2000, step
         raise ValueError(f"method must be one of {POSTHOC_METHODS}, got {method!r}")
     R = R - np.diag(np.diag(R))
     start = _eig(R, rank, iterations)
-    return start if method == "eig" else _nuclear(R, rank, start, steps)
+    return start if method == "eig" else _nuclear(R, start, steps)
 
 
 def spectrum(M, kind: str = "eigen") -> np.ndarray:

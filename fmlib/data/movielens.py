@@ -230,7 +230,8 @@ def fetch_recbole_wheel(workdir: Path, timeout: float = 300) -> Path:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     wheels = list(workdir.glob("recbole-*.whl"))
     if done.returncode != 0 or not wheels:
-        raise DataError(f"pip download {RECBOLE_WHEEL} failed: {done.stderr.strip().splitlines()[-1:] }")
+        last = (done.stderr.strip().splitlines() or ["no wheel was downloaded"])[-1]
+        raise DataError(f"pip download {RECBOLE_WHEEL} failed: {last}")
     inner = "recbole/dataset_example/ml-100k/"
     with zipfile.ZipFile(wheels[0]) as wheel:
         for ext in ("inter", "user", "item"):

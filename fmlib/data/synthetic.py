@@ -28,7 +28,7 @@ def block_R(m: int, blocks: int = 2, within: float = 1.0, between: float = -0.5)
 
 def make(R: torch.Tensor, n_samples: int = 20_000, cardinality: int = 30, dim: int = 4,
          noise: float = 0.1, item_fields: int | None = None, seed: int = 0) -> Dataset:
-    """Sample a Dataset whose rating follows an FwFM with interaction matrix R.
+    """Sample a Dataset whose rating follows an FwFM with interaction matrix R (DPLR eq. 3).
 
     The last ``item_fields`` fields (default: half) get role "item", the rest "context".
     """

@@ -28,6 +28,7 @@ import torch
 from torch.func import vmap
 
 METHODS = ("gd", "adam", "newton")
+DEFAULT_LR = {"gd": 0.05, "adam": 0.01, "newton": 1.0}  # Newton ignores lr: it takes damped full steps
 HESSIAN_MAX_DIM = 300  # n·d above which the nd×nd Hessian is not formed
 DTYPE = torch.float64
 
@@ -83,7 +84,8 @@ def gradient(X, W, V, B, gamma: float = 0.0) -> torch.Tensor:
 
 
 def hessian(X, W, V, B, gamma: float = 0.0) -> torch.Tensor:
-    """∇²L with respect to vec X (row-major order), an nd×nd matrix, by exact autograd."""
+    """∇²L with respect to vec X (row-major order), an nd×nd matrix, by exact autograd
+    (the reference for Lemma E.2's Hessian and Thm. 4.2's bound)."""
     with one_thread():
         return batch_hessian(X.detach().reshape(1, -1), W[None], V[None], B[None], gamma)[0]
 
@@ -247,7 +249,7 @@ def invert(W, V, B, method: str = "newton", gamma: float = 0.0, steps: int = 200
     """Recover X ∈ ℝ^{d×n} from W, V and B = f(W; X) by minimising L(X) (Def. 3.1, Alg. of Thm. 4.3/4.4).
 
     method "gd" (fixed step lr, default 0.05), "adam" (lr default 0.01) or "newton" (exact
-    Hessian by autograd, Levenberg–Marquardt damping). X0 defaults to N(0, init_scale²) entries drawn
+    Hessian by autograd, Levenberg–Marquardt damping; lr is not used). X0 defaults to N(0, init_scale²) entries drawn
     with ``seed``. Stops after ``steps`` updates or when ‖∇L‖ < tol. With X_true the trajectory
     records ‖X_t − X_true‖_F. The smallest Hessian eigenvalue is recorded at every Newton step and
     at ~40 log-spaced gd/adam steps, when n·d ≤ HESSIAN_MAX_DIM; above that the Hessian is not
@@ -264,7 +266,7 @@ def invert(W, V, B, method: str = "newton", gamma: float = 0.0, steps: int = 200
                      f"{fallback}; its smallest eigenvalue is not tracked")
         method = "gd" if method == "newton" else method
     if lr is None:
-        lr = {"gd": 0.05, "adam": 0.01, "newton": 1.0}[method]
+        lr = DEFAULT_LR[method]
     if not lr > 0:
         raise ValueError(f"step size lr must be > 0, got {lr}")
     if X_true is not None:
@@ -310,7 +312,9 @@ def trials(n: int, d: int, R: float, gammas, count: int = 100, method: str = "ne
     if method == "newton" and n * d > HESSIAN_MAX_DIM:
         raise ValueError(f"n·d = {n * d} > {HESSIAN_MAX_DIM}: too large to form the Hessian for "
                          f"Newton; use method 'gd' or 'adam'")
-    lr = {"gd": 0.05, "adam": 0.01, "newton": 1.0}[method] if lr is None else lr
+    lr = DEFAULT_LR[method] if lr is None else lr
+    if not lr > 0:
+        raise ValueError(f"step size lr must be > 0, got {lr}")
     insts = [planted_instance(n, d, R, seed + t) for t in range(count)]
     W, V, B, X_true = (torch.stack([getattr(i, k) for i in insts]).repeat(2, 1, 1)
                        for k in ("W", "V", "B", "X_true"))

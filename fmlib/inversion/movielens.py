@@ -229,6 +229,8 @@ def prepare(ratings: pd.DataFrame, movies: pd.DataFrame | None = None, length: i
             vocab_size: int = 200, heldout: float = 0.2, epochs: int = 60, seed: int = 0,
             progress=None, **arch) -> Experiment:
     """Build sequences, hold out a fraction of users (never trained on), train the model."""
+    if not 0 <= heldout < 1:
+        raise ValueError(f"heldout (the fraction of users never trained on) must be in [0, 1), got {heldout}")
     seqs = sequences(ratings, length, vocab_size, seed)
     order = np.random.default_rng(seed).permutation(len(seqs.users))
     cut = int(round(len(order) * (1 - heldout)))

@@ -39,11 +39,11 @@ class FieldEmbeddingModel(nn.Module):
         return {"dim": self.dim}
 
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """w0 + Σ_i w_i x_i, shape (B,)."""
+        """w0 + Σ_i w_i x_i (DPLR eq. 2, first two terms), shape (B,)."""
         return self.bias + (self.linear(index).squeeze(-1) * weight).sum(1)
 
     def field_embeddings(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """e_f for every field, shape (B, m, k)."""
+        """e_f = Σ_{s in f} weight_s · v_{index_s} for every field (DPLR §3.2), shape (B, m, k)."""
         v = self.embedding(index) * weight.unsqueeze(-1)  # (B, S, k)
         if self._single:  # one slot per field: slots are fields
             return v

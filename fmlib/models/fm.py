@@ -28,6 +28,7 @@ class FMFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, linear, embedding, index, weight, slot_to_field):
+        """Σ_i w_i x_i + ½(‖Z‖² − Σ_f ‖e_f‖²) with Z = Σ_f e_f (DPLR eqs. 1–2), Z kept for backward."""
         flat = index.reshape(-1)
         e = embedding.index_select(0, flat).view(*index.shape, -1)  # (B, S, k) slot embeddings
         if slot_to_field is not None:  # multi-valued fields: weighted sum of slots into fields
@@ -41,6 +42,7 @@ class FMFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        """∂φ/∂e_f = Z − e_f from the memoised Z (fm-gradient-odk-note eq. 8, coefficient corrected)."""
         index, weight, e, z, slot_to_field = ctx.saved_tensors
         d_e = grad[:, None, None] * (z.unsqueeze(1) - e)  # ∂/∂e_f = Z − e_f
         d_first = grad[:, None].expand_as(index)
@@ -56,6 +58,7 @@ class FMFunction(torch.autograd.Function):
 
 class FM(FieldEmbeddingModel):
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
+        """Σ_{f<g} ⟨e_f, e_g⟩ by Rendle's identity (DPLR eq. 1); ``forward`` uses ``FMFunction``."""
         return fm_pairwise(e)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..analysis.frequency import assign_ranks, check_counts, check_ranks
+from ..analysis.frequency import assign_ranks, check_counts, check_ranks, feature_set_sizes
 from .fm import fm_pairwise
 
 
@@ -96,7 +96,7 @@ class RaFM(nn.Module):
     # ---- storage -------------------------------------------------------------------------
     def feature_set_sizes(self) -> list[int]:
         """|F_p| for p = 1..m (eq. 6)."""
-        return [int((self.k >= p).sum()) for p in range(1, len(self.ranks) + 1)]
+        return feature_set_sizes(self.k.numpy(), len(self.ranks)).tolist()
 
     def level_table(self, p: int, cut: str | None = None) -> torch.Tensor:
         """[v^(p+1) on F_{p+1} − F_{p+2} (free); v^(p+1) on F_{p+2} (dependent); a zero row], p 0-based.
@@ -114,7 +114,7 @@ class RaFM(nn.Module):
 
     # ---- evaluation (Theorem 3) ---------------------------------------------------------------
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """w0 + Σ_i w_i x_i, shape (B,)."""
+        """w0 + Σ_i w_i x_i (RaFM eq. 1, first two terms), shape (B,)."""
         return self.bias + (self.linear(index).squeeze(-1) * weight).sum(1)
 
     def _slot_vectors(self, p: int, index, weight, cut: str | None = None) -> torch.Tensor:

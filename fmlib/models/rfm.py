@@ -91,12 +91,13 @@ class RotationLayer(nn.Module):
         return x.view(B, m, self.heads, h // self.heads).transpose(1, 2)
 
     def scores(self, theta: torch.Tensor) -> torch.Tensor:
-        """σ(①) per head, (B, heads, m, m)."""
+        """σ(①) per head (RFM appendix §1.2), (B, heads, m, m); Q, K from per-field maps W_Q, W_K."""
         q = self.split_heads(torch.einsum("bfd,fdw->bfw", theta, self.W_Q))
         k = self.split_heads(torch.einsum("bfd,fdw->bfw", theta, self.W_K))
         return rotation_scores(q, k, self.w)
 
     def forward(self, theta: torch.Tensor) -> torch.Tensor:
+        """G = σ(①)·V per head (RFM appendix §1.2), then LayerNorm(G + W_res·dropout(θ))."""
         v = self.split_heads(torch.einsum("bfd,fdw->bfw", theta, self.W_V))
         out = self.scores(theta) @ v  # G = σ(①) V per head, (B, heads, m, h/heads)
         out = out.transpose(1, 2).flatten(2)  # heads concatenated, (B, m, h)
