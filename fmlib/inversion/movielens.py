@@ -143,34 +143,37 @@ def recover(model: TinyTransformer, tokens: torch.Tensor, hidden: int = 2, steps
     U, n = tokens.shape
     if not 1 <= hidden < n:
         raise ValueError(f"hidden must be between 1 and {n - 1}, got {hidden}")
-    for p in model.parameters():
+    trainable = [p.requires_grad for p in model.parameters()]
+    for p in model.parameters():  # only X moves; the model's weights are what the attacker knows
         p.requires_grad_(False)
-    rows = model.one_hot(tokens)
-    start, known = rows[:, :1], rows[:, 1 + hidden:]  # the start token and S₂
-    gen = torch.Generator().manual_seed(seed)
-    X = torch.randn(U, hidden, model.vocab, generator=gen).requires_grad_(True)  # X⁰ ~ N(0, 1)
-    opt = torch.optim.Adam([X], lr=lr)
-    no_start = torch.zeros(U, hidden, 1)
-    frames = []
-    with one_thread():
-        for t in range(steps + 1):
-            S1 = torch.cat([torch.softmax(X, dim=-1), no_start], dim=-1)  # S₁ᵗ = softmax(Xᵗ)
-            S = torch.cat([start, S1, known], dim=1)  # Sᵗ = [start; S₁ᵗ; S₂]
-            log_probs = torch.log_softmax(model(S), dim=-1)  # log F(Sᵗ)
-            per_user = -(S[:, 1:, :-1] * log_probs[:, :-1]).sum(dim=(1, 2))  # L(F(Sᵗ), Sᵗ)
-            if t % record_every == 0 or t == steps:
-                guess = X.detach().argmax(dim=-1)
-                frames.append(pd.DataFrame({
-                    "step": t, "user_row": np.repeat(np.arange(U), hidden),
-                    "position": np.tile(np.arange(hidden), U), "guess": guess.reshape(-1).numpy(),
-                    "loss": np.repeat(per_user.detach().numpy(), hidden)}))
-            if t == steps:
-                break
-            opt.zero_grad()
-            per_user.sum().backward()
-            opt.step()
-    for p in model.parameters():
-        p.requires_grad_(True)
+    try:
+        rows = model.one_hot(tokens)
+        start, known = rows[:, :1], rows[:, 1 + hidden:]  # the start token and S₂
+        gen = torch.Generator().manual_seed(seed)
+        X = torch.randn(U, hidden, model.vocab, generator=gen).requires_grad_(True)  # X⁰ ~ N(0, 1)
+        opt = torch.optim.Adam([X], lr=lr)
+        no_start = torch.zeros(U, hidden, 1)
+        frames = []
+        with one_thread():
+            for t in range(steps + 1):
+                S1 = torch.cat([torch.softmax(X, dim=-1), no_start], dim=-1)  # S₁ᵗ = softmax(Xᵗ)
+                S = torch.cat([start, S1, known], dim=1)  # Sᵗ = [start; S₁ᵗ; S₂]
+                log_probs = torch.log_softmax(model(S), dim=-1)  # log F(Sᵗ)
+                per_user = -(S[:, 1:, :-1] * log_probs[:, :-1]).sum(dim=(1, 2))  # L(F(Sᵗ), Sᵗ)
+                if t % record_every == 0 or t == steps:
+                    guess = X.detach().argmax(dim=-1)
+                    frames.append(pd.DataFrame({
+                        "step": t, "user_row": np.repeat(np.arange(U), hidden),
+                        "position": np.tile(np.arange(hidden), U), "guess": guess.reshape(-1).numpy(),
+                        "loss": np.repeat(per_user.detach().numpy(), hidden)}))
+                if t == steps:
+                    break
+                opt.zero_grad()
+                per_user.sum().backward()
+                opt.step()
+    finally:
+        for p, flag in zip(model.parameters(), trainable):
+            p.requires_grad_(flag)
     return Recovery(X.detach(), pd.concat(frames, ignore_index=True), hidden)
 
 
