@@ -165,7 +165,9 @@ if st.button("Train the tiny transformer and attack"):
     for label, (summary, table) in results.items():
         st.markdown(f"**{label}** ({int(summary['hidden_movies'].iloc[0])} hidden movies)")
         st.plotly_chart(plots.recovery_figure(summary))
-        st.dataframe(table, hide_index=True)
+        st.dataframe(table, hide_index=True, height="content")
+        st.caption("The attack on the first of these users, step by step: ✔ marks a recovered movie; "
+                   "the last row is the truth.")
     st.info(
         "What this shows: the model's weights plus the rest of a sequence point to the hidden "
         "movies far more often than uniform chance. What it does not show: that the model "

@@ -23,18 +23,21 @@ st.markdown("**Question.** To recommend movies to one user we score *every* movi
 
 st.subheader("Per-item cost as the number of fields grows")
 saved = Path("artifacts") / "ranking_bench.csv"
-if saved.exists():
+bench = st.session_state.get("ranking_bench")
+if bench is None and st.button("Run a quick benchmark here (m = 8 … 64, a few seconds)", key="bench"):
+    schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in (8, 16, 32, 64)]
+    schemas += [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in (5, 10, 20, 35)]
+    with st.spinner("timing ..."):
+        bench = ranking_benchmark(schemas, ranks=(1, 2), n_items=1000, repeats=3)
+    st.session_state["ranking_bench"] = bench
+if bench is not None:
+    st.caption("From the quick benchmark run here (1000 items, median of 3 repeats). "
+               "`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv.")
+elif saved.exists():
     bench = pd.read_csv(saved)
     st.caption(f"From {saved} (`python -m fmlib bench ranking`).")
 else:
-    bench = st.session_state.get("ranking_bench")
     st.caption("`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv.")
-    if bench is None and st.button("Run a quick benchmark (m = 8 … 64, a few seconds)", key="bench"):
-        schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in (8, 16, 32, 64)]
-        schemas += [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in (5, 10, 20, 35)]
-        with st.spinner("timing ..."):
-            bench = ranking_benchmark(schemas, ranks=(1, 2), n_items=1000, repeats=3)
-        st.session_state["ranking_bench"] = bench
 if bench is not None:
     synthetic = bench[bench.schema.str.startswith("synthetic")]
     by_m = synthetic[synthetic.item_fields * 2 == synthetic.m]
@@ -94,6 +97,12 @@ st.caption(f"Model: {model_name(model)} from {source} · {len(lay.context_fields
 items, item_weight, rows = item_candidates(data.train)
 query = int(st.number_input("query: test sample #", 0, len(data.test) - 1, 0, key="query",
                             help="its user and time fields are the context"))
+if data.test.frame is not None and {"user_id", "movie_id", "rating", "timestamp"} <= set(data.test.frame):
+    sample = data.test.frame.iloc[query]
+    user, movie = int(sample.user_id), int(sample.movie_id)
+    seen = data.test.movies.set_index("movie_id")["title"].get(movie, "") if data.test.movies is not None else ""
+    st.caption(f"Context: user {user} at {pd.to_datetime(int(sample.timestamp), unit='s'):%Y-%m-%d %H:%M} "
+               f"(in the test set they gave movie {movie} {seen} {sample.rating:g} stars).")
 ctx_index, ctx_weight = context_of(data.test, query)
 start = time.perf_counter()
 cached = rank_items(model, ctx_index, ctx_weight, items, item_weight)
@@ -115,8 +124,11 @@ table = pd.DataFrame({name: [schema.fields[f].values[int(data.train.index[rows[i
                              if schema.fields[f].values else int(data.train.index[rows[i], s]) for i in top.tolist()]
                       for name, f, s in zip(item_names, lay.item_fields.tolist(), first_slot)})
 if data.train.movies is not None and "movie_id" in table:
-    titles = data.train.movies.set_index("movie_id")["title"]
-    table.insert(0, "title", [titles.get(int(v), "?") if str(v).isdigit() else v for v in table["movie_id"]])
+    movies = data.train.movies.set_index("movie_id")
+    ids = [int(v) if str(v).isdigit() else None for v in table["movie_id"]]
+    table.insert(0, "title", [movies["title"].get(i, v) for i, v in zip(ids, table["movie_id"])])
+    if "genres" in table and "genres" in movies:  # the index table holds one genre per slot: show them all
+        table["genres"] = [movies["genres"].get(i, g) for i, g in zip(ids, table["genres"])]
 table["score"] = cached[top].numpy().round(3)
 st.dataframe(table, hide_index=True)
 st.markdown("**Notice:** the cached scores equal the full forward pass up to float rounding; only the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 
@@ -17,9 +18,11 @@ def occurrence_histogram_figure(hist: pd.DataFrame, ranks=None, thresholds=None,
     """
     fig = go.Figure()
     centre = np.log2(hist["low"]) + 0.5
-    for field in dict.fromkeys(hist["field"]):
+    palette = qualitative.Dark24  # one distinct colour per field: MovieLens has 12, the default palette 10
+    for i, field in enumerate(dict.fromkeys(hist["field"])):
         part = hist["field"] == field
         fig.add_trace(go.Bar(x=centre[part], y=hist.loc[part, "features"], name=field, width=0.9,
+                             marker_color=palette[i % len(palette)],
                              customdata=hist.loc[part, "label"],
                              hovertemplate=f"{field}<br>occurrences %{{customdata}}<br>%{{y}} features<extra></extra>"))
     edges = np.arange(int(np.log2(hist["low"].min())), int(np.log2(hist["high"].max())) + 1)
@@ -55,8 +58,9 @@ def comparison_figure(result: dict) -> go.Figure:
     summary = pd.DataFrame(result["summary"])
     key = "rmse" if result["task"] == "rating" else "logloss"
     top = f"FM({result['ranks'][-1]})"
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"test {key} (mean ± std, {len(result['seeds'])} seeds)",
-                                                        f"relative to {top}"))
+    seeds = len(result["seeds"])
+    spread = f"mean ± std, {seeds} seeds" if seeds > 1 else "one seed, no spread"
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"test {key} ({spread})", f"relative to {top}"))
     colours = ["#1f77b4" if m.startswith("FM") else "#d62728" for m in summary["model"]]
     fig.add_trace(go.Bar(x=summary["model"], y=summary[f"test_{key}_mean"], marker_color=colours, showlegend=False,
                          error_y=dict(type="data", array=summary[f"test_{key}_std"]),
