@@ -1,9 +1,9 @@
-"""fmlib explainer: the Streamlit frame. Pages are listed in pages/_ui.py (PAGES)."""
+"""fmlib explainer: the Streamlit frame. Pages are listed in app_pages/_ui.py (PAGES)."""
 import streamlit as st
 import torch
 
 from fmlib.runs import RunError
-from pages._ui import DATASETS, PAGES, load_data, run_store
+from app_pages._ui import DATASETS, PAGES, load_data, run_store
 
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
 st.set_page_config(page_title="fmlib explainer", page_icon=":material/hub:", layout="wide")

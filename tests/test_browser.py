@@ -50,7 +50,11 @@ def app_url(tmp_path_factory):
         pytest.fail("streamlit did not become healthy within 60 s:\n" + proc.stdout.read().decode()[-2000:])
     yield url
     proc.terminate()
-    proc.wait(timeout=20)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def wait_idle(page, timeout=120_000):
@@ -61,17 +65,19 @@ def wait_idle(page, timeout=120_000):
 def test_every_page_renders_without_exception(app_url):
     from playwright.sync_api import sync_playwright
 
-    from pages._ui import PAGES
+    from app_pages._ui import PAGES
     SHOTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--no-first-run", "--disable-quic"])
         page = browser.new_page(viewport={"width": 1400, "height": 2400})
-        page.goto(f"{app_url}/?dataset=synthetic")
+        # the first visit to a fresh server is a shared deep link: it must get the app's frame
+        page.goto(f"{app_url}/train?dataset=synthetic")
         wait_idle(page)
         links = page.locator("[data-testid='stSidebarNav'] a")
-        assert links.count() == len(PAGES), "the sidebar lists every page"
+        assert links.count() == len(PAGES), "the sidebar lists every page (and nothing else)"
+        assert page.get_by_text("Served by: synthetic").count() == 1, "the frame's sidebar ran"
         titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
         for i, title in enumerate(titles):
             page.locator("[data-testid='stSidebarNav'] a").nth(i).click()

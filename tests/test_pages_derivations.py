@@ -1,4 +1,4 @@
-"""AppTest for pages/derivations.py: Next/Back, the step slider, slips and the wrong-variant toggle."""
+"""AppTest for app_pages/derivations.py: Next/Back, the step slider, slips and the wrong-variant toggle."""
 import json
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-PAGE = str(Path(__file__).parents[1] / "pages" / "derivations.py")
+PAGE = str(Path(__file__).parents[1] / "app_pages" / "derivations.py")
 
 
 @pytest.fixture

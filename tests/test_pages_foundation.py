@@ -29,13 +29,13 @@ def test_home_links_every_page():
     at = page("app.py", dataset="synthetic")  # home is the default page of the frame
     at.run()
     assert not at.exception
-    from pages._ui import PAGES
+    from app_pages._ui import PAGES
     links = [el for el in at.get("page_link")]
     assert len(links) == len(PAGES) - 1
 
 
 def test_train_page_trains_shows_metrics_and_saves():
-    at = page("pages/train.py", dataset="synthetic")
+    at = page("app_pages/train.py", dataset="synthetic")
     at.run()
     assert not at.exception
     at.number_input(key="epochs").set_value(3)
@@ -54,7 +54,7 @@ def test_train_page_trains_shows_metrics_and_saves():
 
 
 def test_train_page_model_hyperparameters_follow_the_model():
-    at = page("pages/train.py", dataset="synthetic")
+    at = page("app_pages/train.py", dataset="synthetic")
     at.run()
     at.selectbox(key="model").set_value("fwfm").run()
     assert not at.exception

@@ -1,4 +1,4 @@
-"""AppTest for pages/gradient_growth.py."""
+"""AppTest for app_pages/gradient_growth.py."""
 import base64
 import json
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-PAGE = str(Path(__file__).parents[1] / "pages" / "gradient_growth.py")
+PAGE = str(Path(__file__).parents[1] / "app_pages" / "gradient_growth.py")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""AppTests for pages/field_interactions.py and pages/ranking.py (synthetic data, tiny runs)."""
+"""AppTests for app_pages/field_interactions.py and app_pages/ranking.py (synthetic data, tiny runs)."""
 import json
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from fmlib.data import split, synthetic
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
 
-PAGES = Path(__file__).parents[1] / "pages"
+PAGES = Path(__file__).parents[1] / "app_pages"
 
 
 def page(name, **state):

@@ -1,4 +1,4 @@
-"""AppTest of pages/attention_inversion.py."""
+"""AppTest of app_pages/attention_inversion.py."""
 import json
 from pathlib import Path
 
@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from fmlib.inversion import invert, planted_instance
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention_inversion.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "attention_inversion.py")
 
 
 def figure(at, k):

@@ -1,4 +1,4 @@
-"""AppTest for pages/rank_aware_fm.py."""
+"""AppTest for app_pages/rank_aware_fm.py."""
 import json
 from pathlib import Path
 
@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from fmlib import rafm_experiment
 
-PAGE = str(Path(__file__).parents[1] / "pages" / "rank_aware_fm.py")
+PAGE = str(Path(__file__).parents[1] / "app_pages" / "rank_aware_fm.py")
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ import streamlit as st
 from fmlib.models import MODELS, hyperparameters
 from fmlib.plots.training import learning_curves
 from fmlib.train import MONITOR, TrainConfig, train_model
-from pages._ui import dataset_name, load_split, run_store
+from app_pages._ui import dataset_name, load_split, run_store
 
 st.title("Train a model")
 st.markdown("**What does an FM learn, and how fast?** Pick a model, press *Train*, and watch the "

@@ -9,7 +9,7 @@ from fmlib.analysis.interactions import (budget, dplr_posthoc, interaction_matri
 from fmlib.plots.interactions import eigen_spectrum_figure, error_spectra_figure, interaction_heatmaps
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
-from pages._ui import dataset_name, load_split, run_store, selected_run_id
+from app_pages._ui import dataset_name, load_split, run_store, selected_run_id
 
 st.title("Field interactions")
 st.markdown("**Question.** An FwFM learns how strongly every pair of fields interacts: the matrix R. "

@@ -130,7 +130,7 @@ attack_steps = m2.select_slider("attack steps", [100, 200, 300], 300)
 @st.cache_resource(show_spinner=False)
 def movielens_experiment():
     from fmlib.inversion import movielens as twist
-    from pages._ui import load_data
+    from app_pages._ui import load_data
     ds = load_data("ml-100k")  # shared with the other pages
     return twist.prepare(ds.frame, ds.movies, epochs=60, seed=0)
 

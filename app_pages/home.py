@@ -1,7 +1,7 @@
 """Home: what the explainer covers, with a link to every page."""
 import streamlit as st
 
-from pages._ui import PAGES
+from app_pages._ui import PAGES
 
 st.title("fmlib explainer")
 st.markdown(

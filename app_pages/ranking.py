@@ -11,7 +11,7 @@ from fmlib.plots.ranking import per_item_cost_figure
 from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items, ranking_benchmark, synthetic_schema
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
-from pages._ui import dataset_name, load_split, run_store, selected_run_id
+from app_pages._ui import dataset_name, load_split, run_store, selected_run_id
 
 RANKABLE = ("fm", "fwfm", "dplr")
 

@@ -7,7 +7,7 @@ from fmlib.analysis.frequency import (check_ranks, occurrence_histogram, paramet
                                       zero_count_note)
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
 from fmlib.train import TrainConfig
-from pages._ui import dataset_name, load_data, load_split
+from app_pages._ui import dataset_name, load_data, load_split
 
 st.title("Rank-aware FM")
 st.markdown("**Should a movie rated three times get as many factors as one rated five hundred times?** "
