@@ -1,4 +1,4 @@
-"""Figures of the attention-inversion topic (pages/attention_inversion.py and notebook 06)."""
+"""Figures of the attention-inversion topic (app_pages/attention_inversion.py and notebook 06)."""
 from __future__ import annotations
 
 import numpy as np
