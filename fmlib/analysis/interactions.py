@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from scipy.optimize import least_squares
 
+from ..models.dplr import dplr_matrix
+
 SPECTRA = ("eigen", "singular")
 POSTHOC_METHODS = ("eig", "nuclear")
 
@@ -104,9 +106,8 @@ class PosthocDPLR:
 
     @property
     def R(self) -> np.ndarray:
-        """R̃ = Uᵀ diag(e) U with its diagonal removed, i.e. plus diag(d) (eq. 10)."""
-        low = self.U.T @ np.diag(self.e) @ self.U
-        return low - np.diag(np.diag(low))
+        """R̃ = Uᵀ diag(e) U + diag(d) (eq. 10)."""
+        return dplr_matrix(torch.from_numpy(self.U), torch.from_numpy(self.e)).numpy()
 
 
 def _truncate(S: np.ndarray, positive: int, negative: int):
@@ -154,8 +155,7 @@ def _nuclear(R: np.ndarray, start: PosthocDPLR, steps: int) -> PosthocDPLR:
     optimizer = torch.optim.Adam([U, e], lr=1e-2)
 
     def error(U, e):  # E = R̃ − R (App. C), R̃ as in eq. 10
-        low = U.T @ torch.diag(e) @ U
-        return low - torch.diag(torch.diagonal(low)) - R_t
+        return dplr_matrix(U, e) - R_t
 
     with torch.no_grad():
         best = (float(torch.linalg.svdvals(error(U, e)).sum()), start.U, start.e)
