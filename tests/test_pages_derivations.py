@@ -1,18 +1,15 @@
 """AppTest for app_pages/derivations.py: Next/Back, the step slider, slips and the wrong-variant toggle."""
 import json
-from pathlib import Path
 
 import pytest
-import streamlit as st
-from streamlit.testing.v1 import AppTest
+from apptest import app_page
 
-PAGE = str(Path(__file__).parents[1] / "app_pages" / "derivations.py")
+PAGE = "app_pages/derivations.py"
 
 
 @pytest.fixture
 def at():
-    st.cache_data.clear()
-    app = AppTest.from_file(PAGE, default_timeout=120)
+    app = app_page(PAGE)
     app.run()
     assert not app.exception
     return app

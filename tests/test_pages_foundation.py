@@ -1,20 +1,9 @@
 """AppTest of the frame (app.py), the home page and the Train page."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
+from apptest import app_page as page
 
 from fmlib.runs import RunStore
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def page(name, **state):
-    at = AppTest.from_file(str(ROOT / name), default_timeout=120)
-    for key, value in state.items():
-        at.session_state[key] = value
-    return at
 
 
 def test_frame_shows_dataset_source_and_empty_run_store():

@@ -1,27 +1,19 @@
 """AppTest for app_pages/gradient_growth.py."""
 import base64
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-import streamlit as st
-from streamlit.testing.v1 import AppTest
+from apptest import app_page, figure
 
-PAGE = str(Path(__file__).parents[1] / "app_pages" / "gradient_growth.py")
+PAGE = "app_pages/gradient_growth.py"
 
 
 @pytest.fixture
 def at():
-    st.cache_data.clear()
-    app = AppTest.from_file(PAGE, default_timeout=60)
+    app = app_page(PAGE, timeout=60)
     app.run()
     assert not app.exception
     return app
-
-
-def figure(at, i):
-    return json.loads(at.get("plotly_chart")[i].proto.spec)
 
 
 def values(array):

@@ -1,20 +1,12 @@
 """AppTests for app_pages/field_interactions.py and app_pages/ranking.py (synthetic data, tiny runs)."""
-import json
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
+from apptest import app_page, figure
 
 from fmlib.data import split, synthetic
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
 
-PAGES = Path(__file__).parents[1] / "app_pages"
-
-
 def page(name, **state):
-    at = AppTest.from_file(str(PAGES / name), default_timeout=60)
-    for key, value in {"dataset": "synthetic", **state}.items():
-        at.session_state[key] = value
+    at = app_page(f"app_pages/{name}", timeout=60, **{"dataset": "synthetic", **state})
     at.run()
     assert not at.exception
     return at
@@ -32,12 +24,12 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
     assert not at.get("plotly_chart")
     at.button(key="quick_train").click().run()
     assert not at.exception and not at.error
-    heatmaps = json.loads(at.get("plotly_chart")[0].proto.spec)
+    heatmaps = figure(at, 0)
     assert len(heatmaps["data"]) == 3 and heatmaps["data"][0]["x"][0] == "f0"
     assert any("% left" in m.label for m in at.metric)
     at.slider(key="rho").set_value(3).run()
     assert not at.exception and not at.error
-    titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]]
+    titles = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
     assert any("27 kept (96.4% left)" in t for t in titles)
 
 
@@ -46,10 +38,10 @@ def test_interactions_page_on_a_saved_dplr_run():
     at = page("field_interactions.py", run_id=run_id)
     assert not at.error
     assert any("R implied by DPLR" in a["text"]
-               for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"])
+               for a in figure(at, 0)["layout"]["annotations"])
     at.radio(key="method").set_value("nuclear").run()
     assert not at.exception and not at.error
-    spectra = json.loads(at.get("plotly_chart")[1].proto.spec)
+    spectra = figure(at, 1)
     assert [t["name"] for t in spectra["data"]] == ["learned R", "R_FM = 11ᵀ − I"]
 
 
@@ -76,5 +68,5 @@ def test_ranking_page_quick_dplr_and_benchmark(tmp_path, monkeypatch):
     assert not at.exception and not at.error
     at.button(key="bench").click().run()
     assert not at.exception and not at.error
-    by_m = json.loads(at.get("plotly_chart")[0].proto.spec)
+    by_m = figure(at, 0)
     assert {t["name"] for t in by_m["data"]} >= {"FM", "FwFM (full pass)", "DPLR ρ=2"}

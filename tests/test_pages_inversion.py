@@ -1,21 +1,14 @@
 """AppTest of app_pages/attention_inversion.py."""
-import json
-from pathlib import Path
-
 import torch
-from streamlit.testing.v1 import AppTest
+from apptest import app_page, figure
 
 from fmlib.inversion import invert, planted_instance
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "attention_inversion.py")
-
-
-def figure(at, k):
-    return json.loads(at.get("plotly_chart")[k].proto.spec)
+PAGE = "app_pages/attention_inversion.py"
 
 
 def test_page_runs_and_shows_gd_vs_newton():
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_page(PAGE, timeout=60)
     at.run()
     assert not at.exception
     fig = figure(at, 0)
@@ -37,7 +30,7 @@ def near_start_newton_error(seed, n=4, d=3, R=1.0):
 
 def test_near_start_newton_result_matches_fmlib():
     seed = next(s for s in range(20) if near_start_newton_error(s) < 1e-6)
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_page(PAGE, timeout=60)
     at.run()
     at.radio[0].set_value("near the secret (X_true + 0.3·noise)")
     at.select_slider[2].set_value(200)  # gradient-descent steps: keep the test quick
@@ -47,7 +40,7 @@ def test_near_start_newton_result_matches_fmlib():
 
 
 def test_trials_chart_and_both_outcomes():
-    at = AppTest.from_file(PAGE, default_timeout=60)
+    at = app_page(PAGE, timeout=60)
     at.run()
     at.select_slider[4].set_value(10)  # instances per γ
     at.button[0].click().run()
@@ -59,7 +52,7 @@ def test_trials_chart_and_both_outcomes():
 
 
 def test_movielens_twist_section():
-    at = AppTest.from_file(PAGE, default_timeout=120)
+    at = app_page(PAGE)
     at.run()
     at.select_slider[5].set_value(50)  # users attacked
     at.select_slider[6].set_value(100)  # attack steps

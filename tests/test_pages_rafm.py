@@ -1,13 +1,10 @@
 """AppTest for app_pages/rank_aware_fm.py."""
-import json
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest import app_page, figure
 
 from fmlib import rafm_experiment
 
-PAGE = str(Path(__file__).parents[1] / "app_pages" / "rank_aware_fm.py")
+PAGE = "app_pages/rank_aware_fm.py"
 
 
 @pytest.fixture(autouse=True)
@@ -16,15 +13,10 @@ def isolated_results(tmp_path, monkeypatch):
 
 
 def page(dataset="synthetic"):
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["dataset"] = dataset
+    at = app_page(PAGE, timeout=60, dataset=dataset)
     at.run()
     assert not at.exception
     return at
-
-
-def figure(at, i):
-    return json.loads(at.get("plotly_chart")[i].proto.spec)
 
 
 def test_movielens_histogram_thresholds_and_parameters():

@@ -1,0 +1,22 @@
+"""AppTest helpers shared by the page tests: open an app file with session state, read a figure."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def app_page(path: str, timeout: float = 120, **state) -> AppTest:
+    """An AppTest of ``path`` (relative to the project root), ``state`` set before the first run."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at
+
+
+def figure(at: AppTest, k: int) -> dict:
+    """The k-th plotly figure of the page as JSON (AppTest has no plotly accessor)."""
+    return json.loads(at.get("plotly_chart")[k].proto.spec)
