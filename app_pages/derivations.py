@@ -1,7 +1,7 @@
 """Derivations you can step through, each line checked by sympy (fmlib.derivations)."""
 import streamlit as st
 
-from fmlib.derivations import catalog, check_step, get
+from fmlib.derivations import catalog, check_derivations, check_step, get
 from fmlib.plots.derivations import s3_slack_figure
 
 BADGES = {"passed": ("green", "✓ passed"), "failed": ("red", "✗ failed"),
@@ -11,7 +11,7 @@ S3_KEY = "rafm-proposition-s3"
 
 @st.cache_data(show_spinner=False)
 def step_results(key: str, size: int | None = None):
-    return get(key).check(size=size)
+    return check_derivations([get(key)], size=size)
 
 
 @st.cache_data(show_spinner=False)

@@ -2,9 +2,9 @@
 import pandas as pd
 import streamlit as st
 
-from fmlib import rafm_experiment
-from fmlib.analysis.frequency import (check_ranks, occurrence_histogram, parameter_summary, rank_table,
-                                      zero_count_note)
+from fmlib.experiments import rafm as rafm_experiment
+from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
+from fmlib.models.rafm_ranks import check_ranks
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
 from fmlib.train import TrainConfig
 from app_pages._ui import dataset_name, load_data, load_split

@@ -8,7 +8,8 @@ import torch
 
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
-from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items, ranking_benchmark, synthetic_schema
+from fmlib.bench.ranking import ranking_benchmark, synthetic_schema
+from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
 from app_pages._ui import dataset_name, load_split, run_store, selected_run_id

@@ -15,12 +15,12 @@ from importlib import import_module
 
 # (group, command, help, module): module has add_arguments(parser) and run(args) -> int
 TOPIC_COMMANDS = [
-    ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench"),
+    ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench.train"),
     ("derivations", "check", "run every derivation check", "fmlib.derivations.cli"),
-    ("reproduce", "rafm", "FM at each rank vs RaFM: test metric, #params, time (RaFM Fig. 3, Table 2)", "fmlib.rafm_experiment"),
-    ("reproduce", "dplr", "DPLR paper Table 1: FM, FwFM, DPLR vs pruned FwFM over seeds", "fmlib.reproduce_dplr"),
-    ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench_ranking"),
-    ("bench", "inversion", "attention inversion: success vs γ, GD vs Newton, MovieLens recovery", "fmlib.inversion.bench"),
+    ("reproduce", "rafm", "FM at each rank vs RaFM: test metric, #params, time (RaFM Fig. 3, Table 2)", "fmlib.experiments.rafm"),
+    ("reproduce", "dplr", "DPLR paper Table 1: FM, FwFM, DPLR vs pruned FwFM over seeds", "fmlib.experiments.dplr"),
+    ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench.ranking"),
+    ("bench", "inversion", "attention inversion: success vs γ, GD vs Newton, MovieLens recovery", "fmlib.bench.inversion"),
 ]
 
 

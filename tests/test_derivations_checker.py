@@ -112,9 +112,9 @@ def small_derivation(wrong_is_right=False, printed=None):
 
 def test_slip_status_needs_printed_fail_and_corrected_pass():
     printed = Printed("x", Check(square(-1), "symbolic", size=None), "typo")
-    [r] = small_derivation(printed=printed).check()
+    [r] = check_derivations([small_derivation(printed=printed)])
     assert r.status == "slip" and r.printed.status == "failed"
-    [r] = small_derivation().check()
+    [r] = check_derivations([small_derivation()])
     assert r.status == "passed" and r.wrong[0][1].status == "failed"
 
 

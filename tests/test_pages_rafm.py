@@ -2,7 +2,7 @@
 import pytest
 from apptest import app_page, figure
 
-from fmlib import rafm_experiment
+from fmlib.experiments import rafm as rafm_experiment
 
 PAGE = "app_pages/rank_aware_fm.py"
 

@@ -280,7 +280,7 @@ def test_fmlib_fit_runs_algorithm_1(small_split):
     """Through the foundation's trainer: the dependent tables move only if the trainer adds
     ``model.extra_loss(criterion)``; RaFM-low (B_{1,1}) then predicts far better than the mean."""
     from fmlib.train import TrainConfig, evaluate, fit
-    from fmlib.rafm_experiment import LevelOutput
+    from fmlib.experiments.rafm import LevelOutput
     schema = small_split.schema
     counts = np.where(np.arange(schema.num_features) % 2 == 0, 200, 1)  # half the rows at each level
     torch.manual_seed(0)

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from fmlib import rafm_experiment
+from fmlib.experiments import rafm as rafm_experiment
 from fmlib.cli import main
 
 

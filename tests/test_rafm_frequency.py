@@ -1,12 +1,11 @@
-"""Eq. 17 rank assignment, its thresholds, histograms and parameter counts (fmlib.analysis.frequency)."""
+"""Eq. 17 rank assignment, its thresholds, histograms and parameter counts (fmlib.models.rafm_ranks, fmlib.analysis.frequency)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from fmlib.analysis.frequency import (assign_ranks, check_ranks, feature_set_sizes, occurrence_histogram,
-                                      parameter_summary, rank_table, stored_parameters, thresholds,
-                                      zero_count_note)
+from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
+from fmlib.models.rafm_ranks import assign_ranks, check_ranks, feature_set_sizes, stored_parameters, thresholds
 from fmlib.data.schema import Schema
 
 SCHEMA = Schema.build([("user", "context", "single", 5, 1), ("genres", "item", "multi", 4, 2)])

@@ -6,8 +6,8 @@ from fmlib.analysis.interactions import budget
 from fmlib.cli import main
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
-from fmlib.ranking import (assemble, context_of, item_candidates, layout, rank_items, ranking_benchmark,
-                           synthetic_schema)
+from fmlib.bench.ranking import benchmark_models, ranking_benchmark, synthetic_schema
+from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items, ranker
 
 
 def mixed_schema():
@@ -51,7 +51,6 @@ def test_cached_context_equals_full_forward(name, hp):
 
 def test_pruned_fwfm_skips_pairs_and_still_matches():
     schema = synthetic_schema(40, 10, cardinality=5)
-    from fmlib.ranking import benchmark_models, ranker
     models = {(label, rank): model for label, model, rank in benchmark_models(schema, ranks=(1,), dim=4)}
     pruned = models[("pruned FwFM", 1)]
     assert (pruned.R != 0).sum() == 2 * budget(40, 1)

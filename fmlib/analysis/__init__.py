@@ -1,7 +1,7 @@
 """Analyses of trained models and of the papers' formulas."""
-from .frequency import assign_ranks, occurrence_histogram, rank_table, thresholds
+from .frequency import occurrence_histogram, rank_table
 from .gradient_growth import gradient_growth
 from .interactions import dplr_posthoc, interaction_matrix, prune, spectrum
 
 __all__ = ["gradient_growth", "interaction_matrix", "prune", "dplr_posthoc", "spectrum",
-           "assign_ranks", "occurrence_histogram", "rank_table", "thresholds"]
+           "occurrence_histogram", "rank_table"]

@@ -1,20 +1,7 @@
-"""Feature frequencies and the rank each feature gets (RaFM paper, Fig. 1 and eq. 17).
+"""Feature frequencies (RaFM paper, Fig. 1) and the ranks they give (eq. 17) as tables for pages.
 
-Paper: ../shared/papers/rafm-rank-aware-fm.md. Names used here:
-
-* n_i — occurrences of feature row i in the **training** split (``Dataset.feature_counts()``;
-  the authors' code counts over train + valid + test, which leaks the test set into k_i).
-* D_1 < D_2 < … < D_m — the rank set; k_i ∈ {1, …, m} — the rank index of feature i, so that
-  feature i keeps the embeddings v_i^(1), …, v_i^(k_i) (eq. 3).
-* eq. 17:  k_i = argmin_k |log n_i − log D_k|  — the D_k closest to n_i on a log scale.
-  Two neighbours D_k < D_{k+1} are equally close when n_i = √(D_k D_{k+1}), so eq. 17 is the
-  threshold rule  k_i = 1 + #{k : n_i > t_k}  with  t_k = √(D_k D_{k+1})  (``thresholds``);
-  a tie goes to the lower rank, as argmin returns the first minimum.
-* n_i = 0 (a rare bucket, or a value never seen in train): log n_i = −∞, whose closest log D_k
-  is log D_1, so such rows get the lowest rank — the limit of eq. 17 (``zero_count_note``
-  says so in words). Their embeddings are never trained, whatever their rank.
-* F_k = {i : k_i ≥ k} (eq. 6); RaFM stores Σ_k D_k |F_k| interaction numbers (Prop. 1)
-  against D_m |F| for the FM of the largest rank.
+The rank rule itself, eq. 17, and the feature sets F_k of eq. 6 live beside the model, in
+``fmlib.models.rafm_ranks``; this module counts, bins and tabulates.
 """
 from __future__ import annotations
 
@@ -23,70 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-
-def check_ranks(ranks: Sequence[int]) -> tuple[int, ...]:
-    """The rank set D_1 < … < D_m as a tuple of ints; a clear ValueError otherwise.
-
-    The paper allows D_1 ≤ … ≤ D_m, but two equal ranks are the same FM twice: we ask for
-    strictly increasing ranks. One rank is a plain FM, so at least two are needed.
-    """
-    if isinstance(ranks, str):
-        raise ValueError(f"ranks must be a list of integers such as (8, 32), got the text {ranks!r}")
-    try:
-        values = tuple(ranks)
-    except TypeError:
-        raise ValueError(f"ranks must be a list of integers such as (8, 32), got {ranks!r}") from None
-    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in values):
-        raise ValueError(f"ranks must be integers, got {values}")
-    values = tuple(int(d) for d in values)
-    if len(values) < 2:
-        raise ValueError(f"ranks needs at least two ranks D_1 < D_2 (got {values}); "
-                         "a single rank is a plain FM (model 'fm')")
-    if min(values) < 1:
-        raise ValueError(f"ranks must be positive integers, got {values}")
-    if any(a >= b for a, b in zip(values, values[1:])):
-        raise ValueError(f"ranks must be strictly increasing (D_1 < D_2 < …), got {values}")
-    return values
-
-
-def check_counts(counts, num_features: int | None = None) -> np.ndarray:
-    """Occurrence counts n_i as an int64 array: one non-negative integer per feature row."""
-    n = np.asarray(counts)
-    if n.ndim != 1 or n.size == 0:
-        raise ValueError(f"counts must be a non-empty 1-D array of occurrences, got shape {n.shape}")
-    if num_features is not None and n.size != num_features:
-        raise ValueError(f"counts has {n.size} entries but the schema has {num_features} feature rows; "
-                         "compute it with feature_counts() of the training split")
-    if not np.issubdtype(n.dtype, np.number) or np.any(n != np.round(n)) or np.any(n < 0):
-        raise ValueError("counts must be non-negative integers (occurrences in the training data)")
-    if n.sum() == 0:
-        raise ValueError("every feature has zero occurrences: counts must come from a non-empty training split")
-    return n.astype(np.int64)
-
-
-def thresholds(ranks: Sequence[int]) -> np.ndarray:
-    """t_k = √(D_k D_{k+1}), k = 1..m−1: eq. 17 moves a feature from rank D_k to D_{k+1} once n_i > t_k."""
-    D = np.asarray(check_ranks(ranks), dtype=float)
-    return np.sqrt(D[:-1] * D[1:])
-
-
-def assign_ranks(counts, ranks: Sequence[int]) -> np.ndarray:
-    """k_i = argmin_k |log n_i − log D_k| (eq. 17), 1-based, as the threshold rule
-    k_i = 1 + #{k : n_i > √(D_k D_{k+1})} evaluated exactly in integers (n_i² > D_k D_{k+1}),
-    so a tie n_i = √(D_k D_{k+1}) goes to the lower rank. n_i = 0 gives k_i = 1 (the limit)."""
-    D = np.asarray(check_ranks(ranks), dtype=np.int64)
-    n = check_counts(counts)
-    return 1 + (n[:, None] ** 2 > (D[:-1] * D[1:])[None, :]).sum(1)
-
-
-def feature_set_sizes(levels: np.ndarray, m: int) -> np.ndarray:
-    """|F_k| = #{i : k_i ≥ k} for k = 1..m (eq. 6)."""
-    return np.array([(np.asarray(levels) >= k).sum() for k in range(1, m + 1)])
-
-
-def stored_parameters(levels: np.ndarray, ranks: Sequence[int]) -> int:
-    """Σ_k D_k |F_k|: the active factors RaFM stores (Prop. 1)."""
-    return int(np.dot(check_ranks(ranks), feature_set_sizes(levels, len(ranks))))
+from ..models.rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes, stored_parameters, thresholds
 
 
 def zero_count_note(counts) -> str:

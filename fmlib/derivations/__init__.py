@@ -1,9 +1,8 @@
 """Derivations you can step through, each line checked by sympy.
 
-    from fmlib.derivations import catalog
-    for d in catalog():
-        for r in d.check():          # one StepResult per step: status, method, detail
-            print(d.title, r.step, r.status)
+    from fmlib.derivations import catalog, check_derivations
+    for r in check_derivations(catalog()):   # one StepResult per step: status, method, detail
+        print(r.derivation, r.index, r.status)
 
 A derivation is data (`core.Derivation`: title, source, assumptions, steps); the
 generic checker is `checker.py`; one module per paper holds its derivations.
@@ -13,11 +12,11 @@ from __future__ import annotations
 from functools import cache
 
 from . import attention, dplr, fm_gradient, rafm, rfm
-from .checker import CheckResult, StepResult, check_step, run_check
+from .checker import CheckResult, StepResult, check_derivations, check_step, run_check
 from .core import Check, Derivation, Printed, Step, WrongVariant
 
 __all__ = ["catalog", "get", "Derivation", "Step", "Check", "Printed", "WrongVariant",
-           "CheckResult", "StepResult", "check_step", "run_check"]
+           "CheckResult", "StepResult", "check_derivations", "check_step", "run_check"]
 
 
 @cache

@@ -119,12 +119,6 @@ class Derivation:
             if not isinstance(step, Step):
                 raise TypeError(f"derivation {self.key!r}: {step!r} is not a Step")
 
-    def check(self, size: int | None = None, timeout: float | None = None) -> list:
-        """One StepResult per step (see `fmlib.derivations.checker`); size overrides each step's n."""
-        from .checker import DEFAULT_TIMEOUT, check_derivations
-
-        return check_derivations([self], size=size, timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
-
 
 # ---- explicit small matrices of symbols (the ground truth for matrix steps) ----
 

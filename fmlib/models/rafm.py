@@ -3,7 +3,7 @@
 Paper: ../shared/papers/rafm-rank-aware-fm.md. Names from the paper:
 
 * ranks D_1 < … < D_m; feature i has the rank index k_i from its train occurrences n_i (eq. 17,
-  ``fmlib.analysis.frequency.assign_ranks``) and keeps the embeddings v_i^(1), …, v_i^(k_i) (eq. 3).
+  ``fmlib.models.rafm_ranks.assign_ranks``) and keeps the embeddings v_i^(1), …, v_i^(k_i) (eq. 3).
 * a pair interacts at rank k_ij = min(k_i, k_j) (eqs. 4, 5):
       ŷ = w0 + Σ_i w_i x_i + Σ_{i<j} v_i^(k_ij) · v_j^(k_ij) x_i x_j              (eq. 1 with eq. 4)
 * F_k = {i : k_i ≥ k} (eq. 6). Only the *active* factors v^(p)|F_p are stored (Prop. 1):
@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..analysis.frequency import assign_ranks, check_counts, check_ranks, feature_set_sizes
+from .rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes
 from .fm import fm_pairwise
 
 

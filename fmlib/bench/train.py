@@ -15,9 +15,9 @@ import time
 
 import torch
 
-from .data import movielens, split
-from .data.schema import Schema
-from .models import build_model
+from ..data import movielens, split
+from ..data.schema import Schema
+from ..models import build_model
 
 
 def add_arguments(p):

@@ -28,10 +28,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .analysis.frequency import check_ranks
-from .data import split as split_data
-from .models import build_model
-from .train import MONITOR, TrainConfig, evaluate, fit, predict
+from ..models.rafm_ranks import check_ranks
+from ..data import split as split_data
+from ..models import build_model
+from ..train import MONITOR, TrainConfig, evaluate, fit, predict
 
 
 def results_path(dataset: str, root: str | Path | None = None) -> Path:
@@ -183,7 +183,7 @@ def _ranks(text: str) -> tuple[int, ...]:
 
 
 def add_arguments(parser) -> None:
-    from .cli import _non_negative_float, _positive, add_data_arguments
+    from ..cli import _non_negative_float, _positive, add_data_arguments
     add_data_arguments(parser)
     parser.add_argument("--ranks", default="8,32", help="strictly increasing ranks D_1,…,D_m (m ≥ 2)")
     parser.add_argument("--seeds", type=_positive(int), default=3, help="seeds 0..N−1 (split, init, batches)")
@@ -200,7 +200,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import sys
 
-    from .data import movielens
+    from ..data import movielens
     ranks = _ranks(args.ranks)
     torch.set_num_threads(args.threads)
     config = TrainConfig(task=args.task, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay,

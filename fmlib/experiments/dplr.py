@@ -20,16 +20,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from .analysis.interactions import (budget, check_rank, dplr_posthoc, interaction_matrix, percent_left,
+from ..analysis.interactions import (budget, check_rank, dplr_posthoc, interaction_matrix, percent_left,
                                     pruned_fwfm, with_R)
-from .train import TrainConfig, evaluate, fit, train_model
+from ..train import TrainConfig, evaluate, fit, train_model
 
 LOWER_IS_BETTER = {"rmse": True, "mae": True, "logloss": True, "auc": False}
 EXTRA_COLUMNS = ["Pruned, no fine-tune", "Post-hoc DPLR (eig)", "Post-hoc DPLR (nuclear)"]
 
 
 def load_split(dataset: str, seed: int, min_count: int, data_dir=None):
-    from .data import movielens, split, synthetic
+    from ..data import movielens, split, synthetic
     if dataset == "synthetic":
         data = synthetic.make(synthetic.block_R(16, 2), n_samples=20_000, cardinality=20, dim=4, seed=0)
     else:

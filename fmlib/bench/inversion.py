@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from . import attack
+from ..inversion import attack
 
 SIZES = ((4, 3), (8, 4))
 
@@ -73,7 +73,7 @@ def bench_iterations(count: int, seed: int, eps: float = 1e-4, cap: int = 10_000
 
 def bench_movielens(users: int, seed: int) -> None:
     from ..data import movielens as ml
-    from . import movielens as twist
+    from ..inversion import movielens as twist
     t0 = time.perf_counter()
     ds = ml.load("ml-100k")
     exp = twist.prepare(ds.frame, ds.movies, epochs=60, seed=seed)

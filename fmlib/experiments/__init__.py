@@ -1,0 +1,1 @@
+"""Reproductions of the papers' tables on MovieLens (``python -m fmlib reproduce ...``)."""
