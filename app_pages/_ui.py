@@ -2,6 +2,7 @@
 
 Not a page itself (st.navigation lists only PAGES). Pages import it as ``app_pages._ui``.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -12,14 +13,48 @@ from fmlib.runs import RunStore
 # (file, title, icon, one line for the home page). Add one line per page.
 PAGES = [
     ("app_pages/home.py", "Home", ":material/home:", ""),
-    ("app_pages/train.py", "Train", ":material/model_training:",
-     "Train an FM or one of its variants on MovieLens and watch it learn, epoch by epoch."),
-    ("app_pages/field_interactions.py", "Field interactions", ":material/grid_on:", "FwFM's field interaction matrix R: pruned vs diagonal-plus-low-rank at the same budget, spectra, and the DPLR paper's Table 1 on MovieLens."),
-    ("app_pages/rank_aware_fm.py", "Rank-aware FM", ":material/stacked_bar_chart:", "Rare features get few factors, frequent ones many: the feature-frequency histogram, each feature's rank (eq. 17), and RaFM against FMs of every rank."),
-    ("app_pages/ranking.py", "Ranking", ":material/sort:", "Score every movie for one user with the context computed once; per-item cost of FM, FwFM and DPLR as fields grow."),
-    ("app_pages/derivations.py", "Derivations", ":material/functions:", "Step through the papers' derivations line by line, each line checked by sympy; slips in the papers are shown next to the corrected line."),
-    ("app_pages/gradient_growth.py", "Gradient growth", ":material/trending_up:", "Why rotations keep gradients tame: ‖∂y/∂X‖∞ of a product interaction vs an RFM rotation layer as the number of fields grows, and the Theorem 1.1 construction that turns any truth table into attention scores."),
-    ("app_pages/attention_inversion.py", "Attention inversion", ":material/lock_open:", "Recover the input of an attention layer from its weights and output (GD vs Newton, the regulariser's trade-off), then hidden first movies of MovieLens users from a tiny transformer."),
+    (
+        "app_pages/train.py",
+        "Train",
+        ":material/model_training:",
+        "Train an FM or one of its variants on MovieLens and watch it learn, epoch by epoch.",
+    ),
+    (
+        "app_pages/field_interactions.py",
+        "Field interactions",
+        ":material/grid_on:",
+        "FwFM's field interaction matrix R: pruned vs diagonal-plus-low-rank at the same budget, spectra, and the DPLR paper's Table 1 on MovieLens.",
+    ),
+    (
+        "app_pages/rank_aware_fm.py",
+        "Rank-aware FM",
+        ":material/stacked_bar_chart:",
+        "Rare features get few factors, frequent ones many: the feature-frequency histogram, each feature's rank (eq. 17), and RaFM against FMs of every rank.",
+    ),
+    (
+        "app_pages/ranking.py",
+        "Ranking",
+        ":material/sort:",
+        "Score every movie for one user with the context computed once; per-item cost of FM, FwFM and DPLR as fields grow.",
+    ),
+    (
+        "app_pages/derivations.py",
+        "Derivations",
+        ":material/functions:",
+        "Step through the papers' derivations line by line, each line checked by sympy; slips in the papers are shown next to the corrected line.",
+    ),
+    (
+        "app_pages/gradient_growth.py",
+        "Gradient growth",
+        ":material/trending_up:",
+        "Why rotations keep gradients tame: ‖∂y/∂X‖∞ of a product interaction vs an RFM rotation layer as the number of fields grows, and the Theorem 1.1 construction that turns any truth table into attention scores.",
+    ),
+    (
+        "app_pages/attention_inversion.py",
+        "Attention inversion",
+        ":material/lock_open:",
+        "Recover the input of an attention layer from its weights and output (GD vs Newton, the regulariser's trade-off), then hidden first movies of MovieLens users from a tiny transformer.",
+    ),
 ]
 DATASETS = [*movielens.SPECS, "synthetic"]
 

@@ -1,4 +1,5 @@
 """Attention inversion: can an attacker who knows W, V and the output B recover the input X?"""
+
 import pandas as pd
 import streamlit as st
 import torch
@@ -12,7 +13,8 @@ st.markdown(
     "**Question.** A softmax-attention layer maps its input X ∈ ℝ^{d×n} (n tokens of length d) to "
     "B = D(X)⁻¹ exp(XᵀWX) XᵀV. Someone who knows the weights W, V and sees B minimises "
     "L(X) = ‖f(W; X) − B‖²_F + γ‖X‖²_F (Def. 3.1 of *Unmasking Transformers*). "
-    "Do they get X back?")
+    "Do they get X back?"
+)
 
 GAMMAS = [0.0, 1e-4, 1e-2, 1.0, 100.0]
 
@@ -25,8 +27,9 @@ def run_pair(n, d, R, gamma, start, seed, steps, lr):
         noise = torch.randn(d, n, generator=torch.Generator().manual_seed(1000 + seed), dtype=torch.float64)
         X0 = inst.X_true + 0.3 * noise
     gd = invert(inst.W, inst.V, inst.B, "gd", gamma, steps=steps, seed=seed, lr=lr, X_true=inst.X_true, X0=X0)
-    newton = invert(inst.W, inst.V, inst.B, "newton", gamma, steps=min(steps, 100), seed=seed,
-                    X_true=inst.X_true, X0=X0)
+    newton = invert(
+        inst.W, inst.V, inst.B, "newton", gamma, steps=min(steps, 100), seed=seed, X_true=inst.X_true, X0=X0
+    )
     return inst, gd, newton
 
 
@@ -41,8 +44,9 @@ n = left.slider("tokens n", 2, 8, 4)
 d = left.slider("token length d", 2, 6, 3)
 R = left.select_slider("weight scale R = ‖W‖ = ‖V‖ (Assumption 4.1)", [0.3, 0.5, 1.0, 2.0, 3.0], 1.0)
 gamma = right.select_slider("regulariser γ", GAMMAS, 0.0)
-start_label = right.radio("attacker's start", ["random N(0, 1)", "near the secret (X_true + 0.3·noise)"],
-                          horizontal=True)
+start_label = right.radio(
+    "attacker's start", ["random N(0, 1)", "near the secret (X_true + 0.3·noise)"], horizontal=True
+)
 seed = right.number_input("seed (instance and start)", 0, 10_000, 0)
 steps = right.select_slider("gradient-descent steps", [200, 500, 1000, 2000, 5000], 500)
 lr = right.select_slider("gradient-descent step size", [0.01, 0.05, 0.1, 0.2, 0.5], 0.05)
@@ -68,18 +72,19 @@ st.caption(
     "iterations while gradient descent crawls along directions where the loss is almost flat. "
     "From a random start both often stop somewhere else — a spurious local minimum (λ_min > 0, "
     "loss > 0), or another X with the *same* output (loss ≈ 0 but far from the secret). "
-    "Raise γ and the smallest eigenvalue turns positive, but the end point slides away from the secret.")
+    "Raise γ and the smallest eigenvalue turns positive, but the end point slides away from the secret."
+)
 
 st.subheader("How often does the attack work? Success rate vs γ")
 bound_R = attack.assumption_R(inst.W, inst.V, inst.X_true, inst.B)
 st.markdown(
     f"Theorem 4.2 (Lemma H.2) makes L convex for γ > 72·n·d·R⁸; for this instance R = "
     f"{bound_R:.2f} (the largest of ‖W‖, ‖V‖, ‖X_true‖, √max|b|), so γ > **{gamma_bound(n, d, bound_R):.3g}**. "
-    "The trials below attack fresh random instances from two starts each, for several γ.")
+    "The trials below attack fresh random instances from two starts each, for several γ."
+)
 c1, c2 = st.columns(2)
 count = c1.select_slider("instances per γ", [10, 20, 50, 100], 20)
-trial_start = c2.radio("trial starts", ["random N(0, 1)", "near the secret"], horizontal=True,
-                       key="trial_start")
+trial_start = c2.radio("trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start")
 if st.button("Run trials", type="primary"):
     noise = None if trial_start.startswith("random") else 0.3
     with st.status(f"{2 * count} Newton runs × {len(GAMMAS)} values of γ …") as status:
@@ -90,19 +95,23 @@ if st.button("Run trials", type="primary"):
     st.caption(
         "Notice: γ buys agreement (every start reaches the same point, as convexity promises) and "
         "costs recovery (that point is the minimiser of the *regularised* loss, pulled towards 0). "
-        "At the theorem's γ the minimiser is essentially X = 0: Theorem 4.3's X* is not the secret.")
+        "At the theorem's γ the minimiser is essentially X = 0: Theorem 4.3's X* is not the secret."
+    )
     at0 = table[table["gamma"] == 0.0]
     win, lose = at0[at0["success"]], at0[~at0["success"]]
     if len(win) and len(lose):
-        st.markdown("**Both outcomes at γ = 0**: one instance where Newton recovered the secret, "
-                    "one where it stopped elsewhere (same method, same settings).")
+        st.markdown(
+            "**Both outcomes at γ = 0**: one instance where Newton recovered the secret, "
+            "one where it stopped elsewhere (same method, same settings)."
+        )
         shown = {}
         for label, row in (("recovered", win.iloc[0]), ("stalled", lose.iloc[0])):
             inst_k = planted_instance(n, d, R, int(row["trial"]))
             draw = attack.trial_noise(n, d, count)[int(row["start"]) * count + int(row["trial"])]
             X0 = draw if noise is None else inst_k.X_true + noise * draw
             shown[f"{label} (instance {int(row['trial'])})"] = invert(
-                inst_k.W, inst_k.V, inst_k.B, "newton", 0.0, steps=60, X0=X0, X_true=inst_k.X_true)
+                inst_k.W, inst_k.V, inst_k.B, "newton", 0.0, steps=60, X0=X0, X_true=inst_k.X_true
+            )
         st.plotly_chart(plots.convergence_figure(shown))
 
 st.subheader("The paper's gradient, checked")
@@ -113,7 +122,8 @@ corrected = lemma_gradient(X, inst.W, inst.V, inst.B, float(gamma))
 st.markdown(
     f"Lemmas A.10–A.17 assembled by hand at a random X: as printed, max |difference to autograd| = "
     f"**{(printed - auto).abs().max().item():.2g}**; corrected, **{(corrected - auto).abs().max().item():.1g}**. "
-    "The two slips:")
+    "The two slips:"
+)
 st.table(pd.DataFrame(SLIPS).set_index("where"))
 
 st.subheader("The MovieLens twist (§5): recovering the first movies a user rated")
@@ -121,7 +131,8 @@ st.markdown(
     "A tiny causal transformer learns to predict a user's next movie (MovieLens 100K, the 200 "
     "most-rated movies, each user's first 12 in rating-time order). The attacker hides a user's "
     "first two movies, keeps the rest, and optimises a relaxed one-hot input (softmax of free "
-    "logits, Adam, cross-entropy of the model's next-movie predictions, §5.1).")
+    "logits, Adam, cross-entropy of the model's next-movie predictions, §5.1)."
+)
 m1, m2 = st.columns(2)
 users = m1.select_slider("users attacked (from the training set)", [50, 100, 200, 400], 200)
 attack_steps = m2.select_slider("attack steps", [100, 200, 300], 300)
@@ -129,8 +140,9 @@ attack_steps = m2.select_slider("attack steps", [100, 200, 300], 300)
 
 @st.cache_resource(show_spinner=False)
 def movielens_experiment():
-    from fmlib.inversion import movielens as twist
     from app_pages._ui import load_data
+    from fmlib.inversion import movielens as twist
+
     ds = load_data("ml-100k")  # shared with the other pages
     return twist.prepare(ds.frame, ds.movies, epochs=60, seed=0)
 
@@ -138,6 +150,7 @@ def movielens_experiment():
 @st.cache_data(show_spinner=False)
 def movielens_attack(users, attack_steps):
     from fmlib.inversion import movielens as twist
+
     exp = movielens_experiment()
     rows = {"training users": exp.train_rows[:users], "held-out users": exp.heldout_rows[:users]}
     ranking = twist.popularity_guess(exp.seqs.tokens[exp.train_rows], 2, len(exp.titles))
@@ -145,8 +158,7 @@ def movielens_attack(users, attack_steps):
     for label, r in rows.items():
         tokens = exp.seqs.tokens[r]
         rec = twist.recover(exp.model, tokens, hidden=2, steps=attack_steps, seed=0)
-        out[label] = (twist.recovery_summary(rec, tokens, ranking),
-                      twist.trajectory_table(rec, tokens, 0, exp.titles))
+        out[label] = (twist.recovery_summary(rec, tokens, ranking), twist.trajectory_table(rec, tokens, 0, exp.titles))
     return out
 
 
@@ -159,19 +171,24 @@ if st.button("Train the tiny transformer and attack"):
     except Exception as err:  # no data source reachable: say so, no traceback
         st.error(f"MovieLens 100K could not be loaded or the experiment failed: {err}")
         st.stop()
-    st.caption(f"{sum(p.numel() for p in exp.model.parameters())} parameters; "
-               f"{len(exp.train_rows)} training users, {len(exp.heldout_rows)} held out.")
+    st.caption(
+        f"{sum(p.numel() for p in exp.model.parameters())} parameters; "
+        f"{len(exp.train_rows)} training users, {len(exp.heldout_rows)} held out."
+    )
     st.plotly_chart(plots.training_figure(exp.losses))
     for label, (summary, table) in results.items():
         st.markdown(f"**{label}** ({int(summary['hidden_movies'].iloc[0])} hidden movies)")
         st.plotly_chart(plots.recovery_figure(summary))
         st.dataframe(table, hide_index=True, height="content")
-        st.caption("The attack on the first of these users, step by step: ✔ marks a recovered movie; "
-                   "the last row is the truth.")
+        st.caption(
+            "The attack on the first of these users, step by step: ✔ marks a recovered movie; "
+            "the last row is the truth."
+        )
     st.info(
         "What this shows: the model's weights plus the rest of a sequence point to the hidden "
         "movies far more often than uniform chance. What it does not show: that the model "
         "memorised anyone. Guessing the movies users most often rate first is a baseline the "
         "attack must beat before it says anything about a person; compare training users with "
         "held-out users, whom the model never saw — the gap between them is the part that "
-        "leaks from training.")
+        "leaks from training."
+    )

@@ -1,11 +1,16 @@
 """Derivations you can step through, each line checked by sympy (fmlib.derivations)."""
+
 import streamlit as st
 
 from fmlib.derivations import catalog, check_derivations, check_step, get
 from fmlib.plots.derivations import s3_slack_figure
 
-BADGES = {"passed": ("green", "✓ passed"), "failed": ("red", "✗ failed"),
-          "slip": ("orange", "slip in the paper"), "not-checked": ("gray", "not checked")}
+BADGES = {
+    "passed": ("green", "✓ passed"),
+    "failed": ("red", "✗ failed"),
+    "slip": ("orange", "slip in the paper"),
+    "not-checked": ("gray", "not checked"),
+}
 S3_KEY = "rafm-proposition-s3"
 
 
@@ -44,8 +49,10 @@ def move(delta: int, last: int):
 
 
 st.title("Derivations, checked line by line")
-st.write("Does each line of a paper really follow from the one before? Step through a derivation: "
-         "every line shows the rule that justifies it, where it comes from, and how sympy checked it.")
+st.write(
+    "Does each line of a paper really follow from the one before? Step through a derivation: "
+    "every line shows the rule that justifies it, where it comes from, and how sympy checked it."
+)
 
 derivations = catalog()
 titles = {d.key: d.title for d in derivations}
@@ -100,39 +107,53 @@ with st.expander("Show the check"):
 if step.wrong:
     if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong"):
         labels = [w.label for w in step.wrong]
-        choice = st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True) if len(labels) > 1 else labels[0]
+        choice = (
+            st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True) if len(labels) > 1 else labels[0]
+        )
         variant = step.wrong[labels.index(choice)]
         outcome = dict(result.wrong)[variant.label]
         st.latex(variant.latex)
         if outcome.status == "failed":
             st.error(f"**{variant.label}**: the check fails — {outcome.detail} Why: {variant.explanation}.")
         else:
-            st.warning(f"**{variant.label}**: this wrong line was expected to fail but is {outcome.status}: "
-                       f"{outcome.detail}")
+            st.warning(
+                f"**{variant.label}**: this wrong line was expected to fail but is {outcome.status}: {outcome.detail}"
+            )
 else:
-    st.caption("No wrong variant is prepared for this step; steps with one: "
-               + (", ".join(str(i + 1) for i, s in enumerate(derivation.steps) if s.wrong) or "none") + ".")
+    st.caption(
+        "No wrong variant is prepared for this step; steps with one: "
+        + (", ".join(str(i + 1) for i, s in enumerate(derivation.steps) if s.wrong) or "none")
+        + "."
+    )
 
 if key == S3_KEY and step.check.relation == ">=" and step.name.startswith("Proposition S3"):
     left, right = st.columns(2)
     delta = left.select_slider("δ", options=[1.05, 1.2, 1.5, 2.0, 4.0, 10.0], value=2.0, key="deriv_delta")
     y = right.radio("label y", [1, 0], horizontal=True, key="deriv_label")
     st.plotly_chart(s3_slack_figure(delta=delta, y=y))
-    st.write("The slack never drops below 0, and its smallest values sit near ŷ2 = ŷ1: there log δ alone "
-             "carries the inequality, which is why dropping it (the wrong variant) breaks it.")
+    st.write(
+        "The slack never drops below 0, and its smallest values sit near ŷ2 = ŷ1: there log δ alone "
+        "carries the inequality, which is why dropping it (the wrong variant) breaks it."
+    )
 
 if step.check.size is not None:
     with st.expander("Check this line at another size"):
-        st.write(f"This line is checked at n = {step.check.size}: exact up to n = {step.check.exact_limit}, "
-                 f"numeric above, not at all beyond n = {step.check.build_limit}.")
+        st.write(
+            f"This line is checked at n = {step.check.size}: exact up to n = {step.check.exact_limit}, "
+            f"numeric above, not at all beyond n = {step.check.build_limit}."
+        )
         size = st.number_input("size n", min_value=1, max_value=30, value=step.check.size, key="deriv_size")
         with st.spinner(f"checking at n = {size}…"):
             other = one_step(key, index, int(size))
         st.markdown(f"{badge(other.status)} &nbsp; {how(other.corrected)} — {other.detail}")
 
 with st.expander("All steps of this derivation"):
-    st.dataframe([{"#": r.index + 1, "step": r.step, "status": r.status, "method": how(r.corrected)}
-                  for r in results], hide_index=True)
+    st.dataframe(
+        [{"#": r.index + 1, "step": r.step, "status": r.status, "method": how(r.corrected)} for r in results],
+        hide_index=True,
+    )
 
-st.write("Notice: most lines survive their check, but some printed lines do not — those are marked as slips, "
-         "with the corrected line that sympy accepts. A wrong variant always fails, and the badge says where.")
+st.write(
+    "Notice: most lines survive their check, but some printed lines do not — those are marked as slips, "
+    "with the corrected line that sympy accepts. A wrong variant always fails, and the badge says where."
+)

@@ -1,14 +1,22 @@
 """Gradient growth: products vs rotations as the number of fields grows (RFM appendix §1.1–1.2)."""
+
 import streamlit as st
 
 from fmlib.analysis.gradient_growth import M_RANGE, ProductBounds, RotationBounds, gradient_growth
-from fmlib.analysis.rotation_construction import (construct, construction_error, predicted_error,
-                                                  random_truth_table, relation_frame)
+from fmlib.analysis.rotation_construction import (
+    construct,
+    construction_error,
+    predicted_error,
+    random_truth_table,
+    relation_frame,
+)
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
 
 st.title("Gradient growth")
-st.markdown("**Question.** A product interaction multiplies the embeddings of m fields; RFM instead "
-            "treats embeddings as angles and *rotates* them. How large does ‖∂y/∂X‖∞ get as m grows?")
+st.markdown(
+    "**Question.** A product interaction multiplies the embeddings of m fields; RFM instead "
+    "treats embeddings as angles and *rotates* them. How large does ‖∂y/∂X‖∞ get as m grows?"
+)
 
 
 @st.cache_data(show_spinner=False)
@@ -27,16 +35,22 @@ left, right = st.columns(2)
 d = int(left.number_input("embedding size d", value=8, step=1, key="d"))
 log_y = right.toggle("log scale", value=True, key="log_y")
 with st.expander("Bounds (the appendix's assumptions)"):
-    st.markdown("Rotation layer: |X| < η, ‖B̃ᵀ‖∞ < α, ‖C̃ᵀ‖∞ < β, ‖D̃ᵀ‖∞, ‖D̃‖∞ < γ, ‖diag(w)‖∞ < ζ, "
-                "‖∂y/∂G‖∞ < θ. Product: |X_ij| ∈ [M − ε, M + ε], every field with exponent a.")
+    st.markdown(
+        "Rotation layer: |X| < η, ‖B̃ᵀ‖∞ < α, ‖C̃ᵀ‖∞ < β, ‖D̃ᵀ‖∞, ‖D̃‖∞ < γ, ‖diag(w)‖∞ < ζ, "
+        "‖∂y/∂G‖∞ < θ. Product: |X_ij| ∈ [M − ε, M + ε], every field with exponent a."
+    )
     cols = st.columns(6)
     names = {"eta": "η", "alpha": "α", "beta": "β", "gamma": "γ", "zeta": "ζ", "theta": "θ"}
-    rotation = tuple(float(c.number_input(label, value=1.0, step=0.1, format="%.3f", key=key))
-                     for c, (key, label) in zip(cols, names.items()))
+    rotation = tuple(
+        float(c.number_input(label, value=1.0, step=0.1, format="%.3f", key=key))
+        for c, (key, label) in zip(cols, names.items())
+    )
     cols = st.columns(3)
-    product = (float(cols[0].number_input("M", value=1.5, step=0.1, key="M")),
-               float(cols[1].number_input("ε", value=0.25, step=0.05, key="eps")),
-               int(cols[2].number_input("exponent a", value=1, step=1, key="exponent")))
+    product = (
+        float(cols[0].number_input("M", value=1.5, step=0.1, key="M")),
+        float(cols[1].number_input("ε", value=0.25, step=0.05, key="eps")),
+        int(cols[2].number_input("exponent a", value=1, step=1, key="exponent")),
+    )
 
 try:
     with st.spinner("Measuring gradients by autograd …"):
@@ -47,16 +61,22 @@ else:
     bounds, prod = RotationBounds(*rotation), ProductBounds(*product)
     st.plotly_chart(gradient_growth_figure(df, log_y=log_y))
     last = df.iloc[-1]
-    st.markdown(f"At m = {int(last.m)}: product **{last['product']:.3g}** (lower bound "
-                f"{last.product_lower_bound:.3g}), rotation layer **{last.rotation:.3g}** "
-                f"(upper bound C₁·m = {last.rotation_upper_bound:.3g}).")
+    st.markdown(
+        f"At m = {int(last.m)}: product **{last['product']:.3g}** (lower bound "
+        f"{last.product_lower_bound:.3g}), rotation layer **{last.rotation:.3g}** "
+        f"(upper bound C₁·m = {last.rotation_upper_bound:.3g})."
+    )
     if not prod.grows:
-        st.warning(f"M − ε = {prod.M - prod.eps:g} ≤ 1: the product's lower bound does not grow with m; "
-                   "the exponential blow-up of §1.2 needs M − ε > 1.")
-    st.markdown("**Notice:** the red curve climbs exponentially in m (a straight line on the log "
-                "scale), because every field multiplies the gradient. The blue curve stays under its "
-                "line C₁·m: a rotation's sin/cos and the sigmoid score are bounded, so m only enters "
-                "through sums.")
+        st.warning(
+            f"M − ε = {prod.M - prod.eps:g} ≤ 1: the product's lower bound does not grow with m; "
+            "the exponential blow-up of §1.2 needs M − ε > 1."
+        )
+    st.markdown(
+        "**Notice:** the red curve climbs exponentially in m (a straight line on the log "
+        "scale), because every field multiplies the gradient. The blue curve stays under its "
+        "line C₁·m: a rotation's sin/cos and the sigmoid score are bounded, so m only enters "
+        "through sums."
+    )
     with st.expander("Explain: which inequality is each line?"):
         st.markdown(f"""
 * **red, solid** — ‖∂y/∂X‖∞ of the product g = X₁^a ⊙ … ⊙ X_m^a, y = Σ_j g_j, by autograd
@@ -75,9 +95,11 @@ The printed appendix has slips (a d too many in PART III's bound, "‖B̃‖∞"
 """)
 
 st.header("Theorem 1.1: a rotation layer can express any dependency")
-st.markdown("Pick a field layout and a random dependency function f (its truth table T). The "
-            "construction feeds the angles π·r_j (relation vectors, via M = [0 | (π/ε)I]) to m heads "
-            "with w = S·1, so the attention score is Sigmoid(S·cos(π − π·T)) → T as S grows.")
+st.markdown(
+    "Pick a field layout and a random dependency function f (its truth table T). The "
+    "construction feeds the angles π·r_j (relation vectors, via M = [0 | (π/ε)I]) to m heads "
+    "with w = S·1, so the attention score is Sigmoid(S·cos(π − π·T)) → T as S grows."
+)
 c1, c2, c3, c4 = st.columns(4)
 layout_text = c1.text_input("features per field", value="2, 3, 2", key="layout")
 density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density")
@@ -99,9 +121,11 @@ else:
         k2.metric("Sigmoid(−S)", f"{predicted_error(S):.2e}")
         k3.metric("min self-score α_jj", f"{c.self_score_min:.6f}")
         st.plotly_chart(construction_error_figure(errors))
-        st.markdown("**Notice:** the error is exactly Sigmoid(−S): below 10⁻⁶ once S ≳ 14. "
-                    "Each field also attends to itself with score Sigmoid(S·n_j) → 1 — the printed proof "
-                    "claims T(s, s) = 0 there; corrected, θ̂_j = θ_j + Σ_{l≠j} f(e_j, e_l) θ_l.")
+        st.markdown(
+            "**Notice:** the error is exactly Sigmoid(−S): below 10⁻⁶ once S ≳ 14. "
+            "Each field also attends to itself with score Sigmoid(S·n_j) → 1 — the printed proof "
+            "claims T(s, s) = 0 there; corrected, θ̂_j = θ_j + Σ_{l≠j} f(e_j, e_l) θ_l."
+        )
         with st.expander("The relation vectors r_j of one sample"):
             b = int(st.number_input("sample #", min_value=0, max_value=len(c.ids) - 1, value=0, step=1, key="sample"))
             st.dataframe(relation_frame(sizes, T, c.ids[b].tolist()))

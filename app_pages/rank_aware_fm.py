@@ -1,23 +1,27 @@
 """Rank-aware FM: rare features get few factors, frequent ones many (RaFM paper, Fig. 1, eq. 17, Fig. 3)."""
+
 import pandas as pd
 import streamlit as st
 
-from fmlib.experiments import rafm as rafm_experiment
+from app_pages._ui import dataset_name, load_data, load_split
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
+from fmlib.experiments import rafm as rafm_experiment
 from fmlib.models.rafm_ranks import check_ranks
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
 from fmlib.train import TrainConfig
-from app_pages._ui import dataset_name, load_data, load_split
 
 st.title("Rank-aware FM")
-st.markdown("**Should a movie rated three times get as many factors as one rated five hundred times?** "
-            "An FM gives every feature an embedding of the same rank D. Rare features then over-fit, frequent "
-            "ones under-fit. RaFM keeps several embeddings per feature, of ranks D_1 < … < D_m, and lets a pair "
-            "of features interact at the largest rank *both* have: k_ij = min(k_i, k_j) (eqs. 4–5).")
+st.markdown(
+    "**Should a movie rated three times get as many factors as one rated five hundred times?** "
+    "An FM gives every feature an embedding of the same rank D. Rare features then over-fit, frequent "
+    "ones under-fit. RaFM keeps several embeddings per feature, of ranks D_1 < … < D_m, and lets a pair "
+    "of features interact at the largest rank *both* have: k_ij = min(k_i, k_j) (eqs. 4–5)."
+)
 
 name = dataset_name()
-text = st.text_input("Rank set D_1, …, D_m (comma-separated, strictly increasing)", "8,32", key="rafm_ranks",
-                     bind="query-params")
+text = st.text_input(
+    "Rank set D_1, …, D_m (comma-separated, strictly increasing)", "8,32", key="rafm_ranks", bind="query-params"
+)
 try:
     ranks = check_ranks(tuple(int(x) for x in text.split(",")))
 except ValueError as err:
@@ -34,13 +38,21 @@ counts = data.train.feature_counts()
 summary = parameter_summary(counts, ranks)
 
 st.subheader("1 · How often does each feature occur?")
-st.plotly_chart(occurrence_histogram_figure(occurrence_histogram(counts, data.schema), ranks, summary["thresholds"],
-                                            title=f"{name}: occurrences per feature in the training split"))
-st.markdown("Each feature gets the rank closest to its count on a log scale, **eq. 17**: "
-            "k_i = argmin_k |log n_i − log D_k|. Two neighbours are equally close at the geometric mean, so eq. 17 "
-            "is a set of thresholds t_k = √(D_k D_{k+1}): "
-            + ", ".join(f"n_i > {t:.3g} → at least D = {D}" for t, D in zip(summary["thresholds"], ranks[1:]))
-            + ". Counts come from the training split only (the authors' code also counts valid and test).")
+st.plotly_chart(
+    occurrence_histogram_figure(
+        occurrence_histogram(counts, data.schema),
+        ranks,
+        summary["thresholds"],
+        title=f"{name}: occurrences per feature in the training split",
+    )
+)
+st.markdown(
+    "Each feature gets the rank closest to its count on a log scale, **eq. 17**: "
+    "k_i = argmin_k |log n_i − log D_k|. Two neighbours are equally close at the geometric mean, so eq. 17 "
+    "is a set of thresholds t_k = √(D_k D_{k+1}): "
+    + ", ".join(f"n_i > {t:.3g} → at least D = {D}" for t, D in zip(summary["thresholds"], ranks[1:]))
+    + ". Counts come from the training split only (the authors' code also counts valid and test)."
+)
 note = zero_count_note(counts)
 if note:
     st.info(note)
@@ -53,13 +65,19 @@ with left:
         st.dataframe(table, hide_index=True)
 with right:
     share = summary["rafm_parameters"] / summary["fm_parameters"]
-    st.metric("RaFM stores", f"{summary['rafm_parameters']:,} numbers", f"{100 * share:.1f} % of FM({ranks[-1]})",
-              delta_color="off")
-    st.markdown(f"Only *active* factors are kept (Prop. 1): v_i^(k) for k ≤ k_i, i.e. Σ_k D_k |F_k| with "
-                f"|F_k| = {summary['F_sizes']} features having k_i ≥ k, against D_m |F| = {summary['fm_parameters']:,} "
-                f"for FM({ranks[-1]}). Share of occurrences in each F_k: "
-                + ", ".join(f"{100 * s:.0f} %" for s in summary["occurrence_share"])
-                + " — what the evaluation time depends on (Remark 5).")
+    st.metric(
+        "RaFM stores",
+        f"{summary['rafm_parameters']:,} numbers",
+        f"{100 * share:.1f} % of FM({ranks[-1]})",
+        delta_color="off",
+    )
+    st.markdown(
+        f"Only *active* factors are kept (Prop. 1): v_i^(k) for k ≤ k_i, i.e. Σ_k D_k |F_k| with "
+        f"|F_k| = {summary['F_sizes']} features having k_i ≥ k, against D_m |F| = {summary['fm_parameters']:,} "
+        f"for FM({ranks[-1]}). Share of occurrences in each F_k: "
+        + ", ".join(f"{100 * s:.0f} %" for s in summary["occurrence_share"])
+        + " — what the evaluation time depends on (Remark 5)."
+    )
 
 st.subheader("2 · Evaluating and training it")
 st.markdown(r"""The naive sum over all pairs costs $O(D|\mathcal F|^2)$. With $\mathcal A_{l,k}$ the FM of rank
@@ -71,8 +89,16 @@ variable) on $L(\mathcal B_{1,m}, y)$; its lower-rank copies (dependent variable
 $\mathcal B_{1,k}$ agree with $\mathcal B_{1,k+1}$ (eq. 12b). A genre value keeps its own rank; at each level the
 genres field sums the values present there, each with its usual weight 1/len.""")
 sizes = summary["F_sizes"] + [0]  # |F_1|, …, |F_m|, and F_{m+1} = ∅
-rows = [{"level k": k, "rank D_k": D, "free features (F_k − F_k+1)": sizes[k - 1] - sizes[k],
-         "dependent features (F_k+1)": sizes[k], "stored numbers": D * sizes[k - 1]} for k, D in enumerate(ranks, 1)]
+rows = [
+    {
+        "level k": k,
+        "rank D_k": D,
+        "free features (F_k − F_k+1)": sizes[k - 1] - sizes[k],
+        "dependent features (F_k+1)": sizes[k],
+        "stored numbers": D * sizes[k - 1],
+    }
+    for k, D in enumerate(ranks, 1)
+]
 st.table(pd.DataFrame(rows).set_index("level k"))
 
 st.subheader("3 · Does it pay off?")
@@ -81,8 +107,10 @@ try:
     result = rafm_experiment.load(path)
 except FileNotFoundError:
     result = None
-    st.info(f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} --seeds 3 "
-            f"--ranks {','.join(map(str, ranks))}` (a few minutes), or one seed here.")
+    st.info(
+        f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} --seeds 3 "
+        f"--ranks {','.join(map(str, ranks))}` (a few minutes), or one seed here."
+    )
 except ValueError as err:
     result = None
     st.error(str(err))
@@ -108,5 +136,7 @@ if result is not None:
     st.plotly_chart(comparison_figure(result))
     st.caption(f"{result['dataset']} · seeds {result['seeds']} · {result['created']} · train config {result['train']}")
     st.code(rafm_experiment.format_table(result), language=None)
-    st.markdown("Notice whether RaFM's error bar overlaps the best FM, and how many parameters it needs for it. "
-                "RaFM-low is the rank-D_1 part of the same trained model.")
+    st.markdown(
+        "Notice whether RaFM's error bar overlaps the best FM, and how many parameters it needs for it. "
+        "RaFM-low is the rank-D_1 part of the same trained model."
+    )

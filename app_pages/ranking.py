@@ -1,4 +1,5 @@
 """Ranking with a cached context: score every movie for one user (DPLR paper §3.1, Alg. 1)."""
+
 import time
 from pathlib import Path
 
@@ -6,20 +7,22 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from app_pages._ui import dataset_name, load_split, run_store, selected_run_id
+from fmlib.bench.ranking import ranking_benchmark, synthetic_schema
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
-from fmlib.bench.ranking import ranking_benchmark, synthetic_schema
 from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
-from app_pages._ui import dataset_name, load_split, run_store, selected_run_id
 
 RANKABLE = ("fm", "fwfm", "dplr")
 
 st.title("Ranking with a cached context")
-st.markdown("**Question.** To recommend movies to one user we score *every* movie. The user and time "
-            "fields are the same for all of them — so compute their part once, and pay per movie only for "
-            "the movie's own fields. How much does that save, for FM, FwFM and DPLR?")
+st.markdown(
+    "**Question.** To recommend movies to one user we score *every* movie. The user and time "
+    "fields are the same for all of them — so compute their part once, and pay per movie only for "
+    "the movie's own fields. How much does that save, for FM, FwFM and DPLR?"
+)
 
 
 st.subheader("Per-item cost as the number of fields grows")
@@ -32,8 +35,10 @@ if bench is None and st.button("Run a quick benchmark here (m = 8 … 64, a few 
         bench = ranking_benchmark(schemas, ranks=(1, 2), n_items=1000, repeats=3)
     st.session_state["ranking_bench"] = bench
 if bench is not None:
-    st.caption("From the quick benchmark run here (1000 items, median of 3 repeats). "
-               "`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv.")
+    st.caption(
+        "From the quick benchmark run here (1000 items, median of 3 repeats). "
+        "`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv."
+    )
 elif saved.exists():
     bench = pd.read_csv(saved)
     st.caption(f"From {saved} (`python -m fmlib bench ranking`).")
@@ -46,11 +51,14 @@ if bench is not None:
     left, right = st.columns(2)
     left.plotly_chart(per_item_cost_figure(by_m, "m"), key="by_m")
     right.plotly_chart(per_item_cost_figure(by_items, "item_fields"), key="by_items")
-    st.markdown("**Notice:** the full FwFM pass grows like m²; with the context cached every model pays "
-                "only for the item fields — FM and DPLR linearly in |I| (DPLR about ρ times FM's work), "
-                "FwFM quadratically in |I|. Timings are medians on a shared CPU: expect noise.")
+    st.markdown(
+        "**Notice:** the full FwFM pass grows like m²; with the context cached every model pays "
+        "only for the item fields — FM and DPLR linearly in |I| (DPLR about ρ times FM's work), "
+        "FwFM quadratically in |I|. Timings are medians on a shared CPU: expect noise."
+    )
 
 st.subheader("Rank every movie for one user")
+
 
 @st.cache_resource(show_spinner="Loading the run ...")
 def load_run(run_id: str):
@@ -68,8 +76,10 @@ if run_id is not None:
         if candidate.config["model"] in RANKABLE:
             run, source = candidate, f"saved run **{run_id}**"
         else:
-            st.warning(f"Run {run_id} is an **{candidate.config['model']}** model; cached-context ranking "
-                       f"is implemented for {', '.join(RANKABLE)}. Pick one of those, or train a quick DPLR here.")
+            st.warning(
+                f"Run {run_id} is an **{candidate.config['model']}** model; cached-context ranking "
+                f"is implemented for {', '.join(RANKABLE)}. Pick one of those, or train a quick DPLR here."
+            )
 if run is None and "ranking_quick_run" in st.session_state:
     run, source = st.session_state["ranking_quick_run"], "a quick DPLR (ρ = 2) trained here (not saved)"
 if run is None:
@@ -80,8 +90,13 @@ if run is None:
         st.stop()
     with st.spinner("training ..."):
         try:
-            run = train_model("dplr", load_split(name, 0), TrainConfig(epochs=8 if name == "synthetic" else 3,
-                                                                       lr=1e-2, patience=2), dim=8, rank=2)
+            run = train_model(
+                "dplr",
+                load_split(name, 0),
+                TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2),
+                dim=8,
+                rank=2,
+            )
         except Exception as err:  # no data source, bad settings: say why, no traceback
             st.error(str(err))
             st.stop()
@@ -92,18 +107,25 @@ model = run.model.eval()
 split_cfg = run.config.get("split", {"seed": 0, "min_count": 1})
 data = load_split(run.config["dataset"], split_cfg["seed"], split_cfg["min_count"])
 lay = layout(model.schema)
-st.caption(f"Model: {model_name(model)} from {source} · {len(lay.context_fields)} context fields, "
-           f"{len(lay.item_fields)} item fields.")
+st.caption(
+    f"Model: {model_name(model)} from {source} · {len(lay.context_fields)} context fields, "
+    f"{len(lay.item_fields)} item fields."
+)
 
 items, item_weight, rows = item_candidates(data.train)
-query = int(st.number_input("query: test sample #", 0, len(data.test) - 1, 0, key="query",
-                            help="its user and time fields are the context"))
+query = int(
+    st.number_input(
+        "query: test sample #", 0, len(data.test) - 1, 0, key="query", help="its user and time fields are the context"
+    )
+)
 if data.test.frame is not None and {"user_id", "movie_id", "rating", "timestamp"} <= set(data.test.frame):
     sample = data.test.frame.iloc[query]
     user, movie = int(sample.user_id), int(sample.movie_id)
     seen = data.test.movies.set_index("movie_id")["title"].get(movie, "") if data.test.movies is not None else ""
-    st.caption(f"Context: user {user} at {pd.to_datetime(int(sample.timestamp), unit='s'):%Y-%m-%d %H:%M} "
-               f"(in the test set they gave movie {movie} {seen} {sample.rating:g} stars).")
+    st.caption(
+        f"Context: user {user} at {pd.to_datetime(int(sample.timestamp), unit='s'):%Y-%m-%d %H:%M} "
+        f"(in the test set they gave movie {movie} {seen} {sample.rating:g} stars)."
+    )
 ctx_index, ctx_weight = context_of(data.test, query)
 start = time.perf_counter()
 cached = rank_items(model, ctx_index, ctx_weight, items, item_weight)
@@ -121,9 +143,17 @@ top = torch.argsort(cached, descending=True)[:10]
 schema = model.schema
 item_names = [schema.fields[f].name for f in lay.item_fields.tolist()]
 first_slot = [schema.slot_fields().index(f) for f in lay.item_fields.tolist()]
-table = pd.DataFrame({name: [schema.fields[f].values[int(data.train.index[rows[i], s]) - schema.fields[f].offset]
-                             if schema.fields[f].values else int(data.train.index[rows[i], s]) for i in top.tolist()]
-                      for name, f, s in zip(item_names, lay.item_fields.tolist(), first_slot)})
+table = pd.DataFrame(
+    {
+        name: [
+            schema.fields[f].values[int(data.train.index[rows[i], s]) - schema.fields[f].offset]
+            if schema.fields[f].values
+            else int(data.train.index[rows[i], s])
+            for i in top.tolist()
+        ]
+        for name, f, s in zip(item_names, lay.item_fields.tolist(), first_slot)
+    }
+)
 if data.train.movies is not None and "movie_id" in table:
     movies = data.train.movies.set_index("movie_id")
     ids = [int(v) if str(v).isdigit() else None for v in table["movie_id"]]
@@ -132,6 +162,8 @@ if data.train.movies is not None and "movie_id" in table:
         table["genres"] = [movies["genres"].get(i, g) for i, g in zip(ids, table["genres"])]
 table["score"] = cached[top].numpy().round(3)
 st.dataframe(table, hide_index=True)
-st.markdown("**Notice:** the cached scores equal the full forward pass up to float rounding; only the "
-            "item fields are touched per item. Here there are few items and fields, so both are fast — "
-            "the gap opens as the number of fields grows (below).")
+st.markdown(
+    "**Notice:** the cached scores equal the full forward pass up to float rounding; only the "
+    "item fields are touched per item. Here there are few items and fields, so both are fast — "
+    "the gap opens as the number of fields grows (below)."
+)

@@ -1,30 +1,49 @@
 """Train: pick a model and a few hyperparameters, watch it learn, save the run."""
+
 import streamlit as st
 
+from app_pages._ui import dataset_name, load_split, run_store
 from fmlib.models import MODELS, hyperparameters
 from fmlib.plots.training import learning_curves
 from fmlib.train import MONITOR, TrainConfig, train_model
-from app_pages._ui import dataset_name, load_split, run_store
 
 st.title("Train a model")
-st.markdown("**What does an FM learn, and how fast?** Pick a model, press *Train*, and watch the "
-            "training loss and the validation metric epoch by epoch. Training stops when the "
-            "validation metric has not improved for a few epochs, and keeps the best weights. "
-            "Settings live in the URL: share the link to share a preset.")
+st.markdown(
+    "**What does an FM learn, and how fast?** Pick a model, press *Train*, and watch the "
+    "training loss and the validation metric epoch by epoch. Training stops when the "
+    "validation metric has not improved for a few epochs, and keeps the best weights. "
+    "Settings live in the URL: share the link to share a preset."
+)
 
 name = dataset_name()
 left, right = st.columns(2)
 with left:
     model = st.selectbox("Model", list(MODELS), key="model", bind="query-params")
-    task = st.radio("Task", ["rating", "click"], key="task", bind="query-params", horizontal=True,
-                    help="rating: predict the 1–5 stars (RMSE). click: predict rating ≥ 4 (logloss, AUC).")
-    seed = int(st.number_input("Seed", 0, 10_000, 0, key="seed", bind="query-params",
-                               help="Seeds the split, the initialisation and the batch order."))
+    task = st.radio(
+        "Task",
+        ["rating", "click"],
+        key="task",
+        bind="query-params",
+        horizontal=True,
+        help="rating: predict the 1–5 stars (RMSE). click: predict rating ≥ 4 (logloss, AUC).",
+    )
+    seed = int(
+        st.number_input(
+            "Seed",
+            0,
+            10_000,
+            0,
+            key="seed",
+            bind="query-params",
+            help="Seeds the split, the initialisation and the batch order.",
+        )
+    )
 with right:
     epochs = int(st.number_input("Max epochs", 1, 200, 30, key="epochs", bind="query-params"))
     lr = st.number_input("Learning rate", 1e-5, 1.0, 5e-3, format="%.4f", key="lr", bind="query-params")
-    weight_decay = st.number_input("Weight decay (L2)", 0.0, 1.0, 3e-4, format="%.5f",
-                                   key="weight_decay", bind="query-params")
+    weight_decay = st.number_input(
+        "Weight decay (L2)", 0.0, 1.0, 3e-4, format="%.5f", key="weight_decay", bind="query-params"
+    )
 
 hp = {}
 with st.expander(f"{model} hyperparameters", expanded=True):
@@ -37,8 +56,7 @@ with st.expander(f"{model} hyperparameters", expanded=True):
         elif isinstance(default, float):
             hp[key] = st.number_input(label, 0.0, 100.0, default, key=f"hp_{model}_{key}")
         elif isinstance(default, (tuple, list)):
-            text = st.text_input(f"{label} (comma-separated)", ",".join(map(str, default)),
-                                 key=f"hp_{model}_{key}")
+            text = st.text_input(f"{label} (comma-separated)", ",".join(map(str, default)), key=f"hp_{model}_{key}")
             try:
                 hp[key] = tuple(int(x) for x in text.split(","))
             except ValueError:
@@ -59,9 +77,10 @@ if st.button("Train", type="primary"):
 
     def progress(record):
         history.append(record)
-        bar.progress(record["epoch"] / record["epochs"],
-                     text=f"epoch {record['epoch']}/{record['epochs']} · "
-                          f"valid {metric} {record['valid_' + metric]:.4f}")
+        bar.progress(
+            record["epoch"] / record["epochs"],
+            text=f"epoch {record['epoch']}/{record['epochs']} · valid {metric} {record['valid_' + metric]:.4f}",
+        )
         chart.plotly_chart(learning_curves(history), key=f"live_{record['epoch']}")
 
     try:
@@ -70,8 +89,11 @@ if st.button("Train", type="primary"):
         st.error(str(err))
         st.stop()
     chart.empty()  # the final curves are drawn below with the metrics
-    bar.progress(1.0, text=f"done: {len(run.history)} epochs in {run.seconds:.1f} s "
-                           f"(best epoch {max(r['epoch'] for r in run.history if r['best'])})")
+    bar.progress(
+        1.0,
+        text=f"done: {len(run.history)} epochs in {run.seconds:.1f} s "
+        f"(best epoch {max(r['epoch'] for r in run.history if r['best'])})",
+    )
     st.session_state["trained"] = run
 
 run = st.session_state.get("trained")
@@ -79,10 +101,13 @@ if run is not None:
     st.subheader(f"{run.config['model']} on {run.config['dataset']}")
     st.plotly_chart(learning_curves(run.history), key="final_curves")
     st.table({split: {k: round(v, 4) for k, v in m.items()} for split, m in run.metrics.items()})
-    shown_hp = {k: (f"<{len(v)} numbers>" if isinstance(v, list) and len(v) > 8 else v)
-                for k, v in run.config["hp"].items()}
-    st.caption(f"Data: {run.config['data_source']} · split seed {run.config['split']['seed']} · "
-               f"config {run.config['train']} · hyperparameters {shown_hp}")
+    shown_hp = {
+        k: (f"<{len(v)} numbers>" if isinstance(v, list) and len(v) > 8 else v) for k, v in run.config["hp"].items()
+    }
+    st.caption(
+        f"Data: {run.config['data_source']} · split seed {run.config['split']['seed']} · "
+        f"config {run.config['train']} · hyperparameters {shown_hp}"
+    )
     with st.form("save"):
         run_name = st.text_input("Run name (optional)", placeholder="e.g. fm-k16-seed0")
         if st.form_submit_button("Save run"):

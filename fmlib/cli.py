@@ -5,6 +5,7 @@
     bench train                                         fmlib vs torchfm seconds per epoch
 and the topic commands listed in TOPIC_COMMANDS. Bad input: one line on stderr, exit code 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,20 @@ from importlib import import_module
 TOPIC_COMMANDS = [
     ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench.train"),
     ("derivations", "check", "run every derivation check", "fmlib.derivations.cli"),
-    ("reproduce", "rafm", "FM at each rank vs RaFM: test metric, #params, time (RaFM Fig. 3, Table 2)", "fmlib.experiments.rafm"),
+    (
+        "reproduce",
+        "rafm",
+        "FM at each rank vs RaFM: test metric, #params, time (RaFM Fig. 3, Table 2)",
+        "fmlib.experiments.rafm",
+    ),
     ("reproduce", "dplr", "DPLR paper Table 1: FM, FwFM, DPLR vs pruned FwFM over seeds", "fmlib.experiments.dplr"),
     ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench.ranking"),
-    ("bench", "inversion", "attention inversion: success vs γ, GD vs Newton, MovieLens recovery", "fmlib.bench.inversion"),
+    (
+        "bench",
+        "inversion",
+        "attention inversion: success vs γ, GD vs Newton, MovieLens recovery",
+        "fmlib.bench.inversion",
+    ),
 ]
 
 
@@ -40,6 +51,7 @@ def _positive(kind):
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
         return value
+
     return parse
 
 
@@ -62,14 +74,19 @@ def _non_negative_float(text):
 
 def add_data_arguments(p):
     from .data.movielens import SPECS
+
     p.add_argument("--dataset", default="ml-100k", choices=list(SPECS))
-    p.add_argument("--data-dir", default=None, help="directory with the original GroupLens files "
-                   "(default: $FMLIB_DATA_DIR, then the cache, then download)")
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="directory with the original GroupLens files (default: $FMLIB_DATA_DIR, then the cache, then download)",
+    )
 
 
 def load_split(args, log=None):
     """The data set named by --dataset/--data-dir, split by --seed/--min-count."""
     from .data import movielens, split
+
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
     return split(data, seed=args.seed, min_count=args.min_count)
 
@@ -79,9 +96,18 @@ def cmd_train(args) -> int:
 
     from .runs import RunStore
     from .train import TrainConfig, train_model
-    config = TrainConfig(task=args.task, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay,
-                         batch_size=args.batch_size, patience=args.patience, seed=args.seed)
+
+    config = TrainConfig(
+        task=args.task,
+        epochs=args.epochs,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        batch_size=args.batch_size,
+        patience=args.patience,
+        seed=args.seed,
+    )
     from .models import hyperparameters
+
     try:
         hp = json.loads(args.hp)
     except ValueError:
@@ -95,33 +121,52 @@ def cmd_train(args) -> int:
         value = getattr(args, key)
         if value is not None:
             if key not in accepted:
-                raise ValueError(f"--{key} does not apply to model {args.model!r} "
-                                 f"(its hyperparameters: {', '.join(accepted)})")
+                raise ValueError(
+                    f"--{key} does not apply to model {args.model!r} (its hyperparameters: {', '.join(accepted)})"
+                )
             hp[key] = value
-    log = lambda msg: print(msg, file=sys.stderr)
+
+    def log(msg):
+        return print(msg, file=sys.stderr)
+
     data = load_split(args, log)
     start = time.perf_counter()
     metric = "valid_rmse" if args.task == "rating" else "valid_logloss"
     with tqdm(total=config.epochs, desc=f"train {args.model}", unit="epoch", file=sys.stderr) as bar:
+
         def progress(record):
             bar.set_postfix(loss=f"{record['train_loss']:.4f}", **{metric: f"{record[metric]:.4f}"})
             bar.update(1)
+
         run = train_model(args.model, data, config, progress, **hp)
     run_id = RunStore(args.runs_dir).save(run)
-    print(json.dumps({"run_id": run_id, "model": args.model, "dataset": args.dataset,
-                      "data_source": data.train.source, "config": run.config, "metrics": run.metrics,
-                      "seconds": round(time.perf_counter() - start, 2)}))
+    print(
+        json.dumps(
+            {
+                "run_id": run_id,
+                "model": args.model,
+                "dataset": args.dataset,
+                "data_source": data.train.source,
+                "config": run.config,
+                "metrics": run.metrics,
+                "seconds": round(time.perf_counter() - start, 2),
+            }
+        )
+    )
     return 0
 
 
 def cmd_data_info(args) -> int:
     from .data import movielens
+
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
     frame = data.frame
     print(f"dataset: {args.dataset}")
     print(f"source:  {data.source}")
-    print(f"rows:    {len(data)} ratings, {frame['user_id'].nunique()} users, "
-          f"{len(data.movies)} movies ({frame['movie_id'].nunique()} rated)")
+    print(
+        f"rows:    {len(data)} ratings, {frame['user_id'].nunique()} users, "
+        f"{len(data.movies)} movies ({frame['movie_id'].nunique()} rated)"
+    )
     print(f"\n{'field':<14}{'role':<9}{'kind':<8}{'cardinality':>12}")
     for f in data.schema.fields:
         print(f"{f.name:<14}{f.role:<9}{f.kind:<8}{f.cardinality - 1:>12}")
@@ -131,14 +176,15 @@ def cmd_data_info(args) -> int:
 
 def cmd_data_fetch(args) -> int:
     from .data import movielens
-    _, source = movielens.load_frames(args.dataset, data_dir=args.data_dir,
-                                      log=lambda m: print(m, file=sys.stderr))
+
+    _, source = movielens.load_frames(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
     print(f"{args.dataset}: served by {source}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .models import MODELS
+
     parser = Parser(prog="python -m fmlib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -153,8 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--patience", type=_positive(int), default=3)
     p.add_argument("--task", choices=["rating", "click"], default="rating")
     p.add_argument("--seed", type=int, default=0, help="seeds the split, the init and the batches")
-    p.add_argument("--min-count", type=_positive(int), default=1,
-                   help="features seen fewer times in train go to the rare bucket")
+    p.add_argument(
+        "--min-count", type=_positive(int), default=1, help="features seen fewer times in train go to the rare bucket"
+    )
     p.add_argument("--rank", type=_positive(int), default=None, help="DPLR: rank ρ of R (1..m-1)")
     p.add_argument("--ranks", type=_int_list, default=None, help="RaFM: rank set D_1 < ... < D_m, e.g. 8,32")
     p.add_argument("--hp", default="{}", help="extra model hyperparameters as JSON, e.g. '{\"rank\": 2}'")
@@ -162,22 +209,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     data = sub.add_parser("data", help="MovieLens data").add_subparsers(dest="data_command", required=True)
-    for name, func, text in [("info", cmd_data_info, "source, fields and counts"),
-                             ("fetch", cmd_data_fetch, "make sure the data is in the cache")]:
+    for name, func, text in [
+        ("info", cmd_data_info, "source, fields and counts"),
+        ("fetch", cmd_data_fetch, "make sure the data is in the cache"),
+    ]:
         p = data.add_parser(name, help=text)
         add_data_arguments(p)
         p.set_defaults(func=func)
 
     groups = {}
-    for group, command, text, module in TOPIC_COMMANDS:
+    for group, command, text, _module in TOPIC_COMMANDS:
         if group not in groups:
-            groups[group] = sub.add_parser(group, help=f"{group} commands").add_subparsers(dest=f"{group}_command", required=True)
+            groups[group] = sub.add_parser(group, help=f"{group} commands").add_subparsers(
+                dest=f"{group}_command", required=True
+            )
         groups[group].add_parser(command, help=text)  # its arguments: see main()
     return parser
 
 
 def main(argv=None) -> int:
     import torch
+
     torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
     argv = sys.argv[1:] if argv is None else argv
     topics = {(group, command): module for group, command, _, module in TOPIC_COMMANDS}

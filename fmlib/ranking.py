@@ -15,12 +15,12 @@ its own fields. Per-item cost, k the embedding size:
   in the item fields only. A pruned FwFM skips its zeroed item-item pairs.
 ``fmlib.bench.ranking`` times all of them, and the full forward pass, in one run.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import torch
 
 from .data.dataset import Dataset
@@ -33,6 +33,7 @@ from .models.fwfm import FwFM
 @dataclass(frozen=True)
 class Layout:
     """Which columns of ``Dataset.index`` (slots) and which fields are context and item."""
+
     context_slots: torch.Tensor
     item_slots: torch.Tensor
     context_fields: torch.Tensor
@@ -43,13 +44,21 @@ def layout(schema: Schema) -> Layout:
     """The context and item slots and fields of ``schema``; both roles must be present."""
     slot_field = schema.slot_fields()
     role = [schema.fields[f].role for f in slot_field]
-    long = lambda xs: torch.tensor(xs, dtype=torch.long)
-    lay = Layout(long([s for s, r in enumerate(role) if r == "context"]),
-                 long([s for s, r in enumerate(role) if r == "item"]),
-                 long(schema.field_indices("context")), long(schema.field_indices("item")))
+
+    def long(xs):
+        return torch.tensor(xs, dtype=torch.long)
+
+    lay = Layout(
+        long([s for s, r in enumerate(role) if r == "context"]),
+        long([s for s, r in enumerate(role) if r == "item"]),
+        long(schema.field_indices("context")),
+        long(schema.field_indices("item")),
+    )
     if len(lay.context_fields) == 0 or len(lay.item_fields) == 0:
-        raise ValueError("ranking needs at least one context field and one item field; the schema has "
-                         f"{len(lay.context_fields)} context and {len(lay.item_fields)} item fields")
+        raise ValueError(
+            "ranking needs at least one context field and one item field; the schema has "
+            f"{len(lay.context_fields)} context and {len(lay.item_fields)} item fields"
+        )
     return lay
 
 
@@ -147,8 +156,7 @@ class DPLRRanker(_Ranker):
     def items(self, cache, V_I):
         """Algorithm 1 steps 2–3, halved (eq. 5): O(ρ|I|k) per item."""
         P = cache["P_C"] + torch.matmul(self.U_I, V_I)  # (N, ρ, k)
-        return 0.5 * (cache["s_C"] + (V_I.pow(2).sum(-1) * self.d_I).sum(1)
-                      + (P.pow(2).sum(-1) * self.e).sum(1))
+        return 0.5 * (cache["s_C"] + (V_I.pow(2).sum(-1) * self.d_I).sum(1) + (P.pow(2).sum(-1) * self.e).sum(1))
 
 
 def ranker(model) -> _Ranker:
@@ -167,11 +175,16 @@ def rank_items(model, context_index, context_weight, item_index, item_weight) ->
     Equal to ``model(*assemble(...))``, the full forward pass, up to rounding.
     """
     r = ranker(model)
-    if context_index.shape != (len(r.lay.context_slots),) or item_index.ndim != 2 \
-            or item_index.shape[1] != len(r.lay.item_slots):
-        raise ValueError(f"expected context slots ({len(r.lay.context_slots)},) and item slots "
-                         f"(N, {len(r.lay.item_slots)}), got {tuple(context_index.shape)} and "
-                         f"{tuple(item_index.shape)}")
+    if (
+        context_index.shape != (len(r.lay.context_slots),)
+        or item_index.ndim != 2
+        or item_index.shape[1] != len(r.lay.item_slots)
+    ):
+        raise ValueError(
+            f"expected context slots ({len(r.lay.context_slots)},) and item slots "
+            f"(N, {len(r.lay.item_slots)}), got {tuple(context_index.shape)} and "
+            f"{tuple(item_index.shape)}"
+        )
     model.eval()
     return r.score(r.cache(context_index, context_weight), item_index, item_weight)
 

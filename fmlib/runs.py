@@ -6,6 +6,7 @@
 A run is written into a temporary directory and renamed into place, so a crash never leaves
 a half-written run. ``load`` rebuilds the model from the saved schema and hyperparameters.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,9 +48,15 @@ class RunStore:
         try:
             state = {k: v.contiguous() for k, v in run.model.state_dict().items()}
             save_file(state, tmp / "model.safetensors")
-            meta = {"run_id": run_id, "config": run.config, "schema": run.model.schema.to_dict(),
-                    "history": run.history, "metrics": run.metrics, "seconds": run.seconds,
-                    "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+            meta = {
+                "run_id": run_id,
+                "config": run.config,
+                "schema": run.model.schema.to_dict(),
+                "history": run.history,
+                "metrics": run.metrics,
+                "seconds": run.seconds,
+                "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
             (tmp / "run.json").write_text(json.dumps(meta, indent=1))
             tmp.rename(final)
         finally:
@@ -85,5 +92,6 @@ class RunStore:
         except Exception as err:
             raise RunError(f"run {run_id!r}: weights cannot be loaded ({err})") from None
         model.eval()
-        return Run(model=model, config=config, history=meta["history"], metrics=meta["metrics"],
-                   seconds=meta["seconds"])
+        return Run(
+            model=model, config=config, history=meta["history"], metrics=meta["metrics"], seconds=meta["seconds"]
+        )

@@ -4,6 +4,7 @@ Rating task: MSE loss; RMSE and MAE of predictions clipped to the rating range [
 Click task (rating >= 4): logistic loss on the score as a logit; logloss and AUC.
 ``fit`` calls ``callback(record)`` after every epoch (the app and the CLI draw progress from it).
 """
+
 from __future__ import annotations
 
 import copy
@@ -60,8 +61,9 @@ def loss_fn(task: str):
 def predict(model: nn.Module, data: Dataset, batch_size: int = 8192) -> torch.Tensor:
     """Scores for every sample (ratings, or click logits)."""
     model.eval()
-    out = [model(data.index[i:i + batch_size], data.weight[i:i + batch_size])
-           for i in range(0, len(data), batch_size)]
+    out = [
+        model(data.index[i : i + batch_size], data.weight[i : i + batch_size]) for i in range(0, len(data), batch_size)
+    ]
     return torch.cat(out) if out else torch.zeros(0)
 
 
@@ -119,7 +121,7 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
         perm = torch.randperm(len(train), generator=order)
         total = 0.0
         for i in range(0, len(train), config.batch_size):
-            rows = perm[i:i + config.batch_size]
+            rows = perm[i : i + config.batch_size]
             optimizer.zero_grad()
             loss = criterion(model(train.index[rows], train.weight[rows]), y[rows])
             if hasattr(model, "extra_loss"):  # RaFM: Algorithm 1's consistency terms (eq. 12b)
@@ -128,9 +130,13 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
             optimizer.step()
             total += loss.item() * len(rows)
         metrics = evaluate(model, valid, config.task)
-        record = {"epoch": epoch, "epochs": config.epochs, "train_loss": total / len(train),
-                  **{f"valid_{k}": v for k, v in metrics.items()},
-                  "seconds": time.perf_counter() - start}
+        record = {
+            "epoch": epoch,
+            "epochs": config.epochs,
+            "train_loss": total / len(train),
+            **{f"valid_{k}": v for k, v in metrics.items()},
+            "seconds": time.perf_counter() - start,
+        }
         history.append(record)
         if metrics[key] < best:
             best, best_state, stale = metrics[key], copy.deepcopy(model.state_dict()), 0
@@ -142,14 +148,25 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
         if stale >= config.patience:
             break
     if best_state is None:  # no epoch had a finite validation metric: nothing to restore
-        raise RuntimeError(f"validation {key} was NaN or infinite after every epoch (training diverged): "
-                           f"lower the learning rate lr (now {config.lr})")
+        raise RuntimeError(
+            f"validation {key} was NaN or infinite after every epoch (training diverged): "
+            f"lower the learning rate lr (now {config.lr})"
+        )
     model.load_state_dict(best_state)
-    config_dict = {"model": model_name(model), "hp": model.hparams(), "train": asdict(config),
-                   "dataset": train.name, "data_source": train.source}
-    return Run(model=model, config=config_dict, history=history,
-               metrics={"valid": evaluate(model, valid, config.task)},
-               seconds=time.perf_counter() - start)
+    config_dict = {
+        "model": model_name(model),
+        "hp": model.hparams(),
+        "train": asdict(config),
+        "dataset": train.name,
+        "data_source": train.source,
+    }
+    return Run(
+        model=model,
+        config=config_dict,
+        history=history,
+        metrics={"valid": evaluate(model, valid, config.task)},
+        seconds=time.perf_counter() - start,
+    )
 
 
 def train_model(name: str, data: Split, config: TrainConfig, callback=None, **hp) -> Run:

@@ -1,4 +1,5 @@
 """AppTest helpers shared by the page tests: open an app file with session state, read a figure."""
+
 from __future__ import annotations
 
 import json

@@ -1,11 +1,11 @@
 """Shared fixtures: an isolated run store, small synthetic data, fixture MovieLens files."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from fmlib.data import split, synthetic
-
 
 torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a busy machine
 
@@ -19,6 +19,7 @@ def isolated_runs(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
     import streamlit as st
+
     st.cache_data.clear()
     st.cache_resource.clear()
 

@@ -2,6 +2,7 @@
 
 Screenshots go to tests/screenshots/ (ignored by git) for a person to look at.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,9 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "tests" / "screenshots"
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                 reason="Debian's chromium is missing: `make browser-deps` installs it")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason="Debian's chromium is missing: `make browser-deps` installs it"
+    ),
+]
 
 
 def free_port() -> int:
@@ -33,10 +37,27 @@ def free_port() -> int:
 def app_url(tmp_path_factory):
     port = free_port()
     env = {**os.environ, "FMLIB_RUNS": str(tmp_path_factory.mktemp("runs"))}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -66,11 +87,21 @@ def test_every_page_renders_without_exception(app_url):
     from playwright.sync_api import sync_playwright
 
     from app_pages._ui import PAGES
+
     SHOTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run", "--disable-quic"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1400, "height": 2400})
         # the first visit to a fresh server is a shared deep link: it must get the app's frame
         page.goto(f"{app_url}/train?dataset=synthetic")

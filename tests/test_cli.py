@@ -1,4 +1,5 @@
 """The command line: JSON output, data info, one-line errors with exit code 2."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from movielens_files import write_grouplens_100k
 
 
@@ -15,8 +15,9 @@ def cli(*args, env_runs=None):
 
 
 def test_train_prints_one_json_line_and_saves_the_run(tmp_path):
-    done = cli("train", "--model", "fm", "--dataset", "ml-100k", "--epochs", "1", "--dim", "4",
-               "--runs-dir", str(tmp_path))
+    done = cli(
+        "train", "--model", "fm", "--dataset", "ml-100k", "--epochs", "1", "--dim", "4", "--runs-dir", str(tmp_path)
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -34,13 +35,16 @@ def test_data_info_lists_source_fields_and_counts():
     assert "genres" in done.stdout and "multi" in done.stdout and "context" in done.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "--model", "xfm"], "invalid choice: 'xfm'"),
-    (["train", "--model", "fm", "--dataset", "ml-7"], "invalid choice: 'ml-7'"),
-    (["train", "--model", "fm", "--epochs", "0"], "must be > 0"),
-    (["train", "--model", "fm", "--lr", "-1"], "must be > 0"),
-    (["train", "--model", "fm", "--dim", "abc"], "expected a int"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "--model", "xfm"], "invalid choice: 'xfm'"),
+        (["train", "--model", "fm", "--dataset", "ml-7"], "invalid choice: 'ml-7'"),
+        (["train", "--model", "fm", "--epochs", "0"], "must be > 0"),
+        (["train", "--model", "fm", "--lr", "-1"], "must be > 0"),
+        (["train", "--model", "fm", "--dim", "abc"], "expected a int"),
+    ],
+)
 def test_bad_input_is_one_line_with_exit_code_2(args, message):
     done = cli(*args)
     assert done.returncode == 2
@@ -51,9 +55,13 @@ def test_bad_input_is_one_line_with_exit_code_2(args, message):
 def test_data_directory_with_missing_files(tmp_path):
     d = write_grouplens_100k(tmp_path / "d")
     (d / "u.user").unlink()
-    done = subprocess.run([sys.executable, "-m", "fmlib", "data", "info", "--data-dir", str(d)],
-                          capture_output=True, text=True, timeout=120, env={"FMLIB_CACHE": str(tmp_path / "c"),
-                                                                            "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-m", "fmlib", "data", "info", "--data-dir", str(d)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"FMLIB_CACHE": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "missing file(s) u.user" in done.stderr
 

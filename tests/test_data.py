@@ -1,14 +1,14 @@
 """MovieLens parsing (both formats), validation, sources and cache; encoding; split."""
+
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 import torch
+from movielens_files import MOVIES, RATINGS, USERS, write_grouplens_100k, write_recbole_atomic
 
 from fmlib.data import movielens, split, synthetic
-from fmlib.data.movielens import DataError, Frames
-
-from movielens_files import MOVIES, RATINGS, USERS, write_grouplens_100k, write_recbole_atomic
+from fmlib.data.movielens import DataError
 
 
 def test_both_file_formats_parse_to_the_same_frames(tmp_path):
@@ -131,8 +131,20 @@ def _encoded(tmp_path):
 
 def test_twelve_fields_with_roles_and_multi_valued_genres(tmp_path):
     schema, index, weight = _encoded(tmp_path)
-    assert schema.names == ["user_id", "age", "gender", "occupation", "zip", "time_year", "time_month",
-                            "time_weekday", "time_hour", "movie_id", "release_year", "genres"]
+    assert schema.names == [
+        "user_id",
+        "age",
+        "gender",
+        "occupation",
+        "zip",
+        "time_year",
+        "time_month",
+        "time_weekday",
+        "time_hour",
+        "movie_id",
+        "release_year",
+        "genres",
+    ]
     assert [f.name for f in schema.fields if f.role == "item"] == ["movie_id", "release_year", "genres"]
     genres = schema.field("genres")
     assert genres.kind == "multi" and genres.slots == 3
@@ -150,7 +162,7 @@ def test_split_is_seeded_and_rare_features_share_a_bucket():
     assert (len(a.train), len(a.valid), len(a.test)) == (400, 50, 50)
     counts = data.subset(torch.randperm(500, generator=torch.Generator().manual_seed(3))[:400]).feature_counts()
     for old, new in zip(data.schema.fields, a.schema.fields):
-        kept = (counts[old.offset + 1:old.offset + old.cardinality] >= 2).sum()
+        kept = (counts[old.offset + 1 : old.offset + old.cardinality] >= 2).sum()
         assert new.cardinality == kept + 1
     bucket = {f.offset for f in a.schema.fields}
     assert any(int(i) in bucket for i in a.test.index.flatten()), "unseen test features map to the bucket"

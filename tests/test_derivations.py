@@ -1,4 +1,5 @@
 """The derivation catalog: every step passes (or is a known slip), every wrong variant fails."""
+
 import pytest
 
 from fmlib.derivations import catalog
@@ -6,14 +7,18 @@ from fmlib.derivations.checker import STATUSES, check_derivations
 
 # (derivation, step number): the printed line fails its check and the corrected line passes
 KNOWN_SLIPS = {
-    ("fm-gradient", 7), ("fm-gradient", 8), ("fm-gradient", 9),          # −2P_ij X_j² should be −P_ij X_j²
-    ("dplr-proposition-1", 7),                                           # Alg. 1 prints V_C U_C
-    ("rafm-proposition-s3", 2), ("rafm-proposition-s3", 4),              # Lemma S4 / S5 typos
-    ("rafm-proposition-s3", 7),                                          # (S4) prints 1 − θδ
-    ("rfm-euler", 1),                                                    # ① remark drops the i
-    ("rfm-gradient-part1", 4), ("rfm-gradient-part1", 5),                # (∂y/∂G)ᵀVᵀ
-    ("attention-definitions", 5),                                        # Σc² is eq. (1) with Wᵀ
-    ("attention-gradients", 8),                                          # Lemma A.17 drops the 2
+    ("fm-gradient", 7),
+    ("fm-gradient", 8),
+    ("fm-gradient", 9),  # −2P_ij X_j² should be −P_ij X_j²
+    ("dplr-proposition-1", 7),  # Alg. 1 prints V_C U_C
+    ("rafm-proposition-s3", 2),
+    ("rafm-proposition-s3", 4),  # Lemma S4 / S5 typos
+    ("rafm-proposition-s3", 7),  # (S4) prints 1 − θδ
+    ("rfm-euler", 1),  # ① remark drops the i
+    ("rfm-gradient-part1", 4),
+    ("rfm-gradient-part1", 5),  # (∂y/∂G)ᵀVᵀ
+    ("attention-definitions", 5),  # Σc² is eq. (1) with Wᵀ
+    ("attention-gradients", 8),  # Lemma A.17 drops the 2
 }
 
 
@@ -24,9 +29,19 @@ def results():
 
 def test_catalog_covers_the_issue(results):
     keys = {d.key for d in catalog()}
-    assert {"rendle", "fm-gradient", "identity-1", "dplr-proposition-1", "r-fm", "rafm-theorem-3",
-            "rafm-proposition-s3", "rfm-euler", "rfm-gradient-part1", "attention-definitions",
-            "attention-gradients"} <= keys
+    assert {
+        "rendle",
+        "fm-gradient",
+        "identity-1",
+        "dplr-proposition-1",
+        "r-fm",
+        "rafm-theorem-3",
+        "rafm-proposition-s3",
+        "rfm-euler",
+        "rfm-gradient-part1",
+        "attention-definitions",
+        "attention-gradients",
+    } <= keys
     assert len(results) == sum(len(d.steps) for d in catalog())
 
 

@@ -1,12 +1,12 @@
 """The generic checker and the data model: methods, statuses, limits, timeouts, rejection."""
+
 import json
 import time
 
 import pytest
 import sympy as sp
 
-from fmlib.derivations import Check, Derivation, Printed, Step, WrongVariant, run_check
-from fmlib.derivations import cli
+from fmlib.derivations import Check, Derivation, Printed, Step, WrongVariant, cli, run_check
 from fmlib.derivations.checker import check_derivations
 from fmlib.derivations.core import sym_matrix
 
@@ -14,7 +14,7 @@ a, b = sp.symbols("a b", real=True)
 
 
 def square(sign):
-    return lambda n: ((a + b) ** 2, a ** 2 + sign * 2 * a * b + b ** 2)
+    return lambda n: ((a + b) ** 2, a**2 + sign * 2 * a * b + b**2)
 
 
 def trace_cyclic(n):
@@ -83,6 +83,7 @@ def test_timeout_is_not_checked_never_passed():
     def slow(n):
         time.sleep(30)
         return a, a
+
     start = time.perf_counter()
     result = run_check(Check(slow, "exact", size=1), timeout=0.5)
     assert result.status == "not-checked" and "time limit" in result.detail
@@ -92,6 +93,7 @@ def test_timeout_is_not_checked_never_passed():
 def test_broken_builder_is_not_checked():
     def broken(n):
         raise KeyError("v_3")
+
     result = run_check(Check(broken, "exact", size=1))
     assert result.status == "not-checked" and "KeyError" in result.detail
 
@@ -106,8 +108,9 @@ def test_grid_inequality():
 
 def small_derivation(wrong_is_right=False, printed=None):
     wrong = WrongVariant("sign", "x", Check(square(1 if wrong_is_right else -1), "symbolic", size=None), "why")
-    return Derivation("toy", "toy", "test", (), (step(Check(square(1), "symbolic", size=None), wrong=(wrong,),
-                                                       printed=printed),))
+    return Derivation(
+        "toy", "toy", "test", (), (step(Check(square(1), "symbolic", size=None), wrong=(wrong,), printed=printed),)
+    )
 
 
 def test_slip_status_needs_printed_fail_and_corrected_pass():
@@ -122,6 +125,7 @@ def test_slip_status_needs_printed_fail_and_corrected_pass():
 def toy_catalog(monkeypatch):
     def use(*derivations):
         monkeypatch.setattr(cli, "catalog", lambda: list(derivations))
+
     return use
 
 

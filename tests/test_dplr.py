@@ -1,4 +1,5 @@
 """DPLR-FwFM: Proposition 1 against the double sum, eq. 10, parameters, training, CLI input."""
+
 import pytest
 import torch
 
@@ -19,8 +20,9 @@ def test_proposition1_equals_the_double_sum(m, k, rho):
     U = torch.randn(rho, m, generator=gen, dtype=torch.float64)
     e = torch.randn(rho, generator=gen, dtype=torch.float64)
     R = dplr_matrix(U, e)
-    expected = torch.stack([sum(V[b, i] @ V[b, j] * R[i, j] for i in range(m) for j in range(i + 1, m))
-                            for b in range(4)])
+    expected = torch.stack(
+        [sum(V[b, i] @ V[b, j] * R[i, j] for i in range(m) for j in range(i + 1, m)) for b in range(4)]
+    )
     assert torch.allclose(dplr_pairwise(V, U, e), expected, atol=1e-10)
 
 

@@ -1,18 +1,28 @@
 """RFM appendix §1.2: the rotation layer's gradient against C_1·m, the product's lower bound."""
+
 import math
 
 import pytest
 import torch
 
 from fmlib.analysis import gradient_growth
-from fmlib.analysis.gradient_growth import (ProductBounds, RotationBounds, inf_norm, product_gradient,
-                                            rotation_gradient_closed_form, rotation_gradient_parts,
-                                            rotation_layer_gradient, rotation_layer_output,
-                                            sample_rotation_layer)
+from fmlib.analysis.gradient_growth import (
+    ProductBounds,
+    RotationBounds,
+    inf_norm,
+    product_gradient,
+    rotation_gradient_closed_form,
+    rotation_gradient_parts,
+    rotation_layer_gradient,
+    rotation_layer_output,
+    sample_rotation_layer,
+)
 
-BOUNDS = [RotationBounds(),
-          RotationBounds(eta=2.0, alpha=3.0, beta=0.5, gamma=2.0, zeta=4.0, theta=0.3),
-          RotationBounds(eta=math.pi, alpha=0.2, beta=5.0, gamma=0.7, zeta=10.0, theta=2.0)]
+BOUNDS = [
+    RotationBounds(),
+    RotationBounds(eta=2.0, alpha=3.0, beta=0.5, gamma=2.0, zeta=4.0, theta=0.3),
+    RotationBounds(eta=math.pi, alpha=0.2, beta=5.0, gamma=0.7, zeta=10.0, theta=2.0),
+]
 
 
 def autograd_gradients(s):
@@ -72,8 +82,9 @@ def test_C1_is_the_appendix_constant():
     assert sum(b.part_bounds(10, d).values()) == pytest.approx(b.C1(d) * 10)
 
 
-@pytest.mark.parametrize("bounds", [ProductBounds(), ProductBounds(M=1.2, eps=0.1, exponent=2),
-                                    ProductBounds(M=0.8, eps=0.3, exponent=3)])
+@pytest.mark.parametrize(
+    "bounds", [ProductBounds(), ProductBounds(M=1.2, eps=0.1, exponent=2), ProductBounds(M=0.8, eps=0.3, exponent=3)]
+)
 def test_product_gradient_meets_its_lower_bound(bounds):
     for m in range(2, 65):
         for d in (1, 8):
@@ -88,25 +99,28 @@ def test_growth_table_product_explodes_rotation_stays_below_its_line():
     assert list(df["m"]) == list(range(2, 65))
     assert (df["product"] >= df["product_lower_bound"]).all()
     assert (df["rotation"] <= df["rotation_upper_bound"]).all()
-    assert df["product_lower_bound"].iloc[-1] / df["product_lower_bound"].iloc[0] == pytest.approx(1.25 ** 62)
+    assert df["product_lower_bound"].iloc[-1] / df["product_lower_bound"].iloc[0] == pytest.approx(1.25**62)
     assert df["product"].iloc[-1] > 1e6 * df["product"].iloc[0]
     assert df["rotation"].max() < df["rotation_upper_bound"].iloc[0]  # below C_1·2 all the way to m = 64
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: rotation_layer_gradient(1, 4), r"m must be an integer in 2\.\.64, got 1"),
-    (lambda: rotation_layer_gradient(65, 4), r"m must be an integer in 2\.\.64, got 65"),
-    (lambda: gradient_growth(m_max=2.5), r"m must be an integer in 2\.\.64"),
-    (lambda: product_gradient(8, 0), r"embedding size d must be an integer in 1\.\.64"),
-    (lambda: RotationBounds(alpha=0.0), r"violates the assumption ‖B̃ᵀ‖∞ < α"),
-    (lambda: RotationBounds(theta=-1.0), r"theta = -1.0 violates the assumption ‖∂y/∂G‖∞"),
-    (lambda: RotationBounds(eta=math.inf), r"eta = inf violates the assumption \|X\| < η"),
-    (lambda: ProductBounds(M=0.0), r"M > 0"),
-    (lambda: ProductBounds(M=1.0, eps=1.0), r"ε must be in \[0, M\)"),
-    (lambda: ProductBounds(exponent=0), r"exponent α_i = 0 must be an integer in 1\.\.3"),
-    (lambda: gradient_growth(m_max=64, product=ProductBounds(M=40.0, eps=1.0, exponent=3)), "overflows float64"),
-    (lambda: gradient_growth(m_max=8, trials=0), r"trials must be an integer in 1\.\.20"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: rotation_layer_gradient(1, 4), r"m must be an integer in 2\.\.64, got 1"),
+        (lambda: rotation_layer_gradient(65, 4), r"m must be an integer in 2\.\.64, got 65"),
+        (lambda: gradient_growth(m_max=2.5), r"m must be an integer in 2\.\.64"),
+        (lambda: product_gradient(8, 0), r"embedding size d must be an integer in 1\.\.64"),
+        (lambda: RotationBounds(alpha=0.0), r"violates the assumption ‖B̃ᵀ‖∞ < α"),
+        (lambda: RotationBounds(theta=-1.0), r"theta = -1.0 violates the assumption ‖∂y/∂G‖∞"),
+        (lambda: RotationBounds(eta=math.inf), r"eta = inf violates the assumption \|X\| < η"),
+        (lambda: ProductBounds(M=0.0), r"M > 0"),
+        (lambda: ProductBounds(M=1.0, eps=1.0), r"ε must be in \[0, M\)"),
+        (lambda: ProductBounds(exponent=0), r"exponent α_i = 0 must be an integer in 1\.\.3"),
+        (lambda: gradient_growth(m_max=64, product=ProductBounds(M=40.0, eps=1.0, exponent=3)), "overflows float64"),
+        (lambda: gradient_growth(m_max=8, trials=0), r"trials must be an integer in 1\.\.20"),
+    ],
+)
 def test_bad_input_names_the_problem(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -1,11 +1,20 @@
 """Field interaction analysis: pruning at equal budget, post-hoc DPLR, spectra (DPLR paper)."""
+
 import numpy as np
 import pytest
 import torch
 
 from fmlib.analysis import dplr_posthoc, interaction_matrix, prune, spectrum
-from fmlib.analysis.interactions import (align_field_scales, budget, offdiag_error, percent_left, prune_mask,
-                                         pruned_fwfm, r_fm, with_R)
+from fmlib.analysis.interactions import (
+    align_field_scales,
+    budget,
+    offdiag_error,
+    percent_left,
+    prune_mask,
+    pruned_fwfm,
+    r_fm,
+    with_R,
+)
 from fmlib.data import synthetic
 from fmlib.models import build_model
 from fmlib.models.dplr import dplr_matrix
@@ -84,7 +93,10 @@ def test_posthoc_of_block_R():
 def test_nuclear_never_worse_than_eig_in_nuclear_norm():
     R = random_symmetric(10, seed=4)
     eig, nuc = dplr_posthoc(R, 2, "eig"), dplr_posthoc(R, 2, "nuclear")
-    nuclear = lambda fit: spectrum(fit.R - R, "singular").sum()
+
+    def nuclear(fit):
+        return spectrum(fit.R - R, "singular").sum()
+
     assert nuclear(nuc) <= nuclear(eig) + 1e-12
 
 

@@ -1,4 +1,5 @@
 """Attention inversion, single layer: Def. 3.1, the App. A gradient lemmas, Thm. 4.2, invert()."""
+
 import math
 
 import pytest
@@ -28,7 +29,7 @@ def test_attention_output_matches_naive_def_3_1():
 def test_loss_is_frobenius_plus_ridge():
     inst = planted_instance(4, 3, 1.0, seed=0)
     X = rand(3, 4, seed=5)
-    expected = ((attention_output(X, inst.W, inst.V) - inst.B) ** 2).sum() + 0.7 * (X ** 2).sum()
+    expected = ((attention_output(X, inst.W, inst.V) - inst.B) ** 2).sum() + 0.7 * (X**2).sum()
     torch.testing.assert_close(loss(X, inst.W, inst.V, inst.B, 0.7), expected)
     assert loss(inst.X_true, inst.W, inst.V, inst.B, 0.0).item() == pytest.approx(0.0, abs=1e-24)
 
@@ -39,8 +40,9 @@ def test_corrected_lemma_gradient_equals_autograd(seed, gamma):
     n, d = 3 + seed % 2, 2 + seed % 3
     inst = planted_instance(n, d, 1.5, seed=seed)
     X = rand(d, n, seed=10 + seed)
-    torch.testing.assert_close(lemma_gradient(X, inst.W, inst.V, inst.B, gamma),
-                               gradient(X, inst.W, inst.V, inst.B, gamma))
+    torch.testing.assert_close(
+        lemma_gradient(X, inst.W, inst.V, inst.B, gamma), gradient(X, inst.W, inst.V, inst.B, gamma)
+    )
 
 
 def test_printed_lemmas_show_both_slips():
@@ -65,33 +67,39 @@ def test_hessian_matches_finite_differences_of_gradient():
     for k in range(6):
         E = torch.zeros(6, dtype=D64)
         E[k] = h
-        col = (gradient(X + E.reshape(2, 3), inst.W, inst.V, inst.B, 0.1)
-               - gradient(X - E.reshape(2, 3), inst.W, inst.V, inst.B, 0.1)).reshape(-1) / (2 * h)
+        col = (
+            gradient(X + E.reshape(2, 3), inst.W, inst.V, inst.B, 0.1)
+            - gradient(X - E.reshape(2, 3), inst.W, inst.V, inst.B, 0.1)
+        ).reshape(-1) / (2 * h)
         torch.testing.assert_close(H[:, k], col, atol=1e-6, rtol=1e-5)
 
 
 def sample_assumption_point(n, d, R, seed):
     """W, V, X with spectral norm ≤ R and |b_ij| ≤ R² (Assumption 4.1)."""
+
     def normed(M, frac):
         return frac * R * M / torch.linalg.matrix_norm(M, ord=2)
+
     g = torch.Generator().manual_seed(seed)
-    W, V, X = (normed(torch.randn(*s, generator=g, dtype=D64), 0.5 + 0.5 * torch.rand(1, generator=g).item())
-               for s in ((d, d), (d, d), (d, n)))
-    B = R ** 2 * (2 * torch.rand(n, d, generator=g, dtype=D64) - 1)
+    W, V, X = (
+        normed(torch.randn(*s, generator=g, dtype=D64), 0.5 + 0.5 * torch.rand(1, generator=g).item())
+        for s in ((d, d), (d, d), (d, n))
+    )
+    B = R**2 * (2 * torch.rand(n, d, generator=g, dtype=D64) - 1)
     return W, V, X, B
 
 
 def test_hessian_positive_definite_above_theorem_4_2_bound():
     n, d, R = 3, 2, 1.2
     gamma = 1.01 * gamma_bound(n, d, R)
-    assert gamma == pytest.approx(1.01 * 72 * n * d * R ** 8)
+    assert gamma == pytest.approx(1.01 * 72 * n * d * R**8)
     negative_somewhere = False
     for seed in range(30):
         W, V, X, B = sample_assumption_point(n, d, R, seed)
         assert assumption_R(W, V, X, B) <= R + 1e-9
         assert torch.linalg.eigvalsh(hessian(X, W, V, B, gamma))[0] > 0
         lam0 = torch.linalg.eigvalsh(hessian(X, W, V, B, 0.0))[0].item()
-        assert lam0 >= -144 * n * d * R ** 8  # corrected Lemma H.2 (factor 2 of Lemma E.2)
+        assert lam0 >= -144 * n * d * R**8  # corrected Lemma H.2 (factor 2 of Lemma E.2)
         negative_somewhere |= lam0 < 0
     assert negative_somewhere  # without the regulariser the loss is not convex there
 
@@ -167,7 +175,6 @@ def test_regulariser_trades_recovery_for_convexity():
 def test_descend_batches_independent_problems():
     a, b = planted_instance(3, 2, 1.0, seed=1), planted_instance(3, 2, 1.0, seed=2)
     X0 = torch.stack([rand(2, 3, seed=4), rand(2, 3, seed=5)])
-    Xb, _ = descend(X0, *(torch.stack([getattr(a, k), getattr(b, k)]) for k in ("W", "V", "B")),
-                    0.0, "newton", 5, 1.0)
+    Xb, _ = descend(X0, *(torch.stack([getattr(a, k), getattr(b, k)]) for k in ("W", "V", "B")), 0.0, "newton", 5, 1.0)
     one = invert(b.W, b.V, b.B, "newton", steps=5, X0=X0[1])
     torch.testing.assert_close(Xb[1], one.X)

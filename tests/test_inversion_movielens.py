@@ -1,11 +1,20 @@
 """The §5 twist on synthetic sequences: tiny causal transformer + relaxed one-hot recovery."""
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from fmlib.inversion.movielens import (TinyTransformer, next_movie_loss, popularity_guess, prepare,
-                                       recover, recovery_summary, sequences, trajectory_table)
+from fmlib.inversion.movielens import (
+    TinyTransformer,
+    next_movie_loss,
+    popularity_guess,
+    prepare,
+    recover,
+    recovery_summary,
+    sequences,
+    trajectory_table,
+)
 
 
 def successor_ratings(users=240, movies=30, length=8, seed=0):
@@ -15,7 +24,7 @@ def successor_ratings(users=240, movies=30, length=8, seed=0):
     rows = []
     for u in range(users):
         s = rng.integers(movies)
-        t0 = rng.integers(10 ** 8)
+        t0 = rng.integers(10**8)
         rows += [(u + 1, (s + k) % movies + 1, 4.0, t0 + 60 * k) for k in range(length)]
     frame = pd.DataFrame(rows, columns=["user_id", "movie_id", "rating", "timestamp"])
     return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)

@@ -1,4 +1,5 @@
 """FM and FwFM: fast formulas against naive double sums; parameters registered and trained."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,8 +11,14 @@ from fmlib.data.schema import Schema
 from fmlib.models import build_model, hyperparameters, model_name
 from fmlib.models.fm import fm_pairwise
 
-SCHEMA = Schema.build([("a", "context", "single", 5, 1), ("b", "context", "single", 4, 1),
-                       ("c", "item", "single", 6, 1), ("g", "item", "multi", 7, 3)])
+SCHEMA = Schema.build(
+    [
+        ("a", "context", "single", 5, 1),
+        ("b", "context", "single", 4, 1),
+        ("c", "item", "single", 6, 1),
+        ("g", "item", "multi", 7, 3),
+    ]
+)
 
 
 def random_batch(schema, n=32, seed=0):

@@ -1,4 +1,5 @@
 """AppTest for app_pages/derivations.py: Next/Back, the step slider, slips and the wrong-variant toggle."""
+
 import json
 
 import pytest
@@ -47,7 +48,7 @@ def test_every_step_shows_latex_rule_source_and_a_passed_badge(at):
 
 
 def test_wrong_variant_toggle_shows_a_failing_check(at):
-    at.slider(key="deriv_step").set_value(3).run()          # Rendle's identity has "dropped the factor ½"
+    at.slider(key="deriv_step").set_value(3).run()  # Rendle's identity has "dropped the factor ½"
     assert not at.error
     at.toggle(key="deriv_wrong").set_value(True).run()
     assert not at.exception

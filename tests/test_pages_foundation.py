@@ -1,4 +1,5 @@
 """AppTest of the frame (app.py), the home page and the Train page."""
+
 from __future__ import annotations
 
 from apptest import app_page as page
@@ -19,6 +20,7 @@ def test_home_links_every_page():
     at.run()
     assert not at.exception
     from app_pages._ui import PAGES
+
     links = [el for el in at.get("page_link")]
     assert len(links) == len(PAGES) - 1
 
@@ -52,6 +54,7 @@ def test_train_page_model_hyperparameters_follow_the_model():
 
 def test_frame_lists_saved_runs(small_split):
     from fmlib.train import TrainConfig, train_model
+
     RunStore().save(train_model("fm", small_split, TrainConfig(epochs=1), dim=2), "r1")
     at = page("app.py", dataset="synthetic")
     at.run()

@@ -1,4 +1,5 @@
 """AppTest for app_pages/gradient_growth.py."""
+
 import base64
 
 import numpy as np
@@ -50,13 +51,16 @@ def test_slider_to_64_and_linear_scale(at):
     assert fig["layout"]["yaxis"]["type"] == "linear"
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("eta", 0.0, "violates the assumption |X| < η"),
-    ("theta", -1.0, "violates the assumption ‖∂y/∂G‖∞"),
-    ("d", 0, "embedding size d must be an integer in 1..64"),
-    ("M", 0.0, "M > 0"),
-    ("eps", 2.0, "ε must be in [0, M)"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("eta", 0.0, "violates the assumption |X| < η"),
+        ("theta", -1.0, "violates the assumption ‖∂y/∂G‖∞"),
+        ("d", 0, "embedding size d must be an integer in 1..64"),
+        ("M", 0.0, "M > 0"),
+        ("eps", 2.0, "ε must be in [0, M)"),
+    ],
+)
 def test_bad_bounds_give_a_clear_error(at, key, value, message):
     at.number_input(key=key).set_value(value).run()
     assert not at.exception
@@ -78,10 +82,15 @@ def test_construction_reproduces_the_truth_table(at):
     assert float(at.metric[0].value) > 1e-2
 
 
-@pytest.mark.parametrize("text, message", [("", "the field layout is empty"),
-                                           ("2, x", "comma-separated whole numbers"),
-                                           ("4", "at least 2 fields"),
-                                           ("2, 0", "integer number of features >= 1")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "the field layout is empty"),
+        ("2, x", "comma-separated whole numbers"),
+        ("4", "at least 2 fields"),
+        ("2, 0", "integer number of features >= 1"),
+    ],
+)
 def test_bad_layout_gives_a_clear_error(at, text, message):
     at.text_input(key="layout").set_value(text).run()
     assert not at.exception

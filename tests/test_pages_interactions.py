@@ -1,9 +1,11 @@
 """AppTests for app_pages/field_interactions.py and app_pages/ranking.py (synthetic data, tiny runs)."""
+
 from apptest import app_page, figure
 
 from fmlib.data import split, synthetic
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
+
 
 def page(name, **state):
     at = app_page(f"app_pages/{name}", timeout=60, **{"dataset": "synthetic", **state})
@@ -37,8 +39,7 @@ def test_interactions_page_on_a_saved_dplr_run():
     run_id = saved_run("dplr", rank=2)
     at = page("field_interactions.py", run_id=run_id)
     assert not at.error
-    assert any("R implied by DPLR" in a["text"]
-               for a in figure(at, 0)["layout"]["annotations"])
+    assert any("R implied by DPLR" in a["text"] for a in figure(at, 0)["layout"]["annotations"])
     at.radio(key="method").set_value("nuclear").run()
     assert not at.exception and not at.error
     spectra = figure(at, 1)

@@ -1,4 +1,5 @@
 """AppTest of app_pages/attention_inversion.py."""
+
 import torch
 from apptest import app_page, figure
 
@@ -23,8 +24,7 @@ def near_start_newton_error(seed, n=4, d=3, R=1.0):
     """What the page computes for a near start, straight from fmlib."""
     inst = planted_instance(n, d, R, seed)
     noise = torch.randn(d, n, generator=torch.Generator().manual_seed(1000 + seed), dtype=torch.float64)
-    run = invert(inst.W, inst.V, inst.B, "newton", 0.0, steps=100, X0=inst.X_true + 0.3 * noise,
-                 X_true=inst.X_true)
+    run = invert(inst.W, inst.V, inst.B, "newton", 0.0, steps=100, X0=inst.X_true + 0.3 * noise, X_true=inst.X_true)
     return run.trajectory["dist"].iloc[-1] / inst.X_true.norm().item()
 
 

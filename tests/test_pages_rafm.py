@@ -1,4 +1,5 @@
 """AppTest for app_pages/rank_aware_fm.py."""
+
 import pytest
 from apptest import app_page, figure
 
@@ -36,8 +37,15 @@ def test_movielens_histogram_thresholds_and_parameters():
     assert "% of FM(64)" in at.metric[0].delta
 
 
-@pytest.mark.parametrize("text, message", [("32,8", "strictly increasing"), ("16", "at least two ranks"),
-                                           ("0,8", "positive"), ("8,abc", "comma-separated integers")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("32,8", "strictly increasing"),
+        ("16", "at least two ranks"),
+        ("0,8", "positive"),
+        ("8,abc", "comma-separated integers"),
+    ],
+)
 def test_bad_rank_sets_get_clear_errors(text, message):
     at = page()
     at.text_input(key="rafm_ranks").set_value(text).run()
@@ -49,14 +57,38 @@ def test_bad_rank_sets_get_clear_errors(text, message):
 def test_saved_comparison_is_plotted(tmp_path):
     records = []
     for seed in (0, 1):
-        for model, params, rmse in [("FM(8)", 100, 0.95), ("FM(32)", 400, 0.97), ("RaFM(8, 32)", 300, 0.94),
-                                    ("RaFM-low", 90, 0.96)]:
-            records.append({"seed": seed, "model": model, "kind": "x", "epochs": 5, "parameters": params,
-                            "train_seconds_per_epoch": 1.0, "test_seconds": 0.1, "test_rmse": rmse + seed / 100,
-                            "test_mae": 0.7, "parameters_vs_top_fm": params / 400, "train_time_vs_top_fm": 1.0,
-                            "test_time_vs_top_fm": 1.0})
-    result = {"dataset": "synthetic", "ranks": [8, 32], "seeds": [0, 1], "task": "rating", "train": {},
-              "created": "now", "records": records, "summary": rafm_experiment.summarize(records).to_dict("records")}
+        for model, params, rmse in [
+            ("FM(8)", 100, 0.95),
+            ("FM(32)", 400, 0.97),
+            ("RaFM(8, 32)", 300, 0.94),
+            ("RaFM-low", 90, 0.96),
+        ]:
+            records.append(
+                {
+                    "seed": seed,
+                    "model": model,
+                    "kind": "x",
+                    "epochs": 5,
+                    "parameters": params,
+                    "train_seconds_per_epoch": 1.0,
+                    "test_seconds": 0.1,
+                    "test_rmse": rmse + seed / 100,
+                    "test_mae": 0.7,
+                    "parameters_vs_top_fm": params / 400,
+                    "train_time_vs_top_fm": 1.0,
+                    "test_time_vs_top_fm": 1.0,
+                }
+            )
+    result = {
+        "dataset": "synthetic",
+        "ranks": [8, 32],
+        "seeds": [0, 1],
+        "task": "rating",
+        "train": {},
+        "created": "now",
+        "records": records,
+        "summary": rafm_experiment.summarize(records).to_dict("records"),
+    }
     rafm_experiment.save(result, rafm_experiment.results_path("synthetic"))
     at = page()
     fig = figure(at, 2)

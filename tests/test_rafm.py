@@ -1,5 +1,6 @@
 """RaFM: Theorem 3 against the naive definition, storage (Prop. 1), the FM special case,
 Algorithm 1's gradient routing, bad input, save/load."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,8 +14,14 @@ from fmlib.data.schema import Schema
 from fmlib.models import build_model, model_name
 from fmlib.models.rafm import RaFM
 
-SCHEMA = Schema.build([("a", "context", "single", 6, 1), ("b", "context", "single", 5, 1),
-                       ("c", "item", "single", 7, 1), ("g", "item", "multi", 6, 3)])
+SCHEMA = Schema.build(
+    [
+        ("a", "context", "single", 6, 1),
+        ("b", "context", "single", 5, 1),
+        ("c", "item", "single", 7, 1),
+        ("g", "item", "multi", 6, 3),
+    ]
+)
 RANK_SETS = {2: (2, 5), 3: (2, 4, 7), 4: (1, 3, 6, 10)}
 
 
@@ -23,7 +30,7 @@ def random_batch(schema, n=24, seed=0):
     gen = torch.Generator().manual_seed(seed)
     cols, wts = [], []
     for f in schema.fields:
-        idx = torch.stack([f.offset + torch.randperm(f.cardinality, generator=gen)[:f.slots] for _ in range(n)])
+        idx = torch.stack([f.offset + torch.randperm(f.cardinality, generator=gen)[: f.slots] for _ in range(n)])
         lengths = torch.randint(1, f.slots + 1, (n, 1), generator=gen)
         cols.append(idx)
         wts.append((torch.arange(f.slots) < lengths).float() / lengths)
@@ -130,8 +137,7 @@ def stored_vector(model, p, row, grad=False):
     return (param.grad if grad else param)[pos if pos < n_free else pos - n_free]
 
 
-TINY = Schema.build([("a", "context", "single", 2, 1), ("b", "context", "single", 2, 1),
-                     ("c", "item", "single", 2, 1)])
+TINY = Schema.build([("a", "context", "single", 2, 1), ("b", "context", "single", 2, 1), ("c", "item", "single", 2, 1)])
 
 
 def test_algorithm_1_gradients_by_hand():
@@ -152,7 +158,11 @@ def test_algorithm_1_gradients_by_hand():
             stored_vector(model, p, row)[:] = torch.tensor(value, dtype=torch.float64)
         model.linear.weight[[1, 3, 4], 0] = torch.tensor([wa, wb, wc], dtype=torch.float64)
         model.bias.fill_(w0)
-    index, weight, y = torch.tensor([[1, 3, 4]]), torch.ones(1, 3, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)
+    index, weight, y = (
+        torch.tensor([[1, 3, 4]]),
+        torch.ones(1, 3, dtype=torch.float64),
+        torch.zeros(1, dtype=torch.float64),
+    )
 
     lin = w0 + wa + wb + wc
     y2 = lin + float(np.dot(va2, vb2)) + va1 * vc1 + vb1 * vc1
@@ -168,11 +178,11 @@ def test_algorithm_1_gradients_by_hand():
     def grad_of(row, p):
         return stored_vector(model, p, row, grad=True)
 
-    assert grad_of(4, 1).item() == pytest.approx(g * (va1 + vb1))            # v_c^(1): free
-    assert grad_of(1, 2).tolist() == pytest.approx([g * x for x in vb2])     # v_a^(2): free
-    assert grad_of(3, 2).tolist() == pytest.approx([g * x for x in va2])     # v_b^(2): free
-    assert grad_of(1, 1).item() == pytest.approx(d * (vb1 + vc1))            # v_a^(1): dependent only
-    assert grad_of(3, 1).item() == pytest.approx(d * (va1 + vc1))            # v_b^(1): dependent only
+    assert grad_of(4, 1).item() == pytest.approx(g * (va1 + vb1))  # v_c^(1): free
+    assert grad_of(1, 2).tolist() == pytest.approx([g * x for x in vb2])  # v_a^(2): free
+    assert grad_of(3, 2).tolist() == pytest.approx([g * x for x in va2])  # v_b^(2): free
+    assert grad_of(1, 1).item() == pytest.approx(d * (vb1 + vc1))  # v_a^(1): dependent only
+    assert grad_of(3, 1).item() == pytest.approx(d * (va1 + vc1))  # v_b^(1): dependent only
     assert model.linear.weight.grad[[1, 3, 4], 0].tolist() == pytest.approx([g] * 3)
     assert model.bias.grad.item() == pytest.approx(g)
 
@@ -236,10 +246,18 @@ def test_training_value_equals_evaluation_value():
 
 
 # ---- bad input, registry, save/load ----------------------------------------------------------
-@pytest.mark.parametrize("ranks, message", [
-    ((32, 8), "strictly increasing"), ((8, 8), "strictly increasing"), ((0, 8), "positive"),
-    ((-4, 8), "positive"), ((16,), "at least two ranks"), ((8.5, 16), "integers"), ("8,32", "list of integers"),
-])
+@pytest.mark.parametrize(
+    "ranks, message",
+    [
+        ((32, 8), "strictly increasing"),
+        ((8, 8), "strictly increasing"),
+        ((0, 8), "positive"),
+        ((-4, 8), "positive"),
+        ((16,), "at least two ranks"),
+        ((8.5, 16), "integers"),
+        ("8,32", "list of integers"),
+    ],
+)
 def test_bad_ranks_get_clear_messages(ranks, message):
     with pytest.raises(ValueError, match=message):
         RaFM(SCHEMA, ranks=ranks, counts=counts_for(ranks))
@@ -267,6 +285,7 @@ def test_zero_occurrence_features_get_the_lowest_rank():
 def test_save_and_load_round_trip(tmp_path):
     from fmlib.runs import RunStore
     from fmlib.train import Run
+
     model = make(RANK_SETS[3], seed=9).float().eval()
     assert model_name(model) == "rafm"
     run = Run(model=model, config={"model": "rafm", "hp": model.hparams(), "dataset": "synthetic"})
@@ -279,8 +298,9 @@ def test_save_and_load_round_trip(tmp_path):
 def test_fmlib_fit_runs_algorithm_1(small_split):
     """Through the foundation's trainer: the dependent tables move only if the trainer adds
     ``model.extra_loss(criterion)``; RaFM-low (B_{1,1}) then predicts far better than the mean."""
-    from fmlib.train import TrainConfig, evaluate, fit
     from fmlib.experiments.rafm import LevelOutput
+    from fmlib.train import TrainConfig, evaluate, fit
+
     schema = small_split.schema
     counts = np.where(np.arange(schema.num_features) % 2 == 0, 200, 1)  # half the rows at each level
     torch.manual_seed(0)

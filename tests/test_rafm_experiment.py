@@ -1,16 +1,24 @@
 """`python -m fmlib reproduce rafm`: bad input, the summary table, saving and loading results."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from fmlib.experiments import rafm as rafm_experiment
 from fmlib.cli import main
+from fmlib.experiments import rafm as rafm_experiment
 
 
-@pytest.mark.parametrize("ranks, message", [("8", "at least two ranks"), ("32,8", "strictly increasing"),
-                                            ("0,8", "positive"), ("8,x", "comma-separated integers")])
+@pytest.mark.parametrize(
+    "ranks, message",
+    [
+        ("8", "at least two ranks"),
+        ("32,8", "strictly increasing"),
+        ("0,8", "positive"),
+        ("8,x", "comma-separated integers"),
+    ],
+)
 def test_bad_ranks_exit_2_with_one_line(ranks, message, capsys):
     assert main(["reproduce", "rafm", "--ranks", ranks]) == 2
     err = capsys.readouterr().err
@@ -20,11 +28,24 @@ def test_bad_ranks_exit_2_with_one_line(ranks, message, capsys):
 def records():
     rows = []
     for seed, shift in [(0, 0.0), (1, 0.02)]:
-        for model, params, rmse, sec in [("FM(4)", 10, 0.91, 1.0), ("FM(16)", 40, 0.93, 2.0),
-                                         ("RaFM(4, 16)", 30, 0.90, 1.5), ("RaFM-low", 10, 0.95, math.nan)]:
-            rows.append({"seed": seed, "model": model, "epochs": 3, "parameters": params, "test_rmse": rmse + shift,
-                         "parameters_vs_top_fm": params / 40, "train_time_vs_top_fm": sec / 2.0,
-                         "test_time_vs_top_fm": sec / 2.0})
+        for model, params, rmse, sec in [
+            ("FM(4)", 10, 0.91, 1.0),
+            ("FM(16)", 40, 0.93, 2.0),
+            ("RaFM(4, 16)", 30, 0.90, 1.5),
+            ("RaFM-low", 10, 0.95, math.nan),
+        ]:
+            rows.append(
+                {
+                    "seed": seed,
+                    "model": model,
+                    "epochs": 3,
+                    "parameters": params,
+                    "test_rmse": rmse + shift,
+                    "parameters_vs_top_fm": params / 40,
+                    "train_time_vs_top_fm": sec / 2.0,
+                    "test_time_vs_top_fm": sec / 2.0,
+                }
+            )
     return rows
 
 
@@ -33,8 +54,13 @@ def test_summary_mean_std_and_table():
     assert summary.loc["RaFM(4, 16)", "test_rmse_mean"] == pytest.approx(0.91)
     assert summary.loc["RaFM(4, 16)", "test_rmse_std"] == pytest.approx(0.02 / math.sqrt(2))
     assert summary.loc["FM(4)", "parameters_vs_top_fm"] == pytest.approx(0.25)
-    result = {"dataset": "synthetic", "ranks": [4, 16], "seeds": [0, 1], "task": "rating",
-              "summary": rafm_experiment.summarize(records()).to_dict("records")}
+    result = {
+        "dataset": "synthetic",
+        "ranks": [4, 16],
+        "seeds": [0, 1],
+        "task": "rating",
+        "summary": rafm_experiment.summarize(records()).to_dict("records"),
+    }
     text = rafm_experiment.format_table(result)
     line = next(l for l in text.splitlines() if l.startswith("RaFM(4, 16)"))
     assert "0.9100 ± 0.0141" in line and "75.0%" in line and "0.75" in line

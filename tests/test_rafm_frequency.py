@@ -1,12 +1,13 @@
 """Eq. 17 rank assignment, its thresholds, histograms and parameter counts (fmlib.models.rafm_ranks, fmlib.analysis.frequency)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
-from fmlib.models.rafm_ranks import assign_ranks, check_ranks, feature_set_sizes, stored_parameters, thresholds
 from fmlib.data.schema import Schema
+from fmlib.models.rafm_ranks import assign_ranks, check_ranks, feature_set_sizes, stored_parameters, thresholds
 
 SCHEMA = Schema.build([("user", "context", "single", 5, 1), ("genres", "item", "multi", 4, 2)])
 
@@ -37,10 +38,18 @@ def test_feature_sets_and_stored_parameters():
     assert stored_parameters(levels, (2, 4, 8)) == 2 * 7 + 4 * 5 + 8 * 3
 
 
-@pytest.mark.parametrize("ranks, message", [
-    ((32, 8), "strictly increasing"), ((4, 4), "strictly increasing"), ((0, 4), "positive"),
-    ((16,), "at least two ranks"), ((), "at least two ranks"), ((2.0, 4), "integers"), ("4,8", "list of integers"),
-])
+@pytest.mark.parametrize(
+    "ranks, message",
+    [
+        ((32, 8), "strictly increasing"),
+        ((4, 4), "strictly increasing"),
+        ((0, 4), "positive"),
+        ((16,), "at least two ranks"),
+        ((), "at least two ranks"),
+        ((2.0, 4), "integers"),
+        ("4,8", "list of integers"),
+    ],
+)
 def test_bad_rank_sets(ranks, message):
     with pytest.raises(ValueError, match=message):
         check_ranks(ranks)
@@ -63,10 +72,15 @@ def test_histogram_bins_are_powers_of_two_per_field_and_zeros_reported():
     counts = np.array([0, 1, 2, 3, 9, 0, 200, 130, 1])  # user rows 0-4, genres rows 5-8
     hist = occurrence_histogram(counts, SCHEMA)
     got = {(r.field, r.label): r.features for r in hist.itertuples()}
-    assert got == {("user", "1"): 1, ("user", "2–3"): 2, ("user", "8–15"): 1,
-                   ("genres", "1"): 1, ("genres", "128–255"): 2}
+    assert got == {
+        ("user", "1"): 1,
+        ("user", "2–3"): 2,
+        ("user", "8–15"): 1,
+        ("genres", "1"): 1,
+        ("genres", "128–255"): 2,
+    }
     assert hist["features"].sum() == (counts > 0).sum()
-    assert all((hist["low"] <= hist["high"] - 1)) and set(hist["low"]) <= {2 ** j for j in range(9)}
+    assert all((hist["low"] <= hist["high"] - 1)) and set(hist["low"]) <= {2**j for j in range(9)}
     assert zero_count_note(counts).startswith("2 feature rows never occur")
     assert zero_count_note(counts + 1) == ""
 
@@ -76,7 +90,8 @@ def test_rank_table_and_parameter_summary():
     table = rank_table(counts, (4, 16), SCHEMA)
     assert table.to_dict("records") == [
         {"field": "user", "features": 5, "never seen": 1, "k=1 (D=4)": 2, "k=2 (D=16)": 3},
-        {"field": "genres", "features": 4, "never seen": 1, "k=1 (D=4)": 2, "k=2 (D=16)": 2}]
+        {"field": "genres", "features": 4, "never seen": 1, "k=1 (D=4)": 2, "k=2 (D=16)": 2},
+    ]
     summary = parameter_summary(counts, (4, 16))
     assert summary["F_sizes"] == [9, 5]  # threshold √(4·16) = 8: 9, 20, 40, 200, 130 get D = 16
     assert summary["rafm_parameters"] == 4 * 9 + 16 * 5 and summary["fm_parameters"] == 16 * 9

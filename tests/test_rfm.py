@@ -1,4 +1,5 @@
 """RFM model: the rotation layer against the appendix's complex form, gradients, rebuild, training."""
+
 import math
 
 import pytest
@@ -29,11 +30,18 @@ def complex_logits(q, k, w):
 def multi_field_data(n=200, seed=0) -> Dataset:
     """Three single fields and one multi-valued field (3 slots, averaged), random ratings."""
     gen = torch.Generator().manual_seed(seed)
-    schema = Schema.build([("user", "context", "single", 6, 1), ("hour", "context", "single", 4, 1),
-                           ("movie", "item", "single", 7, 1), ("genres", "item", "multi", 5, 3)])
+    schema = Schema.build(
+        [
+            ("user", "context", "single", 6, 1),
+            ("hour", "context", "single", 4, 1),
+            ("movie", "item", "single", 7, 1),
+            ("genres", "item", "multi", 5, 3),
+        ]
+    )
     offsets = [f.offset for f in schema.fields]
-    single = torch.stack([torch.randint(1, f.cardinality, (n,), generator=gen) + f.offset
-                          for f in schema.fields[:3]], 1)
+    single = torch.stack(
+        [torch.randint(1, f.cardinality, (n,), generator=gen) + f.offset for f in schema.fields[:3]], 1
+    )
     genres = torch.randint(1, 5, (n, 3), generator=gen) + offsets[3]
     count = torch.randint(1, 4, (n,), generator=gen)
     present = torch.arange(3)[None, :] < count[:, None]
@@ -50,8 +58,10 @@ def test_rotation_logits_equal_complex_and_elementwise_forms():
     real = rotation_logits(q, k, w)
     assert torch.allclose(real, complex_logits(q, k, w), atol=1e-12)
     # entry (i, l) is Σ_c w_c cos(q_ic − k_lc): the angle between query i and key l
-    naive = torch.tensor([[sum(w[c] * math.cos(q[i, c] - k[l, c]) for c in range(5)) for l in range(7)]
-                          for i in range(7)], dtype=torch.float64)
+    naive = torch.tensor(
+        [[sum(w[c] * math.cos(q[i, c] - k[l, c]) for c in range(5)) for l in range(7)] for i in range(7)],
+        dtype=torch.float64,
+    )
     assert torch.allclose(real, naive, atol=1e-12)
 
 
@@ -70,14 +80,25 @@ def test_rotation_layer_forward_equals_naive_complex_form():
         Q = torch.stack([theta[b, f] @ layer.W_Q[f] for f in range(m)])  # per-field projections
         K = torch.stack([theta[b, f] @ layer.W_K[f] for f in range(m)])
         V = torch.stack([theta[b, f] @ layer.W_V[f] for f in range(m)])
-        G = torch.cat([torch.sigmoid(complex_logits(Q[:, s], K[:, s], layer.w)) @ V[:, s]
-                       for s in (slice(i * dh, (i + 1) * dh) for i in range(heads))], 1)
+        G = torch.cat(
+            [
+                torch.sigmoid(complex_logits(Q[:, s], K[:, s], layer.w)) @ V[:, s]
+                for s in (slice(i * dh, (i + 1) * dh) for i in range(heads))
+            ],
+            1,
+        )
         expected = layer.norm(G + theta[b] @ layer.W_res.weight.T)
         assert torch.allclose(out[b], expected, atol=1e-10)
 
 
-@pytest.mark.parametrize("hp", [dict(layers=1, residual=True), dict(layers=3, residual=False, heads=4),
-                                dict(layers=2, residual=True, hidden=16, groups=2)])
+@pytest.mark.parametrize(
+    "hp",
+    [
+        dict(layers=1, residual=True),
+        dict(layers=3, residual=False, heads=4),
+        dict(layers=2, residual=True, hidden=16, groups=2),
+    ],
+)
 def test_every_parameter_is_registered_and_receives_gradient(hp):
     data = multi_field_data()
     torch.manual_seed(0)
@@ -94,8 +115,9 @@ def test_every_parameter_is_registered_and_receives_gradient(hp):
 
 def test_hparams_rebuild_the_same_model():
     data = multi_field_data()
-    model = build_model("rfm", data.schema, dim=8, hidden=12, heads=3, layers=2, dropout=0.2,
-                        mlp_hidden=8, groups=2, residual=False).eval()
+    model = build_model(
+        "rfm", data.schema, dim=8, hidden=12, heads=3, layers=2, dropout=0.2, mlp_hidden=8, groups=2, residual=False
+    ).eval()
     again = build_model("rfm", data.schema, **model.hparams())
     again.load_state_dict(model.state_dict())
     again.eval()
@@ -103,10 +125,15 @@ def test_hparams_rebuild_the_same_model():
     assert torch.equal(model(data.index, data.weight), again(data.index, data.weight))
 
 
-@pytest.mark.parametrize("bad, message", [(dict(layers=4), "layers must be in 1..3"),
-                                          (dict(hidden=10, heads=3), "multiple of heads"),
-                                          (dict(mlp_hidden=10, groups=4), "multiple of groups"),
-                                          (dict(dropout=1.0), "dropout must be in")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(layers=4), "layers must be in 1..3"),
+        (dict(hidden=10, heads=3), "multiple of heads"),
+        (dict(mlp_hidden=10, groups=4), "multiple of groups"),
+        (dict(dropout=1.0), "dropout must be in"),
+    ],
+)
 def test_bad_hyperparameters_are_named(bad, message):
     with pytest.raises(ValueError, match=message):
         RFM(multi_field_data().schema, **bad)

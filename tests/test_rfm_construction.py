@@ -1,11 +1,17 @@
 """RFM appendix §1.1 (Theorem 1.1): the construction reproduces random truth tables."""
+
 import math
 
 import pytest
 import torch
 
-from fmlib.analysis.rotation_construction import (construct, construction_error, field_of,
-                                                  random_truth_table, relation_vectors)
+from fmlib.analysis.rotation_construction import (
+    construct,
+    construction_error,
+    field_of,
+    random_truth_table,
+    relation_vectors,
+)
 
 LAYOUTS = [(2, 2), (2, 3, 2), (1, 4, 2, 3), (3, 1, 1, 2, 2)]
 
@@ -71,24 +77,28 @@ def test_printed_claim_fails_on_the_diagonal():
     assert (c.theta_hat - target).abs().max() > 0.1
 
 
-@pytest.mark.parametrize("args, message", [
-    (((), None), "the field layout is empty"),
-    (((3,), None), "at least 2 fields"),
-    (((2, 0), None), "integer number of features >= 1"),
-    (((2, 2), torch.zeros(0, 0)), "the truth table T is empty"),
-    (((2, 2), torch.zeros(3, 3)), r"N×N = 4×4"),
-    (((2, 2), torch.full((4, 4), 0.5)), "only 0 and 1"),
-    (((2, 2), torch.eye(4)), "same field"),
-    (((13, 12), None), "at most 24 features"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (((), None), "the field layout is empty"),
+        (((3,), None), "at least 2 fields"),
+        (((2, 0), None), "integer number of features >= 1"),
+        (((2, 2), torch.zeros(0, 0)), "the truth table T is empty"),
+        (((2, 2), torch.zeros(3, 3)), r"N×N = 4×4"),
+        (((2, 2), torch.full((4, 4), 0.5)), "only 0 and 1"),
+        (((2, 2), torch.eye(4)), "same field"),
+        (((13, 12), None), "at most 24 features"),
+    ],
+)
 def test_bad_input_names_the_problem(args, message):
     sizes, T = args
     with pytest.raises(ValueError, match=message):
         construct(sizes, torch.zeros(sum(sizes), sum(sizes)) if T is None else T)
 
 
-@pytest.mark.parametrize("kw, message", [(dict(S=0.0), "S must be a positive number"),
-                                         (dict(eps=-1e-3), "ε must be a positive number")])
+@pytest.mark.parametrize(
+    "kw, message", [(dict(S=0.0), "S must be a positive number"), (dict(eps=-1e-3), "ε must be a positive number")]
+)
 def test_bad_S_and_eps(kw, message):
     with pytest.raises(ValueError, match=message):
         construct((2, 2), torch.zeros(4, 4), **kw)

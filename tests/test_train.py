@@ -1,4 +1,5 @@
 """Training loop, metrics, run store round trip."""
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,15 @@ def test_rating_predictions_are_clipped(small_split):
     assert evaluate(run.model, data, "rating")["mae"] == pytest.approx(float((clipped - data.rating).abs().mean()))
 
 
-@pytest.mark.parametrize("bad, message", [(dict(task="ranking"), "task must be one of"),
-                                          (dict(epochs=0), "epochs must be a positive"),
-                                          (dict(lr=0), "lr must be > 0"),
-                                          (dict(weight_decay=-1), "weight_decay must be >= 0")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(task="ranking"), "task must be one of"),
+        (dict(epochs=0), "epochs must be a positive"),
+        (dict(lr=0), "lr must be > 0"),
+        (dict(weight_decay=-1), "weight_decay must be >= 0"),
+    ],
+)
 def test_bad_config_is_named(bad, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**bad)
@@ -92,15 +98,16 @@ def test_corrupt_runs_are_named(small_split, tmp_path):
 
 def test_fit_without_test_split(small_split):
     from fmlib.models import build_model
+
     torch.manual_seed(0)
-    run = fit(build_model("fm", small_split.schema, dim=2), small_split.train, small_split.valid,
-              TrainConfig(epochs=1))
+    run = fit(build_model("fm", small_split.schema, dim=2), small_split.train, small_split.valid, TrainConfig(epochs=1))
     assert set(run.metrics) == {"valid"} and run.config["model"] == "fm"
 
 
 def test_param_groups_decay_matrices_only_and_slow_fwfm_R(small_split):
     from fmlib.models import build_model
     from fmlib.train import param_groups
+
     model = build_model("fwfm", small_split.schema, dim=2)
     groups = param_groups(model, lr=0.01, weight_decay=0.1)
     by_param = {id(p): g for g in groups for p in g["params"]}

@@ -3,6 +3,7 @@
 The rank rule itself, eq. 17, and the feature sets F_k of eq. 6 live beside the model, in
 ``fmlib.models.rafm_ranks``; this module counts, bins and tabulates.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -10,7 +11,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..models.rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes, stored_parameters, thresholds
+from ..models.rafm_ranks import (
+    assign_ranks,
+    check_counts,
+    check_ranks,
+    feature_set_sizes,
+    stored_parameters,
+    thresholds,
+)
 
 
 def zero_count_note(counts) -> str:
@@ -18,15 +26,17 @@ def zero_count_note(counts) -> str:
     zeros = int((check_counts(counts) == 0).sum())
     if zeros == 0:
         return ""
-    return (f"{zeros} feature row{'s' if zeros > 1 else ''} never occur{'s' if zeros == 1 else ''} in the "
-            "training split (rare buckets and values seen only in valid/test): eq. 17 needs log n_i, and "
-            "log 0 = −∞ is closest to log D_1, so they get the lowest rank; their embeddings stay untrained.")
+    return (
+        f"{zeros} feature row{'s' if zeros > 1 else ''} never occur{'s' if zeros == 1 else ''} in the "
+        "training split (rare buckets and values seen only in valid/test): eq. 17 needs log n_i, and "
+        "log 0 = −∞ is closest to log D_1, so they get the lowest rank; their embeddings stay untrained."
+    )
 
 
 def _field_of_rows(schema) -> np.ndarray:
     field = np.empty(schema.num_features, dtype=object)
     for f in schema.fields:
-        field[f.offset:f.offset + f.cardinality] = f.name
+        field[f.offset : f.offset + f.cardinality] = f.name
     return field
 
 
@@ -74,6 +84,12 @@ def parameter_summary(counts, ranks: Sequence[int]) -> dict:
     rafm = stored_parameters(levels, ranks)
     fm = ranks[-1] * n.size
     occurrences = [float(n[levels >= k].sum() / n.sum()) for k in range(1, len(ranks) + 1)]
-    return {"ranks": ranks, "thresholds": thresholds(ranks).tolist(), "F_sizes": sizes.tolist(),
-            "rafm_parameters": rafm, "fm_parameters": fm, "share": rafm / fm,
-            "occurrence_share": occurrences}
+    return {
+        "ranks": ranks,
+        "thresholds": thresholds(ranks).tolist(),
+        "F_sizes": sizes.tolist(),
+        "rafm_parameters": rafm,
+        "fm_parameters": fm,
+        "share": rafm / fm,
+        "occurrence_share": occurrences,
+    }

@@ -33,6 +33,7 @@ Slips in the printed appendix (the code uses the corrected lines; tests check th
   which is the largest entry, the wrong direction for a lower bound), the line after "let
   t = min α_i" bounds ∂y/∂X_ij (printed ∂g/∂X_ij), and replacing Σα by mt needs M − ε ≥ 1.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,6 +65,7 @@ def check_fields(m: int, d: int) -> None:
 @dataclass(frozen=True)
 class RotationBounds:
     """The appendix's bounds for one rotation layer; each must be a positive finite number."""
+
     eta: float = 1.0  # |X| < η
     alpha: float = 1.0  # ‖B̃ᵀ‖∞ < α   (queries)
     beta: float = 1.0  # ‖C̃ᵀ‖∞ < β    (keys)
@@ -71,16 +73,22 @@ class RotationBounds:
     zeta: float = 1.0  # ‖diag(w)‖∞ < ζ
     theta: float = 1.0  # ‖∂y/∂G‖∞, ‖(∂y/∂G)ᵀ‖∞ < θ
 
-    ASSUMPTIONS = {"eta": "|X| < η", "alpha": "‖B̃ᵀ‖∞ < α", "beta": "‖C̃ᵀ‖∞ < β",
-                   "gamma": "‖D̃ᵀ‖∞, ‖D̃‖∞ < γ", "zeta": "‖diag(w)‖∞ < ζ",
-                   "theta": "‖∂y/∂G‖∞, ‖(∂y/∂G)ᵀ‖∞ < θ"}
+    ASSUMPTIONS = {
+        "eta": "|X| < η",
+        "alpha": "‖B̃ᵀ‖∞ < α",
+        "beta": "‖C̃ᵀ‖∞ < β",
+        "gamma": "‖D̃ᵀ‖∞, ‖D̃‖∞ < γ",
+        "zeta": "‖diag(w)‖∞ < ζ",
+        "theta": "‖∂y/∂G‖∞, ‖(∂y/∂G)ᵀ‖∞ < θ",
+    }
 
     def __post_init__(self):
         for name, text in self.ASSUMPTIONS.items():
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"bound {name} = {value!r} violates the assumption {text}: "
-                                 f"{name} must be a positive finite number")
+                raise ValueError(
+                    f"bound {name} = {value!r} violates the assumption {text}: {name} must be a positive finite number"
+                )
 
     def C1(self, d: int) -> float:
         """C_1 = γθ + αζηγθd/2 + βζγηθ/2, so that ‖∂y/∂X‖∞ ≤ C_1·m (§1.2)."""
@@ -97,6 +105,7 @@ class RotationBounds:
 @dataclass(frozen=True)
 class ProductBounds:
     """Product interaction inputs: |X_ij| in [M − ε, M + ε], exponent a = α_i for every field."""
+
     M: float = 1.5
     eps: float = 0.25
     exponent: int = 1
@@ -105,11 +114,13 @@ class ProductBounds:
         if not (math.isfinite(self.M) and self.M > 0):
             raise ValueError(f"M = {self.M!r} violates the assumption M > 0 (M is strictly bigger than zero)")
         if not (math.isfinite(self.eps) and 0 <= self.eps < self.M):
-            raise ValueError(f"ε = {self.eps!r} violates the assumption |X_ij| ≥ M − ε > 0: "
-                             f"ε must be in [0, M) = [0, {self.M})")
+            raise ValueError(
+                f"ε = {self.eps!r} violates the assumption |X_ij| ≥ M − ε > 0: ε must be in [0, M) = [0, {self.M})"
+            )
         if isinstance(self.exponent, bool) or not isinstance(self.exponent, int) or not 1 <= self.exponent <= 3:
-            raise ValueError(f"exponent α_i = {self.exponent!r} must be an integer in 1..3 "
-                             "(α_i ≥ 1 keeps X_i^(α_i−1) bounded below)")
+            raise ValueError(
+                f"exponent α_i = {self.exponent!r} must be an integer in 1..3 (α_i ≥ 1 keeps X_i^(α_i−1) bounded below)"
+            )
 
     @property
     def grows(self) -> bool:
@@ -123,8 +134,10 @@ class ProductBounds:
     def check_float_range(self, m: int) -> None:
         """Raise ValueError if (M + ε)^{a·m} would overflow float64."""
         if self.exponent * m * math.log10(self.M + self.eps) > 300:
-            raise ValueError(f"(M + ε)^(a·m) = {self.M + self.eps}^{self.exponent * m} overflows float64: "
-                             "lower M, ε, the exponent or m")
+            raise ValueError(
+                f"(M + ε)^(a·m) = {self.M + self.eps}^{self.exponent * m} overflows float64: "
+                "lower M, ε, the exponent or m"
+            )
 
 
 def _scaled(A: torch.Tensor, norm: float, bound: float) -> torch.Tensor:
@@ -150,12 +163,14 @@ def sample_rotation_layer(m: int, d: int, bounds: RotationBounds, seed: int = 0)
     w = 2 * torch.rand(d, generator=gen, dtype=torch.float64) - 1
     U = randn(m, d)
     # |cos − sin| ≤ √2, so ‖U‖∞, ‖Uᵀ‖∞ < θ/√2 keeps both norms of ∂y/∂G = U ⊙ (cos G − sin G) below θ
-    return {"X": block_diagonal(fields),
-            "B": _scaled(B, inf_norm(B.T), bounds.alpha),
-            "C": _scaled(C, inf_norm(C.T), bounds.beta),
-            "D": _scaled(D, max(inf_norm(D.T), inf_norm(D)), bounds.gamma),
-            "w": _scaled(w, float(w.abs().max()), bounds.zeta),
-            "U": _scaled(U, math.sqrt(2) * max(inf_norm(U), inf_norm(U.T)), bounds.theta)}
+    return {
+        "X": block_diagonal(fields),
+        "B": _scaled(B, inf_norm(B.T), bounds.alpha),
+        "C": _scaled(C, inf_norm(C.T), bounds.beta),
+        "D": _scaled(D, max(inf_norm(D.T), inf_norm(D)), bounds.gamma),
+        "w": _scaled(w, float(w.abs().max()), bounds.zeta),
+        "U": _scaled(U, math.sqrt(2) * max(inf_norm(U), inf_norm(U.T)), bounds.theta),
+    }
 
 
 def rotation_layer_output(X, B, C, D, w, U) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,11 +194,13 @@ def rotation_gradient_parts(X, B, C, D, w, dydG) -> dict[str, torch.Tensor]:
     S = torch.sigmoid(rotation_logits(Q, K, w))
     P = (dydG @ V.T) * S * (1 - S)
     W = w[:, None]  # diag(w) applied from the left
-    return {"I": D.T @ dydG.T @ S,
-            "II": B.T @ ((W * torch.cos(K).T @ P.T) * torch.sin(Q).T),
-            "III": C.T @ ((W * torch.cos(Q).T @ P) * torch.sin(K).T),
-            "IV": B.T @ ((W * torch.sin(K).T @ P.T) * torch.cos(Q).T),
-            "V": C.T @ ((W * torch.sin(Q).T @ P) * torch.cos(K).T)}
+    return {
+        "I": D.T @ dydG.T @ S,
+        "II": B.T @ ((W * torch.cos(K).T @ P.T) * torch.sin(Q).T),
+        "III": C.T @ ((W * torch.cos(Q).T @ P) * torch.sin(K).T),
+        "IV": B.T @ ((W * torch.sin(K).T @ P.T) * torch.cos(Q).T),
+        "V": C.T @ ((W * torch.sin(Q).T @ P) * torch.cos(K).T),
+    }
 
 
 def rotation_gradient_closed_form(X, B, C, D, w, dydG) -> torch.Tensor:
@@ -201,10 +218,15 @@ def rotation_layer_gradient(m: int, d: int, bounds: RotationBounds = RotationBou
     X = s["X"].clone().requires_grad_(True)
     G, y = rotation_layer_output(X, s["B"], s["C"], s["D"], s["w"], s["U"])
     dydX, dydG = torch.autograd.grad(y, (X, G))
-    return {"grad": inf_norm(dydX),
-            "eta": float(s["X"].abs().max()), "alpha": inf_norm(s["B"].T), "beta": inf_norm(s["C"].T),
-            "gamma": max(inf_norm(s["D"].T), inf_norm(s["D"])), "zeta": float(s["w"].abs().max()),
-            "theta": max(inf_norm(dydG), inf_norm(dydG.T))}
+    return {
+        "grad": inf_norm(dydX),
+        "eta": float(s["X"].abs().max()),
+        "alpha": inf_norm(s["B"].T),
+        "beta": inf_norm(s["C"].T),
+        "gamma": max(inf_norm(s["D"].T), inf_norm(s["D"])),
+        "zeta": float(s["w"].abs().max()),
+        "theta": max(inf_norm(dydG), inf_norm(dydG.T)),
+    }
 
 
 def product_gradient(m: int, d: int, bounds: ProductBounds = ProductBounds(), seed: int = 0) -> dict:
@@ -220,8 +242,14 @@ def product_gradient(m: int, d: int, bounds: ProductBounds = ProductBounds(), se
     return {"grad": inf_norm(dydX), "min_entry": float(dydX.abs().min())}
 
 
-def gradient_growth(m_max: int = 64, d: int = 8, rotation: RotationBounds = RotationBounds(),
-                    product: ProductBounds = ProductBounds(), trials: int = 3, seed: int = 0) -> pd.DataFrame:
+def gradient_growth(
+    m_max: int = 64,
+    d: int = 8,
+    rotation: RotationBounds = RotationBounds(),
+    product: ProductBounds = ProductBounds(),
+    trials: int = 3,
+    seed: int = 0,
+) -> pd.DataFrame:
     """‖∂y/∂X‖∞ for m = 2..m_max: measured by autograd and the appendix's lines (§1.2).
 
     Columns: m, product (smallest of ``trials`` draws), product_lower_bound = a(M−ε)^{am−1},
@@ -236,9 +264,13 @@ def gradient_growth(m_max: int = 64, d: int = 8, rotation: RotationBounds = Rota
     rows = []
     for m in range(M_RANGE[0], m_max + 1):
         seeds = [seed * 1000 + 100 * t + m for t in range(trials)]
-        rows.append({"m": m,
-                     "product": min(product_gradient(m, d, product, s)["grad"] for s in seeds),
-                     "product_lower_bound": product.lower_bound(m),
-                     "rotation": max(rotation_layer_gradient(m, d, rotation, s)["grad"] for s in seeds),
-                     "rotation_upper_bound": C1 * m})
+        rows.append(
+            {
+                "m": m,
+                "product": min(product_gradient(m, d, product, s)["grad"] for s in seeds),
+                "product_lower_bound": product.lower_bound(m),
+                "rotation": max(rotation_layer_gradient(m, d, rotation, s)["grad"] for s in seeds),
+                "rotation_upper_bound": C1 * m,
+            }
+        )
     return pd.DataFrame(rows)

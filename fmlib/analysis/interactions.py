@@ -12,6 +12,7 @@ DPLR paper (../shared/papers/dplr-fwfm-low-rank-field-weighted-fm.md):
   Σ_i λ_i(VVᵀ) σ_i(E), so the singular values of E are what to look at (Fig. 2).
 All functions take and return numpy arrays (float64).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,10 @@ def interaction_matrix(model) -> np.ndarray:
     R = getattr(model, "R", None)
     if not isinstance(R, torch.Tensor):
         name = type(model).__name__
-        raise ValueError(f"a {name} model has no field interaction matrix R: open a field-weighted "
-                         "run (fwfm or dplr) — an FM is the FwFM with R = 11ᵀ − I fixed")
+        raise ValueError(
+            f"a {name} model has no field interaction matrix R: open a field-weighted "
+            "run (fwfm or dplr) — an FM is the FwFM with R = 11ᵀ − I fixed"
+        )
     return R.detach().double().cpu().numpy()
 
 
@@ -72,8 +75,10 @@ def _kept_pairs(R: np.ndarray, keep) -> tuple[np.ndarray, np.ndarray]:
     m = R.shape[0]
     pairs = m * (m - 1) // 2
     if isinstance(keep, bool) or not float(keep).is_integer() or not 1 <= keep <= pairs:
-        raise ValueError(f"the pruning budget must be an integer in 1..m(m−1)/2 = 1..{pairs} "
-                         f"interactions for {m} fields, got {keep!r}")
+        raise ValueError(
+            f"the pruning budget must be an integer in 1..m(m−1)/2 = 1..{pairs} "
+            f"interactions for {m} fields, got {keep!r}"
+        )
     rows, cols = np.triu_indices(m, 1)
     order = np.argsort(-np.abs(R[rows, cols]), kind="stable")[: int(keep)]
     return rows[order], cols[order]
@@ -100,6 +105,7 @@ def prune_mask(R, keep: int) -> np.ndarray:
 @dataclass
 class PosthocDPLR:
     """R̃ = Uᵀ diag(e) U + diag(d) with d = −diag_of(Uᵀ diag(e) U) (eq. 10): zero diagonal."""
+
     U: np.ndarray  # (ρ, m)
     e: np.ndarray  # (ρ,)
     method: str
@@ -232,6 +238,7 @@ def align_field_scales(R_hat, R) -> np.ndarray:
 def with_R(fwfm, R):
     """A copy of an FwFM whose interaction matrix is replaced by the symmetric R (e.g. pruned, post-hoc)."""
     from ..models.fwfm import FwFM
+
     if not isinstance(fwfm, FwFM):
         raise ValueError(f"expected an FwFM, got {type(fwfm).__name__}")
     m = fwfm.schema.num_fields

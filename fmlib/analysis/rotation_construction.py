@@ -20,6 +20,7 @@ all n_j coordinates agree, cos 0 = 1, and α_{j,j} = Sigmoid(S·n_j) → 1 altho
 Corrected: α_{j,l} → T(ID(x_j), ID(x_l)) for l ≠ j and α_{j,j} → 1, so
 θ̂_j → θ_j + Σ_{l≠j} f(e_j, e_l) θ_l (each field keeps its own angle, exponent 1 on e_j).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -57,7 +58,7 @@ def field_of(sizes) -> torch.Tensor:
 
 
 def feature_labels(sizes) -> list[str]:
-    """"f2.3" = third feature of the second field, for every global index s."""
+    """ "f2.3" = third feature of the second field, for every global index s."""
     return [f"f{j + 1}.{i + 1}" for j, n in enumerate(sizes) for i in range(n)]
 
 
@@ -67,8 +68,9 @@ def relation_frame(sizes, T, ids) -> pd.DataFrame:
     T = check_truth_table(T, sizes)
     r = relation_vectors(sizes, T, torch.as_tensor(ids).reshape(1, -1))[0]
     labels = feature_labels(sizes)
-    return pd.DataFrame(r.numpy(), columns=labels,
-                        index=[f"r{j + 1} (x{j + 1} = {labels[int(s)]})" for j, s in enumerate(ids)])
+    return pd.DataFrame(
+        r.numpy(), columns=labels, index=[f"r{j + 1} (x{j + 1} = {labels[int(s)]})" for j, s in enumerate(ids)]
+    )
 
 
 def check_truth_table(T: torch.Tensor, sizes) -> torch.Tensor:
@@ -162,7 +164,7 @@ def construct(sizes, T, S: float = 20.0, eps: float = 1e-3, d: int = 4, seed: in
     angles = theta_tilde @ M.T  # M θ̃_j = π r_j, (B, m, N)
     scores = torch.empty(len(ids), m, m, dtype=torch.float64)
     for j, (o, n) in enumerate(zip(offsets, sizes)):  # head j: field j's coordinates, w = S·1
-        q = angles[:, :, o:o + n]
+        q = angles[:, :, o : o + n]
         scores[:, j] = rotation_scores(q, q, torch.full((n,), float(S), dtype=torch.float64))[:, j]
     theta_hat = scores @ theta  # values H_j^V θ̃_l = θ_l
     T_hat = torch.zeros(N, N, dtype=torch.float64)

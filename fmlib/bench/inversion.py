@@ -4,6 +4,7 @@
 2. iterations to ‖X_t − X*‖_F ≤ 1e-4, gradient descent vs damped Newton;
 3. MovieLens 100K: top-1/top-10 recovery of users' first two movies vs popularity and chance.
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,8 +25,7 @@ def add_arguments(parser) -> None:
 
 
 def bench_gamma(count: int, seed: int) -> None:
-    print(f"## success rate vs γ: Newton, 60 steps, {count} instances × 2 starts, R = 1, "
-          "success = relative error < 1%")
+    print(f"## success rate vs γ: Newton, 60 steps, {count} instances × 2 starts, R = 1, success = relative error < 1%")
     for n, d in SIZES:
         insts = [attack.planted_instance(n, d, 1.0, seed + t) for t in range(count)]
         R = max(attack.assumption_R(i.W, i.V, i.X_true, i.B) for i in insts)
@@ -39,14 +39,18 @@ def bench_gamma(count: int, seed: int) -> None:
             rates = attack.success_rates(attack.trials(n, d, 1.0, gammas, count, seed=seed, start_noise=noise))
             print(f"n={n} d={d} {label} ({time.perf_counter() - t0:.0f} s; Thm 4.2 bound γ = {bound:.3g})")
             for row in rates.itertuples():
-                print(f"  γ={row.gamma:<10.3g} success {row.success_rate:6.1%}  starts agree "
-                      f"{row.agree_rate:6.1%}  median rel. error {row.median_rel_error:.2g}")
+                print(
+                    f"  γ={row.gamma:<10.3g} success {row.success_rate:6.1%}  starts agree "
+                    f"{row.agree_rate:6.1%}  median rel. error {row.median_rel_error:.2g}"
+                )
 
 
 def bench_iterations(count: int, seed: int, eps: float = 1e-4, cap: int = 10_000) -> None:
     n, d = SIZES[0]
-    print(f"## iterations to ‖X_t − X*‖_F ≤ {eps:g}: n={n} d={d} R=1, {count} instances, start "
-          f"X_true + 0.1·noise; GD step 1/λ_max(∇²L(X*)), at most {cap} steps")
+    print(
+        f"## iterations to ‖X_t − X*‖_F ≤ {eps:g}: n={n} d={d} R=1, {count} instances, start "
+        f"X_true + 0.1·noise; GD step 1/λ_max(∇²L(X*)), at most {cap} steps"
+    )
     insts = [attack.planted_instance(n, d, 1.0, seed + t) for t in range(count)]
     W, V, B, X_true = (torch.stack([getattr(i, k) for i in insts]) for k in ("W", "V", "B", "X_true"))
     X0 = X_true + 0.1 * attack.trial_noise(n, d, count, seed)[:count]
@@ -64,34 +68,37 @@ def bench_iterations(count: int, seed: int, eps: float = 1e-4, cap: int = 10_000
             it_n, it_g = attack.first_hit(hn["dist"], eps), attack.first_hit(hg["dist"], eps)
             ok = it_n >= 0
             both = ok & (it_g >= 0)
-            print(f"γ={gamma:g}: Newton reached ε in {int(ok.sum())}/{count} "
-                  f"(median {it_n[ok].float().median().item():.0f} iterations, {t1 - t0:.1f} s for all); "
-                  f"GD reached it in {int((it_g >= 0).sum())}/{count} within {cap} "
-                  f"(median {it_g[both].float().median().item() if both.any() else float('nan'):.0f} "
-                  f"iterations where both did, {t2 - t1:.1f} s for all)")
+            print(
+                f"γ={gamma:g}: Newton reached ε in {int(ok.sum())}/{count} "
+                f"(median {it_n[ok].float().median().item():.0f} iterations, {t1 - t0:.1f} s for all); "
+                f"GD reached it in {int((it_g >= 0).sum())}/{count} within {cap} "
+                f"(median {it_g[both].float().median().item() if both.any() else float('nan'):.0f} "
+                f"iterations where both did, {t2 - t1:.1f} s for all)"
+            )
 
 
 def bench_movielens(users: int, seed: int) -> None:
     from ..data import movielens as ml
     from ..inversion import movielens as twist
+
     t0 = time.perf_counter()
     ds = ml.load("ml-100k")
     exp = twist.prepare(ds.frame, ds.movies, epochs=60, seed=seed)
-    print(f"## MovieLens 100K ({ds.source}): {len(exp.seqs.users)} users × 12 movies, vocabulary "
-          f"{len(exp.titles)}, tiny transformer {sum(p.numel() for p in exp.model.parameters())} "
-          f"parameters, training loss {exp.losses[0]:.2f} → {exp.losses[-1]:.2f} "
-          f"({time.perf_counter() - t0:.0f} s)")
+    print(
+        f"## MovieLens 100K ({ds.source}): {len(exp.seqs.users)} users × 12 movies, vocabulary "
+        f"{len(exp.titles)}, tiny transformer {sum(p.numel() for p in exp.model.parameters())} "
+        f"parameters, training loss {exp.losses[0]:.2f} → {exp.losses[-1]:.2f} "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
     ranking = twist.popularity_guess(exp.seqs.tokens[exp.train_rows], 2, len(exp.titles))
     for label, rows in (("training users", exp.train_rows), ("held-out users", exp.heldout_rows)):
         rows = rows[:users]
         t0 = time.perf_counter()
         rec = twist.recover(exp.model, exp.seqs.tokens[rows], hidden=2, steps=300, seed=seed)
         summary = twist.recovery_summary(rec, exp.seqs.tokens[rows], ranking)
-        print(f"{label}: {len(rows)} users, 2 hidden movies each, 300 Adam steps "
-              f"({time.perf_counter() - t0:.0f} s)")
+        print(f"{label}: {len(rows)} users, 2 hidden movies each, 300 Adam steps ({time.perf_counter() - t0:.0f} s)")
         for r in summary.itertuples():
-            print(f"  {r.metric:<6} attack {r.attack:6.1%}  popularity {r.popularity:6.1%}  "
-                  f"chance {r.chance:6.1%}")
+            print(f"  {r.metric:<6} attack {r.attack:6.1%}  popularity {r.popularity:6.1%}  chance {r.chance:6.1%}")
 
 
 def run(args) -> int:

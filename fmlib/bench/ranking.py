@@ -5,6 +5,7 @@ fields, then MovieLens (m = 12, 3 item fields) — FM, FwFM (full pass and cache
 FwFM and DPLR at ρ = 1 … 4, all timed in one run (``ranking_benchmark``), one
 thread, median over repeats, ratios to FM of the same schema. Written to <out>/ranking_bench.csv.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -21,6 +22,7 @@ from ..models.fm import FM
 from ..models.fwfm import FwFM
 from ..ranking import assemble, layout, ranker
 
+
 def synthetic_schema(m: int, item_fields: int, cardinality: int = 1000) -> Schema:
     """m single-valued fields, the last ``item_fields`` of them item fields."""
     if not 1 <= item_fields <= m - 1:
@@ -31,8 +33,10 @@ def synthetic_schema(m: int, item_fields: int, cardinality: int = 1000) -> Schem
 
 def _random_rows(schema: Schema, slots: torch.Tensor, n: int, gen) -> tuple[torch.Tensor, torch.Tensor]:
     fields = [schema.fields[f] for f in schema.slot_fields()]
-    index = torch.stack([f.offset + torch.randint(0, f.cardinality, (n,), generator=gen)
-                         for f in (fields[s] for s in slots.tolist())], 1)
+    index = torch.stack(
+        [f.offset + torch.randint(0, f.cardinality, (n,), generator=gen) for f in (fields[s] for s in slots.tolist())],
+        1,
+    )
     weight = torch.stack([torch.full((n,), 1.0 / fields[s].slots) for s in slots.tolist()], 1)
     return index, weight
 
@@ -40,6 +44,7 @@ def _random_rows(schema: Schema, slots: torch.Tensor, n: int, gen) -> tuple[torc
 def benchmark_models(schema: Schema, ranks=(1, 2, 3, 4), dim: int = 16, seed: int = 0) -> list:
     """(label, model, rank) for FM, FwFM, pruned FwFM and DPLR at each rank; random weights, R ~ N(0, 1)."""
     from ..analysis.interactions import budget, prune, with_R
+
     torch.manual_seed(seed)
     m = schema.num_fields
     fwfm = FwFM(schema, dim)
@@ -68,8 +73,16 @@ def _interleaved_medians(fns: dict, repeats: int) -> dict:
 
 
 @torch.no_grad()
-def ranking_benchmark(schemas, ranks=(1, 2, 3, 4), n_items: int = 2000, dim: int = 16,
-                      repeats: int = 7, seed: int = 0, threads: int | None = 1, progress=None) -> pd.DataFrame:
+def ranking_benchmark(
+    schemas,
+    ranks=(1, 2, 3, 4),
+    n_items: int = 2000,
+    dim: int = 16,
+    repeats: int = 7,
+    seed: int = 0,
+    threads: int | None = 1,
+    progress=None,
+) -> pd.DataFrame:
     """Per-item ranking latency of FM, FwFM (full pass and cached context), pruned FwFM and DPLR.
 
     ``schemas``: list of (name, Schema). For each, one query (a random context) and ``n_items``
@@ -98,19 +111,28 @@ def ranking_benchmark(schemas, ranks=(1, 2, 3, 4), n_items: int = 2000, dim: int
                 cache = r.cache(ctx_index, ctx_weight)
                 diff = float((r.score(cache, item_index, item_weight) - model(*full)).abs().max())
                 if label == "FwFM":
-                    fns["FwFM (full pass)"] = lambda model=model: model(*full)
+                    fns["FwFM (full pass)"] = lambda model=model, full=full: model(*full)
                     info["FwFM (full pass)"] = (rank, diff, None)
                     label = "FwFM (cached context)"
                 elif label != "FM":
                     label = f"{label} ρ={rank}"
-                fns[label] = lambda r=r, cache=cache: r.score(cache, item_index, item_weight)
-                info[label] = (rank, diff, lambda r=r: r.cache(ctx_index, ctx_weight))
+                fns[label] = lambda r=r, cache=cache, i=item_index, w=item_weight: r.score(cache, i, w)
+                info[label] = (rank, diff, lambda r=r, i=ctx_index, w=ctx_weight: r.cache(i, w))
             item_seconds = _interleaved_medians(fns, repeats)
             context_seconds = _interleaved_medians({k: c for k, (_, _, c) in info.items() if c}, repeats)
             for label, (rank, diff, _) in info.items():
-                rows.append({"schema": name, "m": schema.num_fields, "item_fields": len(lay.item_fields),
-                             "model": label, "rank": rank, "per_item_us": 1e6 * item_seconds[label] / n_items,
-                             "context_us": 1e6 * context_seconds.get(label, 0.0), "max_abs_diff": diff})
+                rows.append(
+                    {
+                        "schema": name,
+                        "m": schema.num_fields,
+                        "item_fields": len(lay.item_fields),
+                        "model": label,
+                        "rank": rank,
+                        "per_item_us": 1e6 * item_seconds[label] / n_items,
+                        "context_us": 1e6 * context_seconds.get(label, 0.0),
+                        "max_abs_diff": diff,
+                    }
+                )
             if progress is not None:
                 progress(name)
     finally:
@@ -118,8 +140,9 @@ def ranking_benchmark(schemas, ranks=(1, 2, 3, 4), n_items: int = 2000, dim: int
     df = pd.DataFrame(rows)
     fm = df[df.model == "FM"].set_index("schema")["per_item_us"]
     df["ratio_to_fm"] = df["per_item_us"] / df["schema"].map(fm)
-    return df[["schema", "m", "item_fields", "model", "rank", "per_item_us", "ratio_to_fm",
-               "context_us", "max_abs_diff"]]
+    return df[
+        ["schema", "m", "item_fields", "model", "rank", "per_item_us", "ratio_to_fm", "context_us", "max_abs_diff"]
+    ]
 
 
 FIELD_SWEEP = (8, 16, 24, 32, 40, 48, 64)
@@ -131,18 +154,24 @@ def default_schemas(movielens_name: str | None = "ml-100k"):
     schemas += [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in ITEM_SWEEP]
     if movielens_name:
         from ..data import movielens
+
         schemas.append((movielens_name, movielens.load(movielens_name).schema))
     return schemas
 
 
 def add_arguments(p):
     from ..cli import _positive
+
     p.add_argument("--items", type=_positive(int), default=4000, help="items ranked per query")
     p.add_argument("--repeats", type=_positive(int), default=15, help="timings per model; the median is kept")
     p.add_argument("--dim", type=_positive(int), default=16, help="embedding size k")
     p.add_argument("--ranks", default="1,2,3,4", help="comma-separated ranks ρ")
-    p.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "ml-1m", "none"],
-                   help="MovieLens schema to include ('none' to skip)")
+    p.add_argument(
+        "--dataset",
+        default="ml-100k",
+        choices=["ml-100k", "ml-1m", "none"],
+        help="MovieLens schema to include ('none' to skip)",
+    )
     p.add_argument("--out", default="artifacts", help="output directory for ranking_bench.csv")
 
 
@@ -154,8 +183,14 @@ def run(args) -> int:
     if min(ranks) < 1:
         raise ValueError(f"--ranks must be >= 1, got {args.ranks}")
     schemas = default_schemas(None if args.dataset == "none" else args.dataset)
-    df = ranking_benchmark(schemas, ranks, n_items=args.items, dim=args.dim, repeats=args.repeats,
-                           progress=lambda name: print(f"timed {name}", file=sys.stderr, flush=True))
+    df = ranking_benchmark(
+        schemas,
+        ranks,
+        n_items=args.items,
+        dim=args.dim,
+        repeats=args.repeats,
+        progress=lambda name: print(f"timed {name}", file=sys.stderr, flush=True),
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "ranking_bench.csv", index=False)
@@ -163,7 +198,9 @@ def run(args) -> int:
     for name, group in df.groupby("schema", sort=False):
         print(f"\n{name}")
         for row in group.itertuples():
-            print(f"  {row.model:<24}{row.per_item_us:9.3f} µs  ×{row.ratio_to_fm:6.2f}"
-                  f"   (max |cached − full| {row.max_abs_diff:.1e})")
+            print(
+                f"  {row.model:<24}{row.per_item_us:9.3f} µs  ×{row.ratio_to_fm:6.2f}"
+                f"   (max |cached − full| {row.max_abs_diff:.1e})"
+            )
     print(f"\nwritten: {out / 'ranking_bench.csv'}", file=sys.stderr)
     return 0

@@ -7,6 +7,7 @@ output fits its BCE loss), on the same pre-encoded tensors, the same shuffled ba
 runs its FactorizationMachineModel with torch's default Adam, as its examples do. Epochs
 alternate between the two so that machine load hits both alike; the median is reported.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,12 +33,13 @@ def _epoch(step, n, batch_size, seed):
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     start = time.perf_counter()
     for i in range(0, n, batch_size):
-        step(perm[i:i + batch_size])
+        step(perm[i : i + batch_size])
     return time.perf_counter() - start
 
 
 def run(args) -> int:
     from torchfm.model.fm import FactorizationMachineModel
+
     for name in ("epochs", "dim", "threads", "batch_size"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -45,12 +47,13 @@ def run(args) -> int:
     torch.manual_seed(0)
     data = split(movielens.load(args.dataset), seed=0).train
     fields = tuple(f for f in data.schema.fields if f.kind == "single")
-    if data.schema.fields[:len(fields)] != fields:  # the slicing below needs them in the first columns
-        raise RuntimeError(f"bench train needs the single-valued fields first; the schema's order is "
-                           f"{data.schema.names}")
+    if data.schema.fields[: len(fields)] != fields:  # the slicing below needs them in the first columns
+        raise RuntimeError(
+            f"bench train needs the single-valued fields first; the schema's order is {data.schema.names}"
+        )
     schema = Schema(fields)
-    index = data.index[:, :len(fields)].contiguous()  # single-valued fields come first
-    weight = data.weight[:, :len(fields)].contiguous()
+    index = data.index[:, : len(fields)].contiguous()  # single-valued fields come first
+    weight = data.weight[:, : len(fields)].contiguous()
     local = index - torch.tensor([f.offset for f in fields])  # torchfm adds its own offsets
     y = data.target("click")
 
@@ -80,11 +83,26 @@ def run(args) -> int:
         if epoch:
             print(f"epoch {epoch}: fmlib {times['fmlib'][-1]:.3f} s, torchfm {times['torchfm'][-1]:.3f} s")
     fmlib_s, torchfm_s = statistics.median(times["fmlib"]), statistics.median(times["torchfm"])
-    print(f"\n{len(fields)} single-valued fields, {len(y)} rows, batch {args.batch_size}, dim {args.dim}, "
-          f"{args.threads} thread(s)")
-    print(f"seconds/epoch (median of {args.epochs}): fmlib {fmlib_s:.3f}, torchfm {torchfm_s:.3f}, "
-          f"ratio fmlib/torchfm {fmlib_s / torchfm_s:.2f}")
-    print(json.dumps({"bench": "train", "fields": len(fields), "rows": len(y), "dim": args.dim,
-                      "threads": args.threads, "fmlib_s_per_epoch": round(fmlib_s, 4),
-                      "torchfm_s_per_epoch": round(torchfm_s, 4), "ratio": round(fmlib_s / torchfm_s, 3)}))
+    print(
+        f"\n{len(fields)} single-valued fields, {len(y)} rows, batch {args.batch_size}, dim {args.dim}, "
+        f"{args.threads} thread(s)"
+    )
+    print(
+        f"seconds/epoch (median of {args.epochs}): fmlib {fmlib_s:.3f}, torchfm {torchfm_s:.3f}, "
+        f"ratio fmlib/torchfm {fmlib_s / torchfm_s:.2f}"
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "train",
+                "fields": len(fields),
+                "rows": len(y),
+                "dim": args.dim,
+                "threads": args.threads,
+                "fmlib_s_per_epoch": round(fmlib_s, 4),
+                "torchfm_s_per_epoch": round(torchfm_s, 4),
+                "ratio": round(fmlib_s / torchfm_s, 3),
+            }
+        )
+    )
     return 0

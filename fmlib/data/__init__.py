@@ -1,4 +1,5 @@
 """Data: MovieLens sources and encoding, synthetic data, schema, split."""
+
 from . import movielens, synthetic
 from .dataset import Dataset, Split, split
 from .schema import Field, Schema

@@ -6,6 +6,7 @@ a multi-valued field, 0 for padding), plus the target. ``split`` re-encodes the 
 train counts: features seen fewer than ``min_count`` times in train, and features never
 seen there, fall into their field's rare bucket (local index 0).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -46,8 +47,7 @@ class Dataset:
     def subset(self, rows) -> "Dataset":
         rows = torch.as_tensor(rows, dtype=torch.long)
         frame = None if self.frame is None else self.frame.iloc[rows.numpy()].reset_index(drop=True)
-        return replace(self, index=self.index[rows], weight=self.weight[rows],
-                       rating=self.rating[rows], frame=frame)
+        return replace(self, index=self.index[rows], weight=self.weight[rows], rating=self.rating[rows], frame=frame)
 
     def feature_counts(self) -> np.ndarray:
         """Occurrences of every feature row (multi-valued values count once each)."""
@@ -68,8 +68,9 @@ class Split:
         return self.train.schema
 
 
-def split(data: Dataset, seed: int = 0, min_count: int = 1,
-          fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> Split:
+def split(
+    data: Dataset, seed: int = 0, min_count: int = 1, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+) -> Split:
     """Seeded random 80/10/10 split (DPLR §4, RaFM §6), then rare-bucket re-encoding."""
     if min_count < 1:
         raise ValueError(f"min_count must be >= 1, got {min_count}")
@@ -78,11 +79,10 @@ def split(data: Dataset, seed: int = 0, min_count: int = 1,
     n = len(data)
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     n_train, n_valid = int(fractions[0] * n), int(fractions[1] * n)
-    parts = perm[:n_train], perm[n_train:n_train + n_valid], perm[n_train + n_valid:]
+    parts = perm[:n_train], perm[n_train : n_train + n_valid], perm[n_train + n_valid :]
     counts = data.subset(parts[0]).feature_counts()
     old_to_new, schema = _reencode(data.schema, counts, min_count)
-    train, valid, test = (replace(data.subset(p), schema=schema, index=old_to_new[data.index[p]])
-                          for p in parts)
+    train, valid, test = (replace(data.subset(p), schema=schema, index=old_to_new[data.index[p]]) for p in parts)
     return Split(train, valid, test, seed, min_count)
 
 
@@ -91,11 +91,11 @@ def _reencode(schema: Schema, counts: np.ndarray, min_count: int):
     old_to_new = torch.zeros(schema.num_features, dtype=torch.long)
     fields, offset = [], 0
     for f in schema.fields:
-        local = counts[f.offset:f.offset + f.cardinality]
+        local = counts[f.offset : f.offset + f.cardinality]
         kept = [i for i in range(1, f.cardinality) if local[i] >= min_count]
         new_local = torch.zeros(f.cardinality, dtype=torch.long)
         new_local[kept] = torch.arange(1, len(kept) + 1)
-        old_to_new[f.offset:f.offset + f.cardinality] = offset + new_local
+        old_to_new[f.offset : f.offset + f.cardinality] = offset + new_local
         values = ((f.values[0],) + tuple(f.values[i] for i in kept)) if f.values else ()
         fields.append(Field(f.name, f.role, f.kind, len(kept) + 1, offset, f.slots, values))
         offset += len(kept) + 1

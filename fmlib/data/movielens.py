@@ -15,6 +15,7 @@ Fields (DESIGN.md): context = user_id, age (bucketed), gender, occupation, zip p
 rating-time year, month, weekday, hour; item = movie_id, release year, genres (multi-valued,
 embeddings averaged: DPLR paper §3.2).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,9 +55,27 @@ SPECS = {
     "ml-1m": Spec(1_000_209, 6_040, 3_883, "c4d9eecfca2ab87c1945afe126590906"),
 }
 RECBOLE_WHEEL = "recbole==1.2.1"
-GENRES_100K = ["unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime",
-               "Documentary", "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery",
-               "Romance", "Sci-Fi", "Thriller", "War", "Western"]
+GENRES_100K = [
+    "unknown",
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
+]
 FRAMES = ("ratings", "users", "movies")
 
 
@@ -73,6 +92,7 @@ class Frames:
 
 # ---------------------------------------------------------------- parsing (both formats)
 
+
 def read_frames(directory: Path) -> Frames:
     """Parse a directory holding GroupLens files (ml-100k u.*, ml-1m *.dat) or RecBole atomic files."""
     d = Path(directory)
@@ -83,8 +103,10 @@ def read_frames(directory: Path) -> Frames:
     atomic = sorted(d.glob("*.inter"))
     if atomic:
         return _read_atomic(d, atomic[0].stem)
-    raise DataError(f"{d}: no MovieLens files found (expected u.data/u.user/u.item, "
-                    "ratings.dat/users.dat/movies.dat, or RecBole .inter/.user/.item files)")
+    raise DataError(
+        f"{d}: no MovieLens files found (expected u.data/u.user/u.item, "
+        "ratings.dat/users.dat/movies.dat, or RecBole .inter/.user/.item files)"
+    )
 
 
 def _need(d: Path, *names: str) -> None:
@@ -101,18 +123,28 @@ def _split_title(title: str) -> tuple[str, float]:
 
 def _read_100k(d: Path) -> Frames:
     _need(d, "u.data", "u.user", "u.item")
-    ratings = pd.read_csv(d / "u.data", sep="\t", header=None,
-                          names=["user_id", "movie_id", "rating", "timestamp"])
-    users = pd.read_csv(d / "u.user", sep="|", header=None,
-                        names=["user_id", "age", "gender", "occupation", "zip"], dtype={"zip": str})
-    items = pd.read_csv(d / "u.item", sep="|", header=None, encoding="latin-1",
-                        names=["movie_id", "title", "release", "video", "url", *GENRES_100K])
+    ratings = pd.read_csv(d / "u.data", sep="\t", header=None, names=["user_id", "movie_id", "rating", "timestamp"])
+    users = pd.read_csv(
+        d / "u.user", sep="|", header=None, names=["user_id", "age", "gender", "occupation", "zip"], dtype={"zip": str}
+    )
+    items = pd.read_csv(
+        d / "u.item",
+        sep="|",
+        header=None,
+        encoding="latin-1",
+        names=["movie_id", "title", "release", "video", "url", *GENRES_100K],
+    )
     flags = items[GENRES_100K].to_numpy(dtype=bool)
     genres = ["|".join(g for g, on in zip(GENRES_100K, row) if on) or "unknown" for row in flags]
     release = pd.to_datetime(items["release"], format="%d-%b-%Y", errors="coerce")
-    movies = pd.DataFrame({"movie_id": items["movie_id"],
-                           "title": [_split_title(str(t))[0] for t in items["title"]],
-                           "year": release.dt.year.astype(float), "genres": genres})
+    movies = pd.DataFrame(
+        {
+            "movie_id": items["movie_id"],
+            "title": [_split_title(str(t))[0] for t in items["title"]],
+            "year": release.dt.year.astype(float),
+            "genres": genres,
+        }
+    )
     return _typed(Frames(ratings, users, movies))
 
 
@@ -120,12 +152,19 @@ def _read_1m(d: Path) -> Frames:
     _need(d, "ratings.dat", "users.dat", "movies.dat")
     read = dict(sep="::", header=None, engine="python", encoding="latin-1")
     ratings = pd.read_csv(d / "ratings.dat", names=["user_id", "movie_id", "rating", "timestamp"], **read)
-    users = pd.read_csv(d / "users.dat", names=["user_id", "gender", "age", "occupation", "zip"],
-                        dtype={"zip": str}, **read)
+    users = pd.read_csv(
+        d / "users.dat", names=["user_id", "gender", "age", "occupation", "zip"], dtype={"zip": str}, **read
+    )
     raw = pd.read_csv(d / "movies.dat", names=["movie_id", "title", "genres"], **read)
     split = [_split_title(str(t)) for t in raw["title"]]
-    movies = pd.DataFrame({"movie_id": raw["movie_id"], "title": [s[0] for s in split],
-                           "year": [s[1] for s in split], "genres": raw["genres"]})
+    movies = pd.DataFrame(
+        {
+            "movie_id": raw["movie_id"],
+            "title": [s[0] for s in split],
+            "year": [s[1] for s in split],
+            "genres": raw["genres"],
+        }
+    )
     return _typed(Frames(ratings, users[["user_id", "age", "gender", "occupation", "zip"]], movies))
 
 
@@ -140,10 +179,14 @@ def _read_atomic(d: Path, stem: str) -> Frames:
     inter, user, item = read("inter"), read("user"), read("item")
     ratings = inter.rename(columns={"item_id": "movie_id"})[["user_id", "movie_id", "rating", "timestamp"]]
     users = user.rename(columns={"zip_code": "zip"})[["user_id", "age", "gender", "occupation", "zip"]]
-    movies = pd.DataFrame({
-        "movie_id": item["item_id"], "title": item["movie_title"],
-        "year": pd.to_numeric(item["release_year"], errors="coerce"),  # 'unkonwn' -> NaN
-        "genres": item["class"].str.split().str.join("|").replace("", "unknown")})
+    movies = pd.DataFrame(
+        {
+            "movie_id": item["item_id"],
+            "title": item["movie_title"],
+            "year": pd.to_numeric(item["release_year"], errors="coerce"),  # 'unkonwn' -> NaN
+            "genres": item["class"].str.split().str.join("|").replace("", "unknown"),
+        }
+    )
     return _typed(Frames(ratings, users, movies))
 
 
@@ -162,12 +205,15 @@ def validate(name: str, frames: Frames) -> None:
     want = (spec.ratings, spec.users, spec.movies)
     if got != want:
         raise DataError(f"counts (ratings, users, movies) are {got}, expected {want} for {name}")
-    if not frames.ratings["user_id"].isin(frames.users["user_id"]).all() or \
-            not frames.ratings["movie_id"].isin(frames.movies["movie_id"]).all():
+    if (
+        not frames.ratings["user_id"].isin(frames.users["user_id"]).all()
+        or not frames.ratings["movie_id"].isin(frames.movies["movie_id"]).all()
+    ):
         raise DataError("some ratings name users or movies that are not in the user/movie files")
 
 
 # ---------------------------------------------------------------- sources
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("FMLIB_CACHE", Path.home() / ".cache" / "fmlib"))
@@ -187,9 +233,16 @@ def read_cache(name: str, root: Path) -> tuple[Frames, str]:
         path = d / f"{frame}.csv"
         if not path.exists() or _sha256(path) != manifest["sha256"].get(frame):
             raise DataError(f"cache file {path} is missing or corrupt (checksum mismatch)")
-    frames = Frames(*(pd.read_csv(d / f"{frame}.csv", keep_default_na=True,
-                                  dtype={"zip": str, "gender": str, "occupation": str, "title": str})
-                      for frame in FRAMES))
+    frames = Frames(
+        *(
+            pd.read_csv(
+                d / f"{frame}.csv",
+                keep_default_na=True,
+                dtype={"zip": str, "gender": str, "occupation": str, "title": str},
+            )
+            for frame in FRAMES
+        )
+    )
     return _typed(frames), manifest["origin"]
 
 
@@ -239,8 +292,9 @@ def fetch_recbole_wheel(workdir: Path, timeout: float = 300) -> Path:
     return workdir
 
 
-def load_frames(name: str = "ml-100k", data_dir: str | Path | None = None,
-                cache_dir: str | Path | None = None, log=None) -> tuple[Frames, str]:
+def load_frames(
+    name: str = "ml-100k", data_dir: str | Path | None = None, cache_dir: str | Path | None = None, log=None
+) -> tuple[Frames, str]:
     """Try every source in order; return the validated frames and which source served them."""
     if name not in SPECS:
         raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(SPECS)}")
@@ -275,7 +329,7 @@ def load_frames(name: str = "ml-100k", data_dir: str | Path | None = None,
     for label, produce in remote:
         log(f"fetching {name} from {label} ...")
         with tempfile.TemporaryDirectory() as tmp:
-            frames = attempt(label, lambda: produce(Path(tmp)))
+            frames = attempt(label, lambda produce=produce, tmp=tmp: produce(Path(tmp)))
         if frames is not None:
             write_cache(name, root, frames, label)
             return frames, label
@@ -289,34 +343,42 @@ AGE_BUCKETS = [18, 25, 35, 45, 50, 56]  # MovieLens 1M's age groups: <18, 18-24,
 
 def fields_frame(frames: Frames) -> pd.DataFrame:
     """One row per rating with the raw value of every field (genres '|'-joined)."""
-    df = frames.ratings.merge(frames.users, on="user_id", how="left").merge(
-        frames.movies, on="movie_id", how="left")
+    df = frames.ratings.merge(frames.users, on="user_id", how="left").merge(frames.movies, on="movie_id", how="left")
     t = pd.to_datetime(df["timestamp"], unit="s", utc=True)
     age = np.digitize(df["age"].to_numpy(), AGE_BUCKETS)
     age_labels = ["<18", "18-24", "25-34", "35-44", "45-49", "50-55", "56+"]
     year = df["year"]
-    return pd.DataFrame({
-        "user_id": df["user_id"].astype(str),
-        "age": [age_labels[a] for a in age],
-        "gender": df["gender"],
-        "occupation": df["occupation"].astype(str),
-        "zip": df["zip"].str[:1],
-        "time_year": t.dt.year.astype(str),
-        "time_month": t.dt.month.astype(str),
-        "time_weekday": t.dt.day_name(),
-        "time_hour": t.dt.hour.astype(str),
-        "movie_id": df["movie_id"].astype(str),
-        "release_year": year.map(lambda y: "unknown" if np.isnan(y) else str(int(y))),
-        "genres": df["genres"],
-    })
+    return pd.DataFrame(
+        {
+            "user_id": df["user_id"].astype(str),
+            "age": [age_labels[a] for a in age],
+            "gender": df["gender"],
+            "occupation": df["occupation"].astype(str),
+            "zip": df["zip"].str[:1],
+            "time_year": t.dt.year.astype(str),
+            "time_month": t.dt.month.astype(str),
+            "time_weekday": t.dt.day_name(),
+            "time_hour": t.dt.hour.astype(str),
+            "movie_id": df["movie_id"].astype(str),
+            "release_year": year.map(lambda y: "unknown" if np.isnan(y) else str(int(y))),
+            "genres": df["genres"],
+        }
+    )
 
 
 FIELDS = [  # (name, role, kind)
-    ("user_id", "context", "single"), ("age", "context", "single"), ("gender", "context", "single"),
-    ("occupation", "context", "single"), ("zip", "context", "single"),
-    ("time_year", "context", "single"), ("time_month", "context", "single"),
-    ("time_weekday", "context", "single"), ("time_hour", "context", "single"),
-    ("movie_id", "item", "single"), ("release_year", "item", "single"), ("genres", "item", "multi"),
+    ("user_id", "context", "single"),
+    ("age", "context", "single"),
+    ("gender", "context", "single"),
+    ("occupation", "context", "single"),
+    ("zip", "context", "single"),
+    ("time_year", "context", "single"),
+    ("time_month", "context", "single"),
+    ("time_weekday", "context", "single"),
+    ("time_hour", "context", "single"),
+    ("movie_id", "item", "single"),
+    ("release_year", "item", "single"),
+    ("genres", "item", "multi"),
 ]
 
 
@@ -349,16 +411,25 @@ def encode(raw: pd.DataFrame, fields=FIELDS):
         index_cols.append(idx)
         weight_cols.append(wts)
         offset += len(vocab) + 1
-    return (Schema.build(specs, values), torch.from_numpy(np.hstack(index_cols)),
-            torch.from_numpy(np.hstack(weight_cols)))
+    return (
+        Schema.build(specs, values),
+        torch.from_numpy(np.hstack(index_cols)),
+        torch.from_numpy(np.hstack(weight_cols)),
+    )
 
 
 def load(name: str = "ml-100k", data_dir=None, cache_dir=None, log=None) -> Dataset:
     """MovieLens as a Dataset of all ratings, every value of every field encoded."""
     frames, source = load_frames(name, data_dir, cache_dir, log)
     schema, index, weight = encode(fields_frame(frames))
-    return Dataset(schema=schema, index=index, weight=weight,
-                   rating=torch.tensor(frames.ratings["rating"].to_numpy(), dtype=torch.float32),
-                   name=name, source=source,
-                   frame=frames.ratings[["user_id", "movie_id", "rating", "timestamp"]].copy(),
-                   movies=frames.movies, rating_range=(1.0, 5.0))
+    return Dataset(
+        schema=schema,
+        index=index,
+        weight=weight,
+        rating=torch.tensor(frames.ratings["rating"].to_numpy(), dtype=torch.float32),
+        name=name,
+        source=source,
+        frame=frames.ratings[["user_id", "movie_id", "rating", "timestamp"]].copy(),
+        movies=frames.movies,
+        rating_range=(1.0, 5.0),
+    )

@@ -7,6 +7,7 @@ and features never seen in train). A ``single`` field takes one slot per sample;
 field (genres) takes ``slots`` slots whose weights average the values' embeddings
 (DPLR paper §3.2), padding slots having weight 0.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

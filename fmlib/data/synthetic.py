@@ -7,6 +7,7 @@ planted R plus Gaussian noise:  y = 3 + Σ_{f<g} ⟨v_f, v_g⟩ R_fg + ε.
 fields in the same block interact with strength ``within``, across blocks with ``between``
 — a rank ≤ ``blocks`` matrix once the diagonal is set to zero.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,15 @@ def block_R(m: int, blocks: int = 2, within: float = 1.0, between: float = -0.5)
     return R.fill_diagonal_(0.0)
 
 
-def make(R: torch.Tensor, n_samples: int = 20_000, cardinality: int = 30, dim: int = 4,
-         noise: float = 0.1, item_fields: int | None = None, seed: int = 0) -> Dataset:
+def make(
+    R: torch.Tensor,
+    n_samples: int = 20_000,
+    cardinality: int = 30,
+    dim: int = 4,
+    noise: float = 0.1,
+    item_fields: int | None = None,
+    seed: int = 0,
+) -> Dataset:
     """Sample a Dataset whose rating follows an FwFM with interaction matrix R (DPLR eq. 3).
 
     The last ``item_fields`` fields (default: half) get role "item", the rest "context".
@@ -43,14 +51,22 @@ def make(R: torch.Tensor, n_samples: int = 20_000, cardinality: int = 30, dim: i
     gen = torch.Generator().manual_seed(seed)
     roles = ["context"] * (m - item_fields) + ["item"] * item_fields
     # local index 0 is the rare bucket; planted features are 1..cardinality
-    schema = Schema.build([(f"f{j}", roles[j], "single", cardinality + 1, 1) for j in range(m)],
-                          [["<rare>", *map(str, range(1, cardinality + 1))] for _ in range(m)])
+    schema = Schema.build(
+        [(f"f{j}", roles[j], "single", cardinality + 1, 1) for j in range(m)],
+        [["<rare>", *map(str, range(1, cardinality + 1))] for _ in range(m)],
+    )
     local = torch.randint(1, cardinality + 1, (n_samples, m), generator=gen)
     index = local + torch.tensor([f.offset for f in schema.fields])
     V = torch.randn(schema.num_features, dim, generator=gen) / np.sqrt(dim)
     e = V[index]  # (N, m, k)
     pairwise = 0.5 * ((e @ e.transpose(1, 2)) * R).sum((1, 2))
     rating = 3.0 + pairwise + noise * torch.randn(n_samples, generator=gen)
-    return Dataset(schema=schema, index=index, weight=torch.ones(n_samples, m), rating=rating.float(),
-                   name="synthetic", source=f"synthetic (m={m}, seed={seed})",
-                   click_threshold=float(rating.median()))
+    return Dataset(
+        schema=schema,
+        index=index,
+        weight=torch.ones(n_samples, m),
+        rating=rating.float(),
+        name="synthetic",
+        source=f"synthetic (m={m}, seed={seed})",
+        click_threshold=float(rating.median()),
+    )

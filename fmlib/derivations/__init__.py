@@ -7,6 +7,7 @@
 A derivation is data (`core.Derivation`: title, source, assumptions, steps); the
 generic checker is `checker.py`; one module per paper holds its derivations.
 """
+
 from __future__ import annotations
 
 from functools import cache
@@ -15,8 +16,20 @@ from . import attention, dplr, fm_gradient, rafm, rfm
 from .checker import CheckResult, StepResult, check_derivations, check_step, run_check
 from .core import Check, Derivation, Printed, Step, WrongVariant
 
-__all__ = ["catalog", "get", "Derivation", "Step", "Check", "Printed", "WrongVariant",
-           "CheckResult", "StepResult", "check_derivations", "check_step", "run_check"]
+__all__ = [
+    "catalog",
+    "get",
+    "Derivation",
+    "Step",
+    "Check",
+    "Printed",
+    "WrongVariant",
+    "CheckResult",
+    "StepResult",
+    "check_derivations",
+    "check_step",
+    "run_check",
+]
 
 
 @cache

@@ -1,4 +1,5 @@
 """`python -m fmlib.derivations check` (the same command as `python -m fmlib derivations check`)."""
+
 import sys
 
 from .cli import main

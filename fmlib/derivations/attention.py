@@ -12,6 +12,7 @@ Finding: u(X)_i is column i of exp(XᵀWX), while D(X)⁻¹ normalises rows, so 
 eq. (1) only with Wᵀ in place of W (or for a symmetric W); and Lemma A.17 drops the
 factor 2 of d(c²) = 2c dc. Both are shown as slips next to the corrected lines.
 """
+
 from __future__ import annotations
 
 import sympy as sp
@@ -76,8 +77,9 @@ class _Model:
 
     def cases(self, same):
         """(i0, i1, j1) with i0 = i1 (Part 1) or i0 ≠ i1 (Part 2)."""
-        return [(i0, i1, j1) for i0 in range(self.n) for i1 in range(self.n) for j1 in range(self.d)
-                if (i0 == i1) == same]
+        return [
+            (i0, i1, j1) for i0 in range(self.n) for i1 in range(self.n) for j1 in range(self.d) if (i0 == i1) == same
+        ]
 
     def softmax(self, A):
         """D⁻¹ exp(A) with D = diag(exp(A) 1_n): every row divided by its sum."""
@@ -90,6 +92,7 @@ def _columns(vectors):
 
 
 # ---- definitions: §3.2 notation against eq. (1) -----------------------------------------
+
 
 def _u_columns(n):
     M = _Model(n)
@@ -107,6 +110,7 @@ def _f_rows(transposed):
         M = _Model(n)
         A = M.X.T * (M.W.T if transposed else M.W) * M.X
         return sp.Matrix.vstack(*[M.f(i).T for i in range(n)]), M.softmax(A)
+
     return build
 
 
@@ -120,7 +124,8 @@ def _loss(transposed):
         M = _Model(n)
         A = M.X.T * (M.W.T if transposed else M.W) * M.X
         R = M.softmax(A) * M.X.T * M.V - M.B
-        return sum(r ** 2 for r in R), M.L()
+        return sum(r**2 for r in R), M.L()
+
     return build
 
 
@@ -129,51 +134,69 @@ def definitions() -> Derivation:
         key="attention-definitions",
         title="Attention inversion: the loss L(X) in the notation u, α, f, h, c",
         source=f"{SOURCE}, Def. 3.1 (eq. 1), §3.2, Defs. A.4–A.9",
-        assumptions=(r"X\in\mathbb{R}^{d\times n},\; W, V\in\mathbb{R}^{d\times d},\; B\in\mathbb{R}^{n\times d}",
-                     r"D(X) = \mathrm{diag}(\exp(X^\top W X)\mathbf 1_n)\text{; exp entrywise}",
-                     "W is a general (not symmetric) matrix; checks with n = 2 tokens, d = 2"),
+        assumptions=(
+            r"X\in\mathbb{R}^{d\times n},\; W, V\in\mathbb{R}^{d\times d},\; B\in\mathbb{R}^{n\times d}",
+            r"D(X) = \mathrm{diag}(\exp(X^\top W X)\mathbf 1_n)\text{; exp entrywise}",
+            "W is a general (not symmetric) matrix; checks with n = 2 tokens, d = 2",
+        ),
         steps=(
-            Step("u(X)_i is a column of exp(XᵀWX)",
-                 r"u(X)_i := \exp(X^\top W X_{*,i}) = \big(\exp(X^\top W X)\big)_{*,i}",
-                 "(XᵀWX)_{l,i} = X_{*,l}ᵀ W X_{*,i}: the vector XᵀW X_{*,i} is column i of XᵀWX",
-                 f"{SOURCE}, §3.2, Def. A.4",
-                 Check(_u_columns, "exact", size=2, exact_limit=3, build_limit=6)),
-            Step("α(X)_i is a column sum",
-                 r"\alpha(X)_i := \langle u(X)_i, \mathbf 1_n\rangle = \big(\mathbf 1_n^\top\exp(X^\top W X)\big)_i",
-                 "⟨u, 1_n⟩ = Σ_l u_l, applied to column i",
-                 f"{SOURCE}, §3.2, Def. A.5",
-                 Check(_alpha_sums, "exact", size=2, exact_limit=3, build_limit=6)),
-            Step("f(X)_i is a row of the softmax with Wᵀ",
-                 r"f(X)_i^\top := \alpha(X)_i^{-1}u(X)_i^\top = \Big(D'(X)^{-1}\exp(X^\top W^\top X)\Big)_{i,*},\quad D'(X) = \mathrm{diag}(\exp(X^\top W^\top X)\mathbf 1_n)",
-                 "column i of exp(XᵀWX) is row i of its transpose exp(XᵀWᵀX); dividing by α(X)_i normalises "
-                 "that row",
-                 f"{SOURCE}, §3.2, Def. A.6",
-                 Check(_f_rows(True), "exact", size=2, exact_limit=3, build_limit=6),
-                 wrong=(WrongVariant("a row of the softmax with W",
-                                     r"f(X)_i^\top = \Big(D(X)^{-1}\exp(X^\top W X)\Big)_{i,*}",
-                                     Check(_f_rows(False), "exact", size=2, exact_limit=3, build_limit=6),
-                                     "u(X)_i is a column of exp(XᵀWX), so f(X)_i is a normalised column, not row "
-                                     "(they agree only for a symmetric W)"),)),
-            Step("h(X)_j is a column of XᵀV",
-                 r"h(X)_j := X^\top V_{*,j} = (X^\top V)_{*,j}",
-                 "definition of the matrix product, column by column",
-                 f"{SOURCE}, §3.2, Def. A.7",
-                 Check(_h_columns, "exact", size=2, exact_limit=3, build_limit=6)),
-            Step("L(X) as a sum of c²",
-                 r"\|D'(X)^{-1}\exp(X^\top W^\top X)X^\top V - B\|_F^2 = \sum_{i=1}^n\sum_{j=1}^d c(X)_{i,j}^2,\quad c(X)_{i,j} = \langle f(X)_i, h(X)_j\rangle - b_{i,j}",
-                 "entry (i, j) of the softmax times XᵀV is ⟨row i, column j⟩ = ⟨f(X)_i, h(X)_j⟩ (previous lines); "
-                 "the squared Frobenius norm sums the squared entries",
-                 f"{SOURCE}, §3.2, Defs. A.8–A.9",
-                 Check(_loss(True), "exact", size=2, exact_limit=3, build_limit=6),
-                 printed=Printed(r"L(X) = \|D(X)^{-1}\exp(X^\top W X)X^\top V - B\|_F^2 = \sum_{i=1}^n\sum_{j=1}^d c(X)_{i,j}^2",
-                                 Check(_loss(False), "exact", size=2, exact_limit=3, build_limit=6),
-                                 "§3.2 says Σ c² is L(X) of eq. (1), but with u(X)_i = exp(XᵀW X_{*,i}) that holds "
-                                 "only for symmetric W; for a general W, eq. (1) needs Wᵀ (or u needs Wᵀ)")),
+            Step(
+                "u(X)_i is a column of exp(XᵀWX)",
+                r"u(X)_i := \exp(X^\top W X_{*,i}) = \big(\exp(X^\top W X)\big)_{*,i}",
+                "(XᵀWX)_{l,i} = X_{*,l}ᵀ W X_{*,i}: the vector XᵀW X_{*,i} is column i of XᵀWX",
+                f"{SOURCE}, §3.2, Def. A.4",
+                Check(_u_columns, "exact", size=2, exact_limit=3, build_limit=6),
+            ),
+            Step(
+                "α(X)_i is a column sum",
+                r"\alpha(X)_i := \langle u(X)_i, \mathbf 1_n\rangle = \big(\mathbf 1_n^\top\exp(X^\top W X)\big)_i",
+                "⟨u, 1_n⟩ = Σ_l u_l, applied to column i",
+                f"{SOURCE}, §3.2, Def. A.5",
+                Check(_alpha_sums, "exact", size=2, exact_limit=3, build_limit=6),
+            ),
+            Step(
+                "f(X)_i is a row of the softmax with Wᵀ",
+                r"f(X)_i^\top := \alpha(X)_i^{-1}u(X)_i^\top = \Big(D'(X)^{-1}\exp(X^\top W^\top X)\Big)_{i,*},\quad D'(X) = \mathrm{diag}(\exp(X^\top W^\top X)\mathbf 1_n)",
+                "column i of exp(XᵀWX) is row i of its transpose exp(XᵀWᵀX); dividing by α(X)_i normalises that row",
+                f"{SOURCE}, §3.2, Def. A.6",
+                Check(_f_rows(True), "exact", size=2, exact_limit=3, build_limit=6),
+                wrong=(
+                    WrongVariant(
+                        "a row of the softmax with W",
+                        r"f(X)_i^\top = \Big(D(X)^{-1}\exp(X^\top W X)\Big)_{i,*}",
+                        Check(_f_rows(False), "exact", size=2, exact_limit=3, build_limit=6),
+                        "u(X)_i is a column of exp(XᵀWX), so f(X)_i is a normalised column, not row "
+                        "(they agree only for a symmetric W)",
+                    ),
+                ),
+            ),
+            Step(
+                "h(X)_j is a column of XᵀV",
+                r"h(X)_j := X^\top V_{*,j} = (X^\top V)_{*,j}",
+                "definition of the matrix product, column by column",
+                f"{SOURCE}, §3.2, Def. A.7",
+                Check(_h_columns, "exact", size=2, exact_limit=3, build_limit=6),
+            ),
+            Step(
+                "L(X) as a sum of c²",
+                r"\|D'(X)^{-1}\exp(X^\top W^\top X)X^\top V - B\|_F^2 = \sum_{i=1}^n\sum_{j=1}^d c(X)_{i,j}^2,\quad c(X)_{i,j} = \langle f(X)_i, h(X)_j\rangle - b_{i,j}",
+                "entry (i, j) of the softmax times XᵀV is ⟨row i, column j⟩ = ⟨f(X)_i, h(X)_j⟩ (previous lines); "
+                "the squared Frobenius norm sums the squared entries",
+                f"{SOURCE}, §3.2, Defs. A.8–A.9",
+                Check(_loss(True), "exact", size=2, exact_limit=3, build_limit=6),
+                printed=Printed(
+                    r"L(X) = \|D(X)^{-1}\exp(X^\top W X)X^\top V - B\|_F^2 = \sum_{i=1}^n\sum_{j=1}^d c(X)_{i,j}^2",
+                    Check(_loss(False), "exact", size=2, exact_limit=3, build_limit=6),
+                    "§3.2 says Σ c² is L(X) of eq. (1), but with u(X)_i = exp(XᵀW X_{*,i}) that holds "
+                    "only for symmetric W; for a general W, eq. (1) needs Wᵀ (or u needs Wᵀ)",
+                ),
+            ),
         ),
     )
 
 
 # ---- gradients: Lemmas A.10–A.17 -----------------------------------------------------
+
 
 def _d(M, expr, i1, j1):
     return sp.diff(expr, M.x(i1, j1))
@@ -190,6 +213,7 @@ def _lemma_a10(missing_diagonal=False):
             else:
                 rhs.append(M.e(i1) * M.wx(j1, i0))
         return _columns(lhs), _columns(rhs)
+
     return build
 
 
@@ -223,6 +247,7 @@ def _lemma_a13(sign):
             inner = f[i0] * M.wx(j1, i0) + dot(f, M.xw(j1)) if i0 == i1 else f[i1] * M.wx(j1, i0)
             rhs.append(sign / M.alpha(i0) * inner)
         return sp.Matrix([lhs]), sp.Matrix([rhs])
+
     return build
 
 
@@ -241,6 +266,7 @@ def _lemma_a14(drop_normalisation=False):
                 direct = f.multiply_elementwise(M.e(i1) * M.wx(j1, i0))
             rhs.append(direct if drop_normalisation else -f * scalar + direct)
         return _columns(lhs), _columns(rhs)
+
     return build
 
 
@@ -259,8 +285,13 @@ def _dc(M, i0, j0, i1, j1):
     """Lemma A.16: C1 + … + C5 (i0 = i1) or C6 + C7 + C8 (i0 ≠ i1)."""
     f, h, s, wx, v = M.f(i0), M.h(j0), M.s(i0, j0), M.wx(j1, i0), M.V[j1, j0]
     if i0 == i1:
-        return (-s * f[i0] * wx - s * dot(f, M.xw(j1)) + f[i0] * h[i0] * wx
-                + dot(f.multiply_elementwise(M.xw(j1)), h) + f[i0] * v)
+        return (
+            -s * f[i0] * wx
+            - s * dot(f, M.xw(j1))
+            + f[i0] * h[i0] * wx
+            + dot(f.multiply_elementwise(M.xw(j1)), h)
+            + f[i0] * v
+        )
     return -s * f[i1] * wx + f[i1] * h[i1] * wx + f[i1] * v
 
 
@@ -282,9 +313,9 @@ def _lemma_a17(factor):
         for i1 in range(n):
             for j1 in range(M.d):
                 lhs.append(_d(M, L, i1, j1))
-                rhs.append(factor * sum(M.c(i0, j0) * _dc(M, i0, j0, i1, j1)
-                                        for i0 in range(n) for j0 in range(M.d)))
+                rhs.append(factor * sum(M.c(i0, j0) * _dc(M, i0, j0, i1, j1) for i0 in range(n) for j0 in range(M.d)))
         return sp.Matrix([lhs]), sp.Matrix([rhs])
+
     return build
 
 
@@ -298,66 +329,125 @@ def gradients() -> Derivation:
         key="attention-gradients",
         title="Attention inversion: gradients of u, α, f, h, c and L (Lemmas A.10–A.17)",
         source=f"{SOURCE}, App. A (Facts A.1–A.2, Lemmas A.10–A.17)",
-        assumptions=(r"u, \alpha, f, h, c, L \text{ as in Defs. A.4–A.9};\; x_{i_1,j_1} = X_{j_1,i_1}",
-                     r"\text{Part 1: } i_0 = i_1,\quad \text{Part 2: } i_0 \ne i_1",
-                     "every (i0, i1, j0, j1) is checked; n = 2 tokens, d = 2 (both parts occur)"),
+        assumptions=(
+            r"u, \alpha, f, h, c, L \text{ as in Defs. A.4–A.9};\; x_{i_1,j_1} = X_{j_1,i_1}",
+            r"\text{Part 1: } i_0 = i_1,\quad \text{Part 2: } i_0 \ne i_1",
+            "every (i0, i1, j0, j1) is checked; n = 2 tokens, d = 2 (both parts occur)",
+        ),
         steps=(
-            Step("Lemma A.10: derivative of XᵀWX_{*,i0}",
-                 r"\frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}} = \begin{cases} e_{i_0}" + wx + r" + X^\top W_{*,j_1} & i_0 = i_1\\ e_{i_1}" + wx + r" & i_0\ne i_1\end{cases}",
-                 "product rule (Fact A.2): dXᵀ/dx_{i1,j1} = e_{i1}e_{j1}ᵀ, and dX_{*,i0}/dx_{i1,j1} = e_{j1} only when i0 = i1",
-                 f"{SOURCE}, Lemma A.10",
-                 _exact(_lemma_a10()),
-                 wrong=(WrongVariant("missing diagonal term",
-                                     r"\frac{dX^\top W X_{*,i_0}}{dx_{i_0,j_1}} = X^\top W_{*,j_1}",
-                                     _exact(_lemma_a10(missing_diagonal=True)),
-                                     "x_{i0,j1} sits in both Xᵀ and X_{*,i0}: the product rule gives two terms"),)),
-            Step("Lemma A.11: derivative of u(X)_{i0}",
-                 r"\frac{du(X)_{i_0}}{dx_{i_1,j_1}} = u(X)_{i_0}\circ\frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}}",
-                 "chain rule for the entrywise exponential (Fact A.2), then Lemma A.10",
-                 f"{SOURCE}, Lemma A.11",
-                 _exact(_lemma_a11)),
-            Step("Lemma A.12: derivative of α(X)_{i0}",
-                 r"\frac{d\alpha(X)_{i_0}}{dx_{i_1,j_1}} = \begin{cases} u(X)_{i_0,i_0}" + wx + r" + \langle u(X)_{i_0}, X^\top W_{*,j_1}\rangle & i_0 = i_1\\ u(X)_{i_0,i_1}" + wx + r" & i_0\ne i_1\end{cases}",
-                 "α = ⟨u, 1_n⟩ is linear in u (Fact A.2), Lemma A.11, and ⟨u ∘ v, 1_n⟩ = ⟨u, v⟩ (Fact A.1)",
-                 f"{SOURCE}, Lemma A.12",
-                 _exact(_lemma_a12)),
-            Step("Lemma A.13: derivative of α(X)_{i0}⁻¹",
-                 r"\frac{d\alpha(X)_{i_0}^{-1}}{dx_{i_1,j_1}} = \begin{cases} -\alpha(X)_{i_0}^{-1}\big(f(X)_{i_0,i_0}" + wx + r" + \langle f(X)_{i_0}, X^\top W_{*,j_1}\rangle\big) & i_0 = i_1\\ -\alpha(X)_{i_0}^{-1}f(X)_{i_0,i_1}" + wx + r" & i_0\ne i_1\end{cases}",
-                 "power rule dy^{−1} = −y^{−2} dy (Fact A.2), Lemma A.12, and u/α = f",
-                 f"{SOURCE}, Lemma A.13",
-                 _exact(_lemma_a13(-1)),
-                 wrong=(WrongVariant("sign error",
-                                     r"\frac{d\alpha(X)_{i_0}^{-1}}{dx_{i_1,j_1}} = +\alpha(X)_{i_0}^{-1}\big(\dots\big)",
-                                     _exact(_lemma_a13(+1)),
-                                     "d(1/α) = −dα/α²: the inverse falls when α grows"),)),
-            Step("Lemma A.14: derivative of f(X)_{i0}",
-                 r"\frac{df(X)_{i_0}}{dx_{i_1,j_1}} = \begin{cases} -f(X)_{i_0}\big(f(X)_{i_0,i_0}" + wx + r" + \langle f(X)_{i_0}, X^\top W_{*,j_1}\rangle\big) + f(X)_{i_0}\circ\big(e_{i_0}" + wx + r" + X^\top W_{*,j_1}\big) & i_0 = i_1\\ -f(X)_{i_0}f(X)_{i_0,i_1}" + wx + r" + f(X)_{i_0}\circ\big(e_{i_1}" + wx + r"\big) & i_0\ne i_1\end{cases}",
-                 "product rule on f = α⁻¹u (Fact A.2), Lemmas A.13 and A.11, and α⁻¹u = f",
-                 f"{SOURCE}, Lemma A.14",
-                 _exact(_lemma_a14()),
-                 wrong=(WrongVariant("forgot the normalisation",
-                                     r"\frac{df(X)_{i_0}}{dx_{i_1,j_1}} = f(X)_{i_0}\circ\frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}}",
-                                     _exact(_lemma_a14(drop_normalisation=True)),
-                                     "α depends on X too: without the −f·(…) term the entries of f would not "
-                                     "keep summing to 1"),)),
-            Step("Lemma A.15: derivative of h(X)_{j0}",
-                 r"\frac{dh(X)_{j_0}}{dx_{i_1,j_1}} = e_{i_1}\,v_{j_1,j_0}",
-                 "h = XᵀV_{*,j0} is linear in X; dXᵀ/dx_{i1,j1} = e_{i1}e_{j1}ᵀ",
-                 f"{SOURCE}, Lemma A.15",
-                 _exact(_lemma_a15)),
-            Step("Lemma A.16: derivative of c(X)_{i0,j0}",
-                 r"\frac{dc(X)_{i_0,j_0}}{dx_{i_1,j_1}} = \begin{cases} C_1+C_2+C_3+C_4+C_5 & i_0 = i_1\\ C_6+C_7+C_8 & i_0 \ne i_1\end{cases},\quad \begin{aligned}C_1 &= -s\,f_{i_0,i_0}" + wx + r",\; C_2 = -s\langle f_{i_0}, X^\top W_{*,j_1}\rangle,\; C_3 = f_{i_0,i_0}h_{j_0,i_0}" + wx + r",\\ C_4 &= \langle f_{i_0}\circ X^\top W_{*,j_1}, h_{j_0}\rangle,\; C_5 = f_{i_0,i_0}v_{j_1,j_0},\; C_6 = -s\,f_{i_0,i_1}" + wx + r",\\ C_7 &= f_{i_0,i_1}h_{j_0,i_1}" + wx + r",\; C_8 = f_{i_0,i_1}v_{j_1,j_0},\quad s = \langle f(X)_{i_0}, h(X)_{j_0}\rangle\end{aligned}",
-                 "b is constant; product rule for ⟨f, h⟩ (Fact A.2) with Lemmas A.14 and A.15, then collect terms",
-                 f"{SOURCE}, Lemma A.16",
-                 _exact(_lemma_a16)),
-            Step("Lemma A.17: gradient of L(X)",
-                 r"\frac{dL(X)}{dx_{i_1,j_1}} = 2\sum_{i_0=1}^n\sum_{j_0=1}^d c(X)_{i_0,j_0}\,\frac{dc(X)_{i_0,j_0}}{dx_{i_1,j_1}}",
-                 "chain rule: d(c²) = 2c dc; dc from Lemma A.16; checked against sympy's derivative of L = Σ c²",
-                 f"{SOURCE}, Lemma A.17",
-                 Check(_lemma_a17(2), "numeric", size=2, build_limit=5),
-                 printed=Printed(r"\frac{dL(X)}{dx_{i_1,j_1}} = \sum_{i_0=1}^n\sum_{j_0=1}^d c(X)_{i_0,j_0}\,\frac{dc(X)_{i_0,j_0}}{dx_{i_1,j_1}}",
-                                 Check(_lemma_a17(1), "numeric", size=2, build_limit=5),
-                                 "the factor 2 of d(c²)/dx = 2c dc/dx is missing (the gradient is off by a "
-                                 "factor 2, its direction is right)")),
+            Step(
+                "Lemma A.10: derivative of XᵀWX_{*,i0}",
+                r"\frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}} = \begin{cases} e_{i_0}"
+                + wx
+                + r" + X^\top W_{*,j_1} & i_0 = i_1\\ e_{i_1}"
+                + wx
+                + r" & i_0\ne i_1\end{cases}",
+                "product rule (Fact A.2): dXᵀ/dx_{i1,j1} = e_{i1}e_{j1}ᵀ, and dX_{*,i0}/dx_{i1,j1} = e_{j1} only when i0 = i1",
+                f"{SOURCE}, Lemma A.10",
+                _exact(_lemma_a10()),
+                wrong=(
+                    WrongVariant(
+                        "missing diagonal term",
+                        r"\frac{dX^\top W X_{*,i_0}}{dx_{i_0,j_1}} = X^\top W_{*,j_1}",
+                        _exact(_lemma_a10(missing_diagonal=True)),
+                        "x_{i0,j1} sits in both Xᵀ and X_{*,i0}: the product rule gives two terms",
+                    ),
+                ),
+            ),
+            Step(
+                "Lemma A.11: derivative of u(X)_{i0}",
+                r"\frac{du(X)_{i_0}}{dx_{i_1,j_1}} = u(X)_{i_0}\circ\frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}}",
+                "chain rule for the entrywise exponential (Fact A.2), then Lemma A.10",
+                f"{SOURCE}, Lemma A.11",
+                _exact(_lemma_a11),
+            ),
+            Step(
+                "Lemma A.12: derivative of α(X)_{i0}",
+                r"\frac{d\alpha(X)_{i_0}}{dx_{i_1,j_1}} = \begin{cases} u(X)_{i_0,i_0}"
+                + wx
+                + r" + \langle u(X)_{i_0}, X^\top W_{*,j_1}\rangle & i_0 = i_1\\ u(X)_{i_0,i_1}"
+                + wx
+                + r" & i_0\ne i_1\end{cases}",
+                "α = ⟨u, 1_n⟩ is linear in u (Fact A.2), Lemma A.11, and ⟨u ∘ v, 1_n⟩ = ⟨u, v⟩ (Fact A.1)",
+                f"{SOURCE}, Lemma A.12",
+                _exact(_lemma_a12),
+            ),
+            Step(
+                "Lemma A.13: derivative of α(X)_{i0}⁻¹",
+                r"\frac{d\alpha(X)_{i_0}^{-1}}{dx_{i_1,j_1}} = \begin{cases} -\alpha(X)_{i_0}^{-1}\big(f(X)_{i_0,i_0}"
+                + wx
+                + r" + \langle f(X)_{i_0}, X^\top W_{*,j_1}\rangle\big) & i_0 = i_1\\ -\alpha(X)_{i_0}^{-1}f(X)_{i_0,i_1}"
+                + wx
+                + r" & i_0\ne i_1\end{cases}",
+                "power rule dy^{−1} = −y^{−2} dy (Fact A.2), Lemma A.12, and u/α = f",
+                f"{SOURCE}, Lemma A.13",
+                _exact(_lemma_a13(-1)),
+                wrong=(
+                    WrongVariant(
+                        "sign error",
+                        r"\frac{d\alpha(X)_{i_0}^{-1}}{dx_{i_1,j_1}} = +\alpha(X)_{i_0}^{-1}\big(\dots\big)",
+                        _exact(_lemma_a13(+1)),
+                        "d(1/α) = −dα/α²: the inverse falls when α grows",
+                    ),
+                ),
+            ),
+            Step(
+                "Lemma A.14: derivative of f(X)_{i0}",
+                r"\frac{df(X)_{i_0}}{dx_{i_1,j_1}} = \begin{cases} -f(X)_{i_0}\big(f(X)_{i_0,i_0}"
+                + wx
+                + r" + \langle f(X)_{i_0}, X^\top W_{*,j_1}\rangle\big) + f(X)_{i_0}\circ\big(e_{i_0}"
+                + wx
+                + r" + X^\top W_{*,j_1}\big) & i_0 = i_1\\ -f(X)_{i_0}f(X)_{i_0,i_1}"
+                + wx
+                + r" + f(X)_{i_0}\circ\big(e_{i_1}"
+                + wx
+                + r"\big) & i_0\ne i_1\end{cases}",
+                "product rule on f = α⁻¹u (Fact A.2), Lemmas A.13 and A.11, and α⁻¹u = f",
+                f"{SOURCE}, Lemma A.14",
+                _exact(_lemma_a14()),
+                wrong=(
+                    WrongVariant(
+                        "forgot the normalisation",
+                        r"\frac{df(X)_{i_0}}{dx_{i_1,j_1}} = f(X)_{i_0}\circ\frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}}",
+                        _exact(_lemma_a14(drop_normalisation=True)),
+                        "α depends on X too: without the −f·(…) term the entries of f would not keep summing to 1",
+                    ),
+                ),
+            ),
+            Step(
+                "Lemma A.15: derivative of h(X)_{j0}",
+                r"\frac{dh(X)_{j_0}}{dx_{i_1,j_1}} = e_{i_1}\,v_{j_1,j_0}",
+                "h = XᵀV_{*,j0} is linear in X; dXᵀ/dx_{i1,j1} = e_{i1}e_{j1}ᵀ",
+                f"{SOURCE}, Lemma A.15",
+                _exact(_lemma_a15),
+            ),
+            Step(
+                "Lemma A.16: derivative of c(X)_{i0,j0}",
+                r"\frac{dc(X)_{i_0,j_0}}{dx_{i_1,j_1}} = \begin{cases} C_1+C_2+C_3+C_4+C_5 & i_0 = i_1\\ C_6+C_7+C_8 & i_0 \ne i_1\end{cases},\quad \begin{aligned}C_1 &= -s\,f_{i_0,i_0}"
+                + wx
+                + r",\; C_2 = -s\langle f_{i_0}, X^\top W_{*,j_1}\rangle,\; C_3 = f_{i_0,i_0}h_{j_0,i_0}"
+                + wx
+                + r",\\ C_4 &= \langle f_{i_0}\circ X^\top W_{*,j_1}, h_{j_0}\rangle,\; C_5 = f_{i_0,i_0}v_{j_1,j_0},\; C_6 = -s\,f_{i_0,i_1}"
+                + wx
+                + r",\\ C_7 &= f_{i_0,i_1}h_{j_0,i_1}"
+                + wx
+                + r",\; C_8 = f_{i_0,i_1}v_{j_1,j_0},\quad s = \langle f(X)_{i_0}, h(X)_{j_0}\rangle\end{aligned}",
+                "b is constant; product rule for ⟨f, h⟩ (Fact A.2) with Lemmas A.14 and A.15, then collect terms",
+                f"{SOURCE}, Lemma A.16",
+                _exact(_lemma_a16),
+            ),
+            Step(
+                "Lemma A.17: gradient of L(X)",
+                r"\frac{dL(X)}{dx_{i_1,j_1}} = 2\sum_{i_0=1}^n\sum_{j_0=1}^d c(X)_{i_0,j_0}\,\frac{dc(X)_{i_0,j_0}}{dx_{i_1,j_1}}",
+                "chain rule: d(c²) = 2c dc; dc from Lemma A.16; checked against sympy's derivative of L = Σ c²",
+                f"{SOURCE}, Lemma A.17",
+                Check(_lemma_a17(2), "numeric", size=2, build_limit=5),
+                printed=Printed(
+                    r"\frac{dL(X)}{dx_{i_1,j_1}} = \sum_{i_0=1}^n\sum_{j_0=1}^d c(X)_{i_0,j_0}\,\frac{dc(X)_{i_0,j_0}}{dx_{i_1,j_1}}",
+                    Check(_lemma_a17(1), "numeric", size=2, build_limit=5),
+                    "the factor 2 of d(c²)/dx = 2c dc/dx is missing (the gradient is off by a "
+                    "factor 2, its direction is right)",
+                ),
+            ),
         ),
     )

@@ -15,6 +15,7 @@ Statuses of a step: passed, failed, not-checked, and slip: the paper's printed l
 fails while the corrected line passes. Every check runs in a forked child process so
 that a timeout really stops the work; results are cached per (check, size).
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -39,8 +40,8 @@ STATUSES = ("passed", "failed", "slip", "not-checked")
 class CheckResult:
     """Outcome of one check: status, the method that settled it, a sentence of detail."""
 
-    status: str            # passed | failed | not-checked
-    method: str            # symbolic | exact | numeric | none
+    status: str  # passed | failed | not-checked
+    method: str  # symbolic | exact | numeric | none
     detail: str
     lhs: str = ""
     rhs: str = ""
@@ -71,21 +72,28 @@ class StepResult:
 
     def to_dict(self) -> dict:
         return {
-            "derivation": self.derivation, "step": self.step, "index": self.index + 1,
-            "status": self.status, "method": self.method, "detail": self.detail,
-            "size": self.corrected.size, "trials": self.corrected.trials,
+            "derivation": self.derivation,
+            "step": self.step,
+            "index": self.index + 1,
+            "status": self.status,
+            "method": self.method,
+            "detail": self.detail,
+            "size": self.corrected.size,
+            "trials": self.corrected.trials,
             "max_error": self.corrected.max_error,
             "printed": None if self.printed is None else asdict(self.printed),
-            "wrong_variants": [{"label": label, "status": r.status, "method": r.method, "detail": r.detail}
-                               for label, r in self.wrong],
+            "wrong_variants": [
+                {"label": label, "status": r.status, "method": r.method, "detail": r.detail} for label, r in self.wrong
+            ],
         }
 
 
 _CACHE: dict[tuple[Check, int | None], CheckResult] = {}
 
 
-def run_checks(checks: list[Check], size: int | None = None, timeout: float | None = DEFAULT_TIMEOUT,
-               workers: int = WORKERS) -> list[CheckResult]:
+def run_checks(
+    checks: list[Check], size: int | None = None, timeout: float | None = DEFAULT_TIMEOUT, workers: int = WORKERS
+) -> list[CheckResult]:
     """Check several lines at `size` (default: each check's own size), `workers` at a time.
 
     Passed and failed results are cached per (check, size); "not checked" ones are not.
@@ -98,8 +106,12 @@ def run_checks(checks: list[Check], size: int | None = None, timeout: float | No
         if results[-1] is not None:
             continue
         if n is not None and n > check.build_limit:
-            results[-1] = CheckResult("not-checked", "none", f"not checked: size n={n} is above this step's limit "
-                                      f"n≤{check.build_limit} for building its matrices", size=n)
+            results[-1] = CheckResult(
+                "not-checked",
+                "none",
+                f"not checked: size n={n} is above this step's limit n≤{check.build_limit} for building its matrices",
+                size=n,
+            )
             continue
         method, note = check.method, ""
         if method == "exact" and n > check.exact_limit:
@@ -109,8 +121,13 @@ def run_checks(checks: list[Check], size: int | None = None, timeout: float | No
     answers = _run_in_children([job for _, _, job in jobs.values()], timeout, workers)
     for (i, (check, n, _)), answer in zip(jobs.items(), answers):
         if answer is None:
-            answer = CheckResult("not-checked", "none", f"not checked: no answer within the {timeout:g} s time limit",
-                                 size=n, seconds=timeout)
+            answer = CheckResult(
+                "not-checked",
+                "none",
+                f"not checked: no answer within the {timeout:g} s time limit",
+                size=n,
+                seconds=timeout,
+            )
         elif answer.status != "not-checked":
             _CACHE[(check, n)] = answer
         results[i] = answer
@@ -126,17 +143,25 @@ def _step_checks(step) -> list[Check]:
     return [step.check] + ([step.printed.check] if step.printed else []) + [w.check for w in step.wrong]
 
 
-def check_derivations(derivations: list[Derivation], size: int | None = None,
-                      timeout: float | None = DEFAULT_TIMEOUT, workers: int = WORKERS) -> list[StepResult]:
+def check_derivations(
+    derivations: list[Derivation],
+    size: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    workers: int = WORKERS,
+) -> list[StepResult]:
     """Every step of every derivation, checks run `workers` at a time; one StepResult per step."""
     checks = [c for d in derivations for step in d.steps for c in _step_checks(step)]
     results = iter(run_checks(checks, size, timeout, workers))
-    return [_step_result(d, i, [next(results) for _ in _step_checks(step)])
-            for d in derivations for i, step in enumerate(d.steps)]
+    return [
+        _step_result(d, i, [next(results) for _ in _step_checks(step)])
+        for d in derivations
+        for i, step in enumerate(d.steps)
+    ]
 
 
-def check_step(derivation: Derivation, index: int, size: int | None = None,
-               timeout: float | None = DEFAULT_TIMEOUT) -> StepResult:
+def check_step(
+    derivation: Derivation, index: int, size: int | None = None, timeout: float | None = DEFAULT_TIMEOUT
+) -> StepResult:
     """Check step `index` of a derivation: corrected line, printed line (if any), wrong variants."""
     step = derivation.steps[index]
     return _step_result(derivation, index, run_checks(_step_checks(step), size, timeout))
@@ -151,8 +176,10 @@ def _step_result(derivation: Derivation, index: int, results: list[CheckResult])
     if printed is not None and corrected.status == "passed":
         if printed.status == "failed":
             status = "slip"
-            detail = (f"slip in the paper: the printed line fails ({printed.detail}); "
-                      f"the corrected line passes ({corrected.detail})")
+            detail = (
+                f"slip in the paper: the printed line fails ({printed.detail}); "
+                f"the corrected line passes ({corrected.detail})"
+            )
         elif printed.status == "passed":
             detail = f"{corrected.detail} The printed line passes too."
         else:
@@ -165,10 +192,12 @@ def _timed(check: Check, n: int | None, method: str, note: str):
         start = time.perf_counter()
         result = _compare(check, n, method, note)
         return CheckResult(**{**asdict(result), "seconds": time.perf_counter() - start})
+
     return job
 
 
 # ---- comparison -------------------------------------------------------------------
+
 
 def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult:
     try:
@@ -182,8 +211,9 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
     if check.relation == ">=":
         return _check_grid(check, lhs_m[0], rhs_m[0], shown)
     if lhs_m.shape != rhs_m.shape:
-        return CheckResult("failed", method, f"{note}the two sides have different shapes "
-                           f"{lhs_m.shape} and {rhs_m.shape}", **shown)
+        return CheckResult(
+            "failed", method, f"{note}the two sides have different shapes {lhs_m.shape} and {rhs_m.shape}", **shown
+        )
     diff = lhs_m - rhs_m
     polynomial = all(e.is_polynomial() for e in diff)
     if method in ("symbolic", "exact") and not polynomial and _probe_differs(check, lhs_m, rhs_m):
@@ -193,12 +223,17 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
         where = f" at size n={n}" if method == "exact" else " for general symbols"
         residues = [_simplify(e, method) for e in diff]
         if all(r == 0 for r in residues):
-            return CheckResult("passed", method, f"{note}the difference simplifies to 0{where} "
-                               f"({_count(diff)}).", **shown)
+            return CheckResult(
+                "passed", method, f"{note}the difference simplifies to 0{where} ({_count(diff)}).", **shown
+            )
         bad = next(r for r in residues if r != 0)
         if polynomial:
-            return CheckResult("failed", method, f"{note}the difference is a nonzero polynomial{where}, "
-                               f"e.g. {_short(bad, 200)}", **shown)
+            return CheckResult(
+                "failed",
+                method,
+                f"{note}the difference is a nonzero polynomial{where}, e.g. {_short(bad, 200)}",
+                **shown,
+            )
         note += "exact simplification did not reach 0, so numbers decide: "
     return _check_numeric(check, lhs_m, rhs_m, note, shown)
 
@@ -207,9 +242,16 @@ def _check_general_matrices(lhs, rhs, shown: dict) -> CheckResult:
     """Matrix expressions of general (symbolic) size: expand, evaluate, simplify."""
     difference = sp.simplify((lhs - rhs).expand().doit())
     if getattr(difference, "is_ZeroMatrix", False) or difference == 0:
-        return CheckResult("passed", "symbolic", "the difference simplifies to the zero matrix for general size.", **shown)
-    return CheckResult("not-checked", "none", f"not checked: sympy could not simplify the general-size difference "
-                       f"to 0 (left with {_short(difference, 200)}), and a general size cannot be sampled", **shown)
+        return CheckResult(
+            "passed", "symbolic", "the difference simplifies to the zero matrix for general size.", **shown
+        )
+    return CheckResult(
+        "not-checked",
+        "none",
+        f"not checked: sympy could not simplify the general-size difference "
+        f"to 0 (left with {_short(difference, 200)}), and a general size cannot be sampled",
+        **shown,
+    )
 
 
 def _simplify(e: sp.Expr, method: str) -> sp.Expr:
@@ -252,8 +294,9 @@ def _check_numeric(check: Check, lhs: sp.Matrix, rhs: sp.Matrix, note: str, show
         entry = "" if lhs.shape == (1, 1) else f" in entry ({row + 1}, {col + 1})"
         point = ", ".join(f"{s}={float(v):.3g}" for s, v in list(values.items())[:6])
         detail += f"{entry} (e.g. at {point}{', …' if len(values) > 6 else ''})"
-    return CheckResult("passed" if passed else "failed", "numeric", detail + ".",
-                       trials=check.trials, max_error=worst, **shown)
+    return CheckResult(
+        "passed" if passed else "failed", "numeric", detail + ".", trials=check.trials, max_error=worst, **shown
+    )
 
 
 def _check_grid(check: Check, lhs: sp.Expr, rhs: sp.Expr, shown: dict) -> CheckResult:
@@ -285,8 +328,7 @@ def _check_grid(check: Check, lhs: sp.Expr, rhs: sp.Expr, shown: dict) -> CheckR
 
 def _sample(symbol: sp.Symbol, ranges, rng) -> sp.Float:
     name = symbol.name
-    lo, hi = ranges.get(name) or ranges.get(name.split("_")[0]) or (
-        (0.25, 2.0) if symbol.is_positive else (-1.5, 1.5))
+    lo, hi = ranges.get(name) or ranges.get(name.split("_")[0]) or ((0.25, 2.0) if symbol.is_positive else (-1.5, 1.5))
     # a random multiple of 1/1024 inside the range: a rational number a binary float holds exactly
     numerator = int(rng.integers(int(np.ceil(lo * 1024)), int(np.floor(hi * 1024)) + 1))
     return sp.Float(sp.Rational(numerator, 1024), DIGITS)
@@ -316,6 +358,7 @@ def _short(x, limit: int = 1500) -> str:
 
 # ---- running checks in child processes (so a timeout can stop them) -------------------
 
+
 def _run_in_children(jobs: list, timeout: float | None, workers: int) -> list[CheckResult | None]:
     """Run each job in a forked child, `workers` at a time; None for a job that exceeded `timeout` s."""
     if timeout is None or "fork" not in multiprocessing.get_all_start_methods():
@@ -338,8 +381,9 @@ def _run_in_children(jobs: list, timeout: float | None, workers: int) -> list[Ch
                     try:
                         results[i] = receive.recv()
                     except EOFError:
-                        results[i] = CheckResult("not-checked", "none",
-                                                 "not checked: the checking process ended without an answer")
+                        results[i] = CheckResult(
+                            "not-checked", "none", "not checked: the checking process ended without an answer"
+                        )
                 elif time.monotonic() - started <= timeout:
                     continue
                 _stop(child, receive)
@@ -366,5 +410,4 @@ def _guarded(job) -> CheckResult:
     try:
         return job()
     except Exception as exc:  # a broken builder is reported, never counted as passed
-        return CheckResult("not-checked", "none", f"not checked: building the check raised "
-                           f"{type(exc).__name__}: {exc}")
+        return CheckResult("not-checked", "none", f"not checked: building the check raised {type(exc).__name__}: {exc}")

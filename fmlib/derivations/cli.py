@@ -4,6 +4,7 @@ Prints one row per step (derivation, step, status, method, detail) or, with --js
 JSON array with one object per step. Exit code 1 if any step failed or any prepared
 wrong variant passed, 2 on bad input, else 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,12 +19,21 @@ from .checker import DEFAULT_TIMEOUT, check_derivations
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per step instead of a table")
-    parser.add_argument("--derivation", action="append", metavar="KEY",
-                        help="check only this derivation (repeatable); default: the whole catalog")
-    parser.add_argument("--size", type=int, default=None,
-                        help="size n for exact/numeric checks (default: each step's own)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                        help=f"seconds allowed per check (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument(
+        "--derivation",
+        action="append",
+        metavar="KEY",
+        help="check only this derivation (repeatable); default: the whole catalog",
+    )
+    parser.add_argument(
+        "--size", type=int, default=None, help="size n for exact/numeric checks (default: each step's own)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds allowed per check (default {DEFAULT_TIMEOUT:g})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,14 +68,24 @@ def _print_table(results, wrong_passed, seconds: float) -> None:
     print(f"{'derivation':<{width}}  #  {'step':<{step_width}}  {'status':<11}  {'method':<8}  detail")
     for r in results:
         detail = r.detail if len(r.detail) <= 100 else r.detail[:99] + "…"
-        print(f"{r.derivation:<{width}} {r.index + 1:>2}  {r.step[:step_width]:<{step_width}}  "
-              f"{r.status:<11}  {r.method:<8}  {detail}")
+        print(
+            f"{r.derivation:<{width}} {r.index + 1:>2}  {r.step[:step_width]:<{step_width}}  "
+            f"{r.status:<11}  {r.method:<8}  {detail}"
+        )
     counts = Counter(r.status for r in results)
     variants = sum(len(r.wrong) for r in results)
-    print(f"\n{len(results)} steps: " + ", ".join(f"{counts[s]} {s}" for s in ("passed", "slip", "failed", "not-checked")))
-    print(f"{variants} prepared wrong variants: "
-          + ("all failed their checks, as they should" if not wrong_passed else
-             "PASSED (they must fail): " + "; ".join(f"{r.derivation} #{r.index + 1} {label}" for r, label in wrong_passed)))
+    print(
+        f"\n{len(results)} steps: " + ", ".join(f"{counts[s]} {s}" for s in ("passed", "slip", "failed", "not-checked"))
+    )
+    print(
+        f"{variants} prepared wrong variants: "
+        + (
+            "all failed their checks, as they should"
+            if not wrong_passed
+            else "PASSED (they must fail): "
+            + "; ".join(f"{r.derivation} #{r.index + 1} {label}" for r, label in wrong_passed)
+        )
+    )
     print(f"checked in {seconds:.1f} s")
 
 

@@ -12,6 +12,7 @@ n"); `n` is the size the builder receives. MatrixSymbol expressions are only use
 display, never as ground truth (sympy issue 17229: differentiating a 1×1 matrix
 expression can silently return 0).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -121,6 +122,7 @@ class Derivation:
 
 
 # ---- explicit small matrices of symbols (the ground truth for matrix steps) ----
+
 
 def sym_matrix(name: str, rows: int, cols: int, **assumptions) -> sp.Matrix:
     """rows×cols matrix whose (i, j) entry is the symbol name_{i,j} (1-based, as in the papers)."""

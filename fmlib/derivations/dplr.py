@@ -7,6 +7,7 @@ split of P = UV used by Algorithm 1.
 Names: v_i ∈ R^k field vectors (rows of V ∈ R^{m×k}, eq. 4), R ∈ R^{m×m} field
 interaction matrix, U ∈ R^{ρ×m}, e ∈ R^ρ, d ∈ R^m, P = UV ∈ R^{ρ×k}.
 """
+
 from __future__ import annotations
 
 import sympy as sp
@@ -18,6 +19,7 @@ HALF = sp.Rational(1, 2)
 
 
 # ---- Rendle's identity (eq. 1) ------------------------------------------------------
+
 
 def _features(n: int, k: int = 3):
     """a_i = x_i w_i for i = 1..n, w_i ∈ R^k."""
@@ -44,13 +46,14 @@ def _rendle(factor):
     def build(n):
         a = _features(n)
         return _pairwise(a), factor * (sqnorm(sum(a[1:], a[0])) - sum(sqnorm(ai) for ai in a))
+
     return build
 
 
 def _rendle_split(n):
     """Eq. (2c) with the first ⌈n/2⌉ fields as context C, the rest as item fields I."""
     v = _features(n)
-    c, i = v[: (n + 1) // 2], v[(n + 1) // 2:]
+    c, i = v[: (n + 1) // 2], v[(n + 1) // 2 :]
     s_c, s_i = sum(c[1:], c[0]), sum(i[1:], i[0])
     return _pairwise(v), _pairwise(c) + dot(s_c, s_i) + _pairwise(i)
 
@@ -60,40 +63,55 @@ def rendle() -> Derivation:
         key="rendle",
         title="Rendle's identity: FM pairwise interactions in O(nk)",
         source=f"{SOURCE}, eq. (1) and eq. (2c)",
-        assumptions=(r"x_i \in \mathbb{R},\; \boldsymbol w_i \in \mathbb{R}^k,\; i = 1..n",
-                     "checks use explicit symbols with k = 3 and n = 6"),
+        assumptions=(
+            r"x_i \in \mathbb{R},\; \boldsymbol w_i \in \mathbb{R}^k,\; i = 1..n",
+            "checks use explicit symbols with k = 3 and n = 6",
+        ),
         steps=(
-            Step("pairs as half the full double sum",
-                 r"\sum_{i<j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \tfrac12\Big(\sum_{i}\sum_{j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle - \sum_i \|x_i\boldsymbol w_i\|^2\Big)",
-                 "symmetry of the inner product: the full double sum counts every pair i<j twice "
-                 "(once as (i, j), once as (j, i)) plus the n diagonal terms ⟨a_i, a_i⟩ = ‖a_i‖²",
-                 f"{SOURCE}, eq. (1)",
-                 Check(_rendle_halves, "exact", size=6, exact_limit=12)),
-            Step("bilinearity",
-                 r"\sum_{i}\sum_{j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \Big\|\sum_i x_i\boldsymbol w_i\Big\|^2",
-                 "the inner product is bilinear: ⟨Σ_i a_i, Σ_j a_j⟩ = Σ_i Σ_j ⟨a_i, a_j⟩",
-                 f"{SOURCE}, eq. (1)",
-                 Check(_rendle_bilinear, "exact", size=6, exact_limit=12)),
-            Step("Rendle's identity",
-                 r"\sum_{i<j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \tfrac12\Big(\Big\|\sum_{i} x_i\boldsymbol w_i\Big\|^2 - \sum_{i}\|x_i\boldsymbol w_i\|^2\Big)",
-                 "the two previous lines; the right side costs O(nk) instead of O(n²k)",
-                 f"{SOURCE}, eq. (1)",
-                 Check(_rendle(HALF), "exact", size=6, exact_limit=12),
-                 wrong=(WrongVariant("dropped the factor ½",
-                                     r"\sum_{i<j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \Big\|\sum_{i} x_i\boldsymbol w_i\Big\|^2 - \sum_{i}\|x_i\boldsymbol w_i\|^2",
-                                     Check(_rendle(1), "exact", size=6, exact_limit=12),
-                                     "without ½ every pair is counted twice"),)),
-            Step("eq. (2c): context and item fields",
-                 r"\sum_{i<j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle = \sum_{i<j \in\mathcal C}\langle\boldsymbol v_i,\boldsymbol v_j\rangle + \Big\langle\sum_{i\in\mathcal C}\boldsymbol v_i, \sum_{j\in\mathcal I}\boldsymbol v_j\Big\rangle + \sum_{i<j\in\mathcal I}\langle\boldsymbol v_i,\boldsymbol v_j\rangle",
-                 "split the fields into context C and item I and expand ‖Σ_C v + Σ_I v‖²: the context terms "
-                 "(its pairs and its sum) are computed once per query, each item costs O(|I| k)",
-                 f"{SOURCE}, eq. (2c)",
-                 Check(_rendle_split, "exact", size=6, exact_limit=12)),
+            Step(
+                "pairs as half the full double sum",
+                r"\sum_{i<j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \tfrac12\Big(\sum_{i}\sum_{j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle - \sum_i \|x_i\boldsymbol w_i\|^2\Big)",
+                "symmetry of the inner product: the full double sum counts every pair i<j twice "
+                "(once as (i, j), once as (j, i)) plus the n diagonal terms ⟨a_i, a_i⟩ = ‖a_i‖²",
+                f"{SOURCE}, eq. (1)",
+                Check(_rendle_halves, "exact", size=6, exact_limit=12),
+            ),
+            Step(
+                "bilinearity",
+                r"\sum_{i}\sum_{j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \Big\|\sum_i x_i\boldsymbol w_i\Big\|^2",
+                "the inner product is bilinear: ⟨Σ_i a_i, Σ_j a_j⟩ = Σ_i Σ_j ⟨a_i, a_j⟩",
+                f"{SOURCE}, eq. (1)",
+                Check(_rendle_bilinear, "exact", size=6, exact_limit=12),
+            ),
+            Step(
+                "Rendle's identity",
+                r"\sum_{i<j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \tfrac12\Big(\Big\|\sum_{i} x_i\boldsymbol w_i\Big\|^2 - \sum_{i}\|x_i\boldsymbol w_i\|^2\Big)",
+                "the two previous lines; the right side costs O(nk) instead of O(n²k)",
+                f"{SOURCE}, eq. (1)",
+                Check(_rendle(HALF), "exact", size=6, exact_limit=12),
+                wrong=(
+                    WrongVariant(
+                        "dropped the factor ½",
+                        r"\sum_{i<j}\langle x_i\boldsymbol w_i, x_j\boldsymbol w_j\rangle = \Big\|\sum_{i} x_i\boldsymbol w_i\Big\|^2 - \sum_{i}\|x_i\boldsymbol w_i\|^2",
+                        Check(_rendle(1), "exact", size=6, exact_limit=12),
+                        "without ½ every pair is counted twice",
+                    ),
+                ),
+            ),
+            Step(
+                "eq. (2c): context and item fields",
+                r"\sum_{i<j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle = \sum_{i<j \in\mathcal C}\langle\boldsymbol v_i,\boldsymbol v_j\rangle + \Big\langle\sum_{i\in\mathcal C}\boldsymbol v_i, \sum_{j\in\mathcal I}\boldsymbol v_j\Big\rangle + \sum_{i<j\in\mathcal I}\langle\boldsymbol v_i,\boldsymbol v_j\rangle",
+                "split the fields into context C and item I and expand ‖Σ_C v + Σ_I v‖²: the context terms "
+                "(its pairs and its sum) are computed once per query, each item costs O(|I| k)",
+                f"{SOURCE}, eq. (2c)",
+                Check(_rendle_split, "exact", size=6, exact_limit=12),
+            ),
         ),
     )
 
 
 # ---- Identity 1 (eq. 6, App. A.1) ----------------------------------------------------
+
 
 def _identity_setup(n):
     """A ∈ R^{m×k}, Q ∈ R^{m×m} with m = n, k = n − 1."""
@@ -105,6 +123,7 @@ def _rows_gram(transpose_first):
         A, _ = _identity_setup(n)
         gram = sp.Matrix(A.rows, A.rows, lambda i, j: dot(A[i, :], A[j, :]))
         return gram, (A.T * A if transpose_first else A * A.T)
+
     return build
 
 
@@ -122,10 +141,13 @@ def _symmetric(n):
 def _cyclic(kind):
     def build(n):
         A, Q = _identity_setup(n)
-        right = {"correct": lambda: (A.T * Q * A).trace(),
-                 "half": lambda: HALF * (A.T * Q * A).trace(),
-                 "wrong order": lambda: (A * Q * A.T).trace()}[kind]()
+        right = {
+            "correct": lambda: (A.T * Q * A).trace(),
+            "half": lambda: HALF * (A.T * Q * A).trace(),
+            "wrong order": lambda: (A * Q * A.T).trace(),
+        }[kind]()
         return (A * A.T * Q).trace(), right
+
     return build
 
 
@@ -139,51 +161,74 @@ def identity1() -> Derivation:
         key="identity-1",
         title="Identity 1: pairwise interactions as a trace",
         source=f"{SOURCE}, eq. (6), proof in App. A.1",
-        assumptions=(r"A \in \mathbb{R}^{m\times k},\; Q \in \mathbb{R}^{m\times m}",
-                     "checks use explicit symbols with m = 4, k = 3 (Q not assumed symmetric)"),
+        assumptions=(
+            r"A \in \mathbb{R}^{m\times k},\; Q \in \mathbb{R}^{m\times m}",
+            "checks use explicit symbols with m = 4, k = 3 (Q not assumed symmetric)",
+        ),
         steps=(
-            Step("inner products of rows are a Gram matrix",
-                 r"\langle A_{i,:}, A_{j,:}\rangle = (AA^\top)_{i,j}",
-                 "definition of the matrix product: (AAᵀ)_ij = Σ_l A_il A_jl",
-                 f"{SOURCE}, App. A.1",
-                 Check(_rows_gram(False), "exact", size=4),
-                 wrong=(WrongVariant("AᵀA instead of AAᵀ",
-                                     r"\langle A_{i,:}, A_{j,:}\rangle = (A^\top A)_{i,j}",
-                                     Check(_rows_gram(True), "exact", size=4),
-                                     "AᵀA is k×k and holds inner products of columns, not rows"),)),
-            Step("Frobenius inner product",
-                 r"\sum_{i,j}(AA^\top)_{i,j}Q_{i,j} = \langle AA^\top, Q\rangle = \mathrm{Tr}\big((AA^\top)^\top Q\big)",
-                 "definition of the Frobenius inner product ⟨M, Q⟩ = Σ_ij M_ij Q_ij = Tr(MᵀQ)",
-                 f"{SOURCE}, App. A.1",
-                 Check(_frobenius, "exact", size=4)),
-            Step("AAᵀ is symmetric",
-                 r"\mathrm{Tr}\big((AA^\top)^\top Q\big) = \mathrm{Tr}(AA^\top Q)",
-                 "(AAᵀ)ᵀ = (Aᵀ)ᵀAᵀ = AAᵀ",
-                 f"{SOURCE}, App. A.1",
-                 Check(_symmetric, "exact", size=4)),
-            Step("cyclic property of the trace",
-                 r"\mathrm{Tr}(AA^\top Q) = \mathrm{Tr}(A^\top Q A)",
-                 "cyclic property of the trace: Tr(BC) = Tr(CB) with B = A, C = AᵀQ",
-                 f"{SOURCE}, App. A.1 (Petersen & Pedersen §1.1)",
-                 Check(_cyclic("correct"), "exact", size=4),
-                 wrong=(WrongVariant("not a cyclic shift",
-                                     r"\mathrm{Tr}(AA^\top Q) = \mathrm{Tr}(A Q A^\top)",
-                                     Check(_cyclic("wrong order"), "exact", size=4),
-                                     "only cyclic shifts keep the trace; A Q is not even defined when k ≠ m"),
-                        WrongVariant("a stray factor ½",
-                                     r"\mathrm{Tr}(AA^\top Q) = \tfrac12\mathrm{Tr}(A^\top Q A)",
-                                     Check(_cyclic("half"), "exact", size=4),
-                                     "the ½ belongs to eq. (5) (pairs i<j), not to Identity 1 (all i, j)"))),
-            Step("Identity 1",
-                 r"\sum_{i=1}^m\sum_{j=1}^m\langle A_{i,:}, A_{j,:}\rangle Q_{i,j} = \mathrm{Tr}(A^\top Q A)",
-                 "the previous four lines",
-                 f"{SOURCE}, eq. (6)",
-                 Check(_identity1, "exact", size=4)),
+            Step(
+                "inner products of rows are a Gram matrix",
+                r"\langle A_{i,:}, A_{j,:}\rangle = (AA^\top)_{i,j}",
+                "definition of the matrix product: (AAᵀ)_ij = Σ_l A_il A_jl",
+                f"{SOURCE}, App. A.1",
+                Check(_rows_gram(False), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "AᵀA instead of AAᵀ",
+                        r"\langle A_{i,:}, A_{j,:}\rangle = (A^\top A)_{i,j}",
+                        Check(_rows_gram(True), "exact", size=4),
+                        "AᵀA is k×k and holds inner products of columns, not rows",
+                    ),
+                ),
+            ),
+            Step(
+                "Frobenius inner product",
+                r"\sum_{i,j}(AA^\top)_{i,j}Q_{i,j} = \langle AA^\top, Q\rangle = \mathrm{Tr}\big((AA^\top)^\top Q\big)",
+                "definition of the Frobenius inner product ⟨M, Q⟩ = Σ_ij M_ij Q_ij = Tr(MᵀQ)",
+                f"{SOURCE}, App. A.1",
+                Check(_frobenius, "exact", size=4),
+            ),
+            Step(
+                "AAᵀ is symmetric",
+                r"\mathrm{Tr}\big((AA^\top)^\top Q\big) = \mathrm{Tr}(AA^\top Q)",
+                "(AAᵀ)ᵀ = (Aᵀ)ᵀAᵀ = AAᵀ",
+                f"{SOURCE}, App. A.1",
+                Check(_symmetric, "exact", size=4),
+            ),
+            Step(
+                "cyclic property of the trace",
+                r"\mathrm{Tr}(AA^\top Q) = \mathrm{Tr}(A^\top Q A)",
+                "cyclic property of the trace: Tr(BC) = Tr(CB) with B = A, C = AᵀQ",
+                f"{SOURCE}, App. A.1 (Petersen & Pedersen §1.1)",
+                Check(_cyclic("correct"), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "not a cyclic shift",
+                        r"\mathrm{Tr}(AA^\top Q) = \mathrm{Tr}(A Q A^\top)",
+                        Check(_cyclic("wrong order"), "exact", size=4),
+                        "only cyclic shifts keep the trace; A Q is not even defined when k ≠ m",
+                    ),
+                    WrongVariant(
+                        "a stray factor ½",
+                        r"\mathrm{Tr}(AA^\top Q) = \tfrac12\mathrm{Tr}(A^\top Q A)",
+                        Check(_cyclic("half"), "exact", size=4),
+                        "the ½ belongs to eq. (5) (pairs i<j), not to Identity 1 (all i, j)",
+                    ),
+                ),
+            ),
+            Step(
+                "Identity 1",
+                r"\sum_{i=1}^m\sum_{j=1}^m\langle A_{i,:}, A_{j,:}\rangle Q_{i,j} = \mathrm{Tr}(A^\top Q A)",
+                "the previous four lines",
+                f"{SOURCE}, eq. (6)",
+                Check(_identity1, "exact", size=4),
+            ),
         ),
     )
 
 
 # ---- Proposition 1 (eqs. 8–10, App. A.2) and Algorithm 1's split ------------------------
+
 
 def _prop_setup(n, rho=2, k=3):
     """m = n fields, V ∈ R^{m×k}, U ∈ R^{ρ×m}, e ∈ R^ρ, d ∈ R^m, R = Uᵀ diag(e) U + diag(d) (eq. 8)."""
@@ -224,9 +269,13 @@ def _prop1(rows=True):
     def build(n):
         V, U, e, d, R = _prop_setup(n)
         P = U * V
-        low_rank = (sum(e[r] * sqnorm(P[r, :]) for r in range(P.rows)) if rows
-                    else sum(e[r] * sqnorm(P[:, r]) for r in range(P.rows)))
+        low_rank = (
+            sum(e[r] * sqnorm(P[r, :]) for r in range(P.rows))
+            if rows
+            else sum(e[r] * sqnorm(P[:, r]) for r in range(P.rows))
+        )
         return _double_sum(V, R), sum(d[i] * sqnorm(V[i, :]) for i in range(V.rows)) + low_rank
+
     return build
 
 
@@ -249,6 +298,7 @@ def _context_split(printed):
         V_C, V_I, U_C, U_I = V[:c, :], V[c:, :], U[:, :c], U[:, c:]
         split = V_C * U_C + V_I * U_I if printed else U_C * V_C + U_I * V_I
         return U * V, split
+
     return build
 
 
@@ -257,55 +307,77 @@ def proposition1() -> Derivation:
         key="dplr-proposition-1",
         title="Proposition 1: diagonal-plus-low-rank FwFM in O(ρmk)",
         source=f"{SOURCE}, eqs. (8)–(10), proof in App. A.2, Algorithm 1",
-        assumptions=(r"V \in \mathbb{R}^{m\times k}\text{ (rows } \boldsymbol v_i),\; U \in \mathbb{R}^{\rho\times m},\; \boldsymbol e\in\mathbb{R}^\rho,\; \boldsymbol d\in\mathbb{R}^m",
-                     r"\boldsymbol R = U^\top\mathrm{diag}(\boldsymbol e)U + \mathrm{diag}(\boldsymbol d)\;\text{(eq. 8)},\; P = UV",
-                     "checks use explicit symbols with m = 4, k = 3, ρ = 2; context C = first ⌈m/2⌉ fields"),
+        assumptions=(
+            r"V \in \mathbb{R}^{m\times k}\text{ (rows } \boldsymbol v_i),\; U \in \mathbb{R}^{\rho\times m},\; \boldsymbol e\in\mathbb{R}^\rho,\; \boldsymbol d\in\mathbb{R}^m",
+            r"\boldsymbol R = U^\top\mathrm{diag}(\boldsymbol e)U + \mathrm{diag}(\boldsymbol d)\;\text{(eq. 8)},\; P = UV",
+            "checks use explicit symbols with m = 4, k = 3, ρ = 2; context C = first ⌈m/2⌉ fields",
+        ),
         steps=(
-            Step("Identity 1 with A = V, Q = R",
-                 r"\sum_{i,j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \mathrm{Tr}(V^\top\boldsymbol R V)",
-                 "Identity 1 (eq. 6) with A = V and Q = R",
-                 f"{SOURCE}, App. A.2",
-                 Check(_prop_trace, "exact", size=4)),
-            Step("substitute eq. (8), linearity of the trace",
-                 r"\mathrm{Tr}(V^\top\boldsymbol R V) = \mathrm{Tr}(V^\top\mathrm{diag}(\boldsymbol d)V) + \mathrm{Tr}\big(\underbrace{(UV)^\top}_{P^\top}\mathrm{diag}(\boldsymbol e)\underbrace{(UV)}_{P}\big)",
-                 "insert R = diag(d) + Uᵀ diag(e) U; the trace is linear; Vᵀ Uᵀ = (UV)ᵀ",
-                 f"{SOURCE}, App. A.2",
-                 Check(_prop_linearity, "exact", size=4)),
-            Step("Identity 1 with Q = diag(d)",
-                 r"\mathrm{Tr}(V^\top\mathrm{diag}(\boldsymbol d)V) = \sum_{i=1}^m d_i\|\boldsymbol v_i\|^2",
-                 "Identity 1 with A = V, Q = diag(d): only the diagonal terms i = j survive",
-                 f"{SOURCE}, App. A.2",
-                 Check(_prop_diag, "exact", size=4)),
-            Step("Identity 1 with A = P, Q = diag(e)",
-                 r"\mathrm{Tr}(P^\top\mathrm{diag}(\boldsymbol e)P) = \sum_{i=1}^\rho e_i\|P_{i,:}\|^2",
-                 "Identity 1 with A = P (ρ×k) and Q = diag(e)",
-                 f"{SOURCE}, App. A.2",
-                 Check(_prop_low_rank, "exact", size=4)),
-            Step("Proposition 1",
-                 r"\sum_{i,j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \sum_{i=1}^m d_i\|\boldsymbol v_i\|^2 + \sum_{i=1}^\rho e_i\|P_{i,:}\|^2",
-                 "the previous four lines; P = UV costs O(ρmk), the rest O(ρk + mk)",
-                 f"{SOURCE}, eq. (9)",
-                 Check(_prop1(), "exact", size=4),
-                 wrong=(WrongVariant("columns of P instead of rows",
-                                     r"\sum_{i,j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \sum_i d_i\|\boldsymbol v_i\|^2 + \sum_{i=1}^\rho e_i\|P_{:,i}\|^2",
-                                     Check(_prop1(rows=False), "exact", size=4),
-                                     "e_i weighs the i-th row of P = UV (the i-th low-rank direction)"),)),
-            Step("eq. (10): zero diagonal, pairs i<j",
-                 r"\boldsymbol d = -\mathrm{diag\_of}(U^\top\mathrm{diag}(\boldsymbol e)U) \;\Rightarrow\; R_{i,i}=0,\quad \sum_{i<j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \tfrac12\Big(\sum_i d_i\|\boldsymbol v_i\|^2 + \sum_{r} e_r\|P_{r,:}\|^2\Big)",
-                 "with this d the diagonal of R cancels; for a symmetric R with zero diagonal the pairs i<j "
-                 "are half of the full double sum (eq. 5), then Proposition 1",
-                 f"{SOURCE}, eqs. (5), (10)",
-                 Check(_eq10, "exact", size=4)),
-            Step("Algorithm 1: cache the context part of P",
-                 r"P = UV = U_{\mathcal C}V_{\mathcal C} + U_{\mathcal I}V_{\mathcal I}",
-                 "block matrix product: split the columns of U and the rows of V into context C and item I; "
-                 "P_C = U_C V_C is computed once per query, each item adds U_I V_I in O(ρ|I|k)",
-                 f"{SOURCE}, §4.2.2 and Algorithm 1 step 1(a)",
-                 Check(_context_split(False), "exact", size=4),
-                 printed=Printed(r"P_{\mathcal C} = V_{\mathcal C}U_{\mathcal C}",
-                                 Check(_context_split(True), "exact", size=4),
-                                 "Algorithm 1 step 1(a) prints the factors in the wrong order: V_C U_C is "
-                                 "|C|×k times ρ×|C|, undefined unless k = ρ (the text above it has U_C V_C)")),
+            Step(
+                "Identity 1 with A = V, Q = R",
+                r"\sum_{i,j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \mathrm{Tr}(V^\top\boldsymbol R V)",
+                "Identity 1 (eq. 6) with A = V and Q = R",
+                f"{SOURCE}, App. A.2",
+                Check(_prop_trace, "exact", size=4),
+            ),
+            Step(
+                "substitute eq. (8), linearity of the trace",
+                r"\mathrm{Tr}(V^\top\boldsymbol R V) = \mathrm{Tr}(V^\top\mathrm{diag}(\boldsymbol d)V) + \mathrm{Tr}\big(\underbrace{(UV)^\top}_{P^\top}\mathrm{diag}(\boldsymbol e)\underbrace{(UV)}_{P}\big)",
+                "insert R = diag(d) + Uᵀ diag(e) U; the trace is linear; Vᵀ Uᵀ = (UV)ᵀ",
+                f"{SOURCE}, App. A.2",
+                Check(_prop_linearity, "exact", size=4),
+            ),
+            Step(
+                "Identity 1 with Q = diag(d)",
+                r"\mathrm{Tr}(V^\top\mathrm{diag}(\boldsymbol d)V) = \sum_{i=1}^m d_i\|\boldsymbol v_i\|^2",
+                "Identity 1 with A = V, Q = diag(d): only the diagonal terms i = j survive",
+                f"{SOURCE}, App. A.2",
+                Check(_prop_diag, "exact", size=4),
+            ),
+            Step(
+                "Identity 1 with A = P, Q = diag(e)",
+                r"\mathrm{Tr}(P^\top\mathrm{diag}(\boldsymbol e)P) = \sum_{i=1}^\rho e_i\|P_{i,:}\|^2",
+                "Identity 1 with A = P (ρ×k) and Q = diag(e)",
+                f"{SOURCE}, App. A.2",
+                Check(_prop_low_rank, "exact", size=4),
+            ),
+            Step(
+                "Proposition 1",
+                r"\sum_{i,j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \sum_{i=1}^m d_i\|\boldsymbol v_i\|^2 + \sum_{i=1}^\rho e_i\|P_{i,:}\|^2",
+                "the previous four lines; P = UV costs O(ρmk), the rest O(ρk + mk)",
+                f"{SOURCE}, eq. (9)",
+                Check(_prop1(), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "columns of P instead of rows",
+                        r"\sum_{i,j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \sum_i d_i\|\boldsymbol v_i\|^2 + \sum_{i=1}^\rho e_i\|P_{:,i}\|^2",
+                        Check(_prop1(rows=False), "exact", size=4),
+                        "e_i weighs the i-th row of P = UV (the i-th low-rank direction)",
+                    ),
+                ),
+            ),
+            Step(
+                "eq. (10): zero diagonal, pairs i<j",
+                r"\boldsymbol d = -\mathrm{diag\_of}(U^\top\mathrm{diag}(\boldsymbol e)U) \;\Rightarrow\; R_{i,i}=0,\quad \sum_{i<j}\langle\boldsymbol v_i,\boldsymbol v_j\rangle R_{i,j} = \tfrac12\Big(\sum_i d_i\|\boldsymbol v_i\|^2 + \sum_{r} e_r\|P_{r,:}\|^2\Big)",
+                "with this d the diagonal of R cancels; for a symmetric R with zero diagonal the pairs i<j "
+                "are half of the full double sum (eq. 5), then Proposition 1",
+                f"{SOURCE}, eqs. (5), (10)",
+                Check(_eq10, "exact", size=4),
+            ),
+            Step(
+                "Algorithm 1: cache the context part of P",
+                r"P = UV = U_{\mathcal C}V_{\mathcal C} + U_{\mathcal I}V_{\mathcal I}",
+                "block matrix product: split the columns of U and the rows of V into context C and item I; "
+                "P_C = U_C V_C is computed once per query, each item adds U_I V_I in O(ρ|I|k)",
+                f"{SOURCE}, §4.2.2 and Algorithm 1 step 1(a)",
+                Check(_context_split(False), "exact", size=4),
+                printed=Printed(
+                    r"P_{\mathcal C} = V_{\mathcal C}U_{\mathcal C}",
+                    Check(_context_split(True), "exact", size=4),
+                    "Algorithm 1 step 1(a) prints the factors in the wrong order: V_C U_C is "
+                    "|C|×k times ρ×|C|, undefined unless k = ρ (the text above it has U_C V_C)",
+                ),
+            ),
         ),
     )
 
@@ -326,6 +398,7 @@ def _r_fm_form(n):
 def _charpoly(top):
     def build(n):
         return _r_fm(n).charpoly(LAMBDA).as_expr(), (LAMBDA - top(n)) * (LAMBDA + 1) ** (n - 1)
+
     return build
 
 
@@ -342,8 +415,9 @@ def _determinant(n):
 def _rank_one_dplr(n):
     U, e, d = sp.ones(1, n), [1], [-1] * n
     low = U.T * sp.diag(*e) * U
-    return sp.Matrix.vstack(_r_fm(n), sp.Matrix([[-low[i, i] for i in range(n)]])), \
-        sp.Matrix.vstack(low + sp.diag(*d), sp.Matrix([d]))
+    return sp.Matrix.vstack(_r_fm(n), sp.Matrix([[-low[i, i] for i in range(n)]])), sp.Matrix.vstack(
+        low + sp.diag(*d), sp.Matrix([d])
+    )
 
 
 def r_fm() -> Derivation:
@@ -351,38 +425,54 @@ def r_fm() -> Derivation:
         key="r-fm",
         title="The FM field-interaction matrix R_FM = 11ᵀ − I",
         source=f"{SOURCE}, §4.1, eq. (7)",
-        assumptions=("a plain FM is an FwFM whose field interactions are all 1 (and 0 on the diagonal)",
-                     "checks at m = 5 fields; one line at general m"),
+        assumptions=(
+            "a plain FM is an FwFM whose field interactions are all 1 (and 0 on the diagonal)",
+            "checks at m = 5 fields; one line at general m",
+        ),
         steps=(
-            Step("eq. (7): all-ones minus identity",
-                 r"\boldsymbol R_{\mathrm{FM}} = \begin{pmatrix}0&1&\cdots&1\\1&0&\cdots&1\\\vdots&&\ddots&\vdots\\1&1&\cdots&0\end{pmatrix} = \boldsymbol 1\boldsymbol 1^\top - I",
-                 "(11ᵀ)_ij = 1 for every i, j; subtracting I zeroes the diagonal",
-                 f"{SOURCE}, eq. (7)",
-                 Check(_r_fm_form, "exact", size=5, exact_limit=12)),
-            Step("the all-ones vector is an eigenvector (general m)",
-                 r"(\boldsymbol 1\boldsymbol 1^\top - I)\,\boldsymbol 1 = \boldsymbol 1(\boldsymbol 1^\top\boldsymbol 1) - \boldsymbol 1 = (m-1)\,\boldsymbol 1",
-                 "associativity and 1ᵀ1 = m",
-                 f"{SOURCE}, §4.1",
-                 Check(_eigenvector_general, "symbolic", size=None)),
-            Step("eigenvalues {m − 1, −1, …, −1}",
-                 r"\det(\lambda I - \boldsymbol R_{\mathrm{FM}}) = (\lambda - (m-1))\,(\lambda+1)^{m-1}",
-                 "any x ⟂ 1 has (11ᵀ − I)x = 1(1ᵀx) − x = −x: eigenvalue −1 on the (m−1)-dimensional "
-                 "complement of 1; the characteristic polynomial is checked at size m",
-                 f"{SOURCE}, §4.1",
-                 Check(_charpoly(lambda n: n - 1), "exact", size=5, exact_limit=8),
-                 wrong=(WrongVariant("forgot the −I shift",
-                                     r"\det(\lambda I - \boldsymbol R_{\mathrm{FM}}) = (\lambda - m)\,(\lambda+1)^{m-1}",
-                                     Check(_charpoly(lambda n: n), "exact", size=5, exact_limit=8),
-                                     "m is the eigenvalue of 11ᵀ; subtracting I shifts every eigenvalue by −1"),)),
-            Step("full rank: no low-rank approximation",
-                 r"\det\boldsymbol R_{\mathrm{FM}} = (-1)^{m-1}(m-1) \neq 0 \;\Rightarrow\; \mathrm{rank}(\boldsymbol R_{\mathrm{FM}}) = m",
-                 "the determinant is the product of the eigenvalues",
-                 f"{SOURCE}, §4.1",
-                 Check(_determinant, "exact", size=5, exact_limit=8)),
-            Step("but DPLR with ρ = 1 is exact",
-                 r"\boldsymbol R_{\mathrm{FM}} = U^\top\mathrm{diag}(\boldsymbol e)U + \mathrm{diag}(\boldsymbol d),\quad U = \boldsymbol 1^\top,\; \boldsymbol e = (1),\; \boldsymbol d = -\boldsymbol 1 = -\mathrm{diag\_of}(U^\top\mathrm{diag}(\boldsymbol e)U)",
-                 "eq. (7) is eq. (8) with rank ρ = 1, and d is the one eq. (10) prescribes",
-                 f"{SOURCE}, eqs. (7), (8), (10)",
-                 Check(_rank_one_dplr, "exact", size=5, exact_limit=12)),
+            Step(
+                "eq. (7): all-ones minus identity",
+                r"\boldsymbol R_{\mathrm{FM}} = \begin{pmatrix}0&1&\cdots&1\\1&0&\cdots&1\\\vdots&&\ddots&\vdots\\1&1&\cdots&0\end{pmatrix} = \boldsymbol 1\boldsymbol 1^\top - I",
+                "(11ᵀ)_ij = 1 for every i, j; subtracting I zeroes the diagonal",
+                f"{SOURCE}, eq. (7)",
+                Check(_r_fm_form, "exact", size=5, exact_limit=12),
+            ),
+            Step(
+                "the all-ones vector is an eigenvector (general m)",
+                r"(\boldsymbol 1\boldsymbol 1^\top - I)\,\boldsymbol 1 = \boldsymbol 1(\boldsymbol 1^\top\boldsymbol 1) - \boldsymbol 1 = (m-1)\,\boldsymbol 1",
+                "associativity and 1ᵀ1 = m",
+                f"{SOURCE}, §4.1",
+                Check(_eigenvector_general, "symbolic", size=None),
+            ),
+            Step(
+                "eigenvalues {m − 1, −1, …, −1}",
+                r"\det(\lambda I - \boldsymbol R_{\mathrm{FM}}) = (\lambda - (m-1))\,(\lambda+1)^{m-1}",
+                "any x ⟂ 1 has (11ᵀ − I)x = 1(1ᵀx) − x = −x: eigenvalue −1 on the (m−1)-dimensional "
+                "complement of 1; the characteristic polynomial is checked at size m",
+                f"{SOURCE}, §4.1",
+                Check(_charpoly(lambda n: n - 1), "exact", size=5, exact_limit=8),
+                wrong=(
+                    WrongVariant(
+                        "forgot the −I shift",
+                        r"\det(\lambda I - \boldsymbol R_{\mathrm{FM}}) = (\lambda - m)\,(\lambda+1)^{m-1}",
+                        Check(_charpoly(lambda n: n), "exact", size=5, exact_limit=8),
+                        "m is the eigenvalue of 11ᵀ; subtracting I shifts every eigenvalue by −1",
+                    ),
+                ),
+            ),
+            Step(
+                "full rank: no low-rank approximation",
+                r"\det\boldsymbol R_{\mathrm{FM}} = (-1)^{m-1}(m-1) \neq 0 \;\Rightarrow\; \mathrm{rank}(\boldsymbol R_{\mathrm{FM}}) = m",
+                "the determinant is the product of the eigenvalues",
+                f"{SOURCE}, §4.1",
+                Check(_determinant, "exact", size=5, exact_limit=8),
+            ),
+            Step(
+                "but DPLR with ρ = 1 is exact",
+                r"\boldsymbol R_{\mathrm{FM}} = U^\top\mathrm{diag}(\boldsymbol e)U + \mathrm{diag}(\boldsymbol d),\quad U = \boldsymbol 1^\top,\; \boldsymbol e = (1),\; \boldsymbol d = -\boldsymbol 1 = -\mathrm{diag\_of}(U^\top\mathrm{diag}(\boldsymbol e)U)",
+                "eq. (7) is eq. (8) with rank ρ = 1, and d is the one eq. (10) prescribes",
+                f"{SOURCE}, eqs. (7), (8), (10)",
+                Check(_rank_one_dplr, "exact", size=5, exact_limit=12),
+            ),
         ),
     )

@@ -8,6 +8,7 @@ symbols. The note's eqs. (7)–(8) print dφ/dP_ij = X_j Z_i − 2 P_ij X_j²; s
 X_j Z_i − P_ij X_j² (the sum Σ_j' P_ij' X_j' contains P_ij itself), so those lines are
 shown as a slip next to the corrected ones.
 """
+
 from __future__ import annotations
 
 import sympy as sp
@@ -38,10 +39,12 @@ def sympy_gradient(P: sp.Matrix, X: sp.Matrix) -> sp.Matrix:
 
 def _gradient(coefficient):
     """X_j Z_i − c·P_ij X_j² as a k×d matrix (c = 1 corrected, c = 2 as printed)."""
+
     def build(n):
         P, X, Z = _setup(n)
         rhs = sp.Matrix(P.rows, P.cols, lambda i, j: X[j] * Z[i] - coefficient * P[i, j] * X[j] ** 2)
         return sympy_gradient(P, X), rhs
+
     return build
 
 
@@ -56,6 +59,7 @@ def _eq7(coefficient):
         P, X, _ = _setup(n)
         rhs = sp.Matrix(P.rows, P.cols, lambda i, j: _sum_form(n, i, j, coefficient))
         return sympy_gradient(P, X), rhs
+
     return build
 
 
@@ -64,19 +68,26 @@ def _eq1_to_2(square_x=True):
         P, X, _ = _setup(n)
         k, d = P.shape
         power = 2 if square_x else 1
-        rhs = sp.Rational(1, 2) * (sum(sum(P[i, j] * X[j] for j in range(d)) ** 2 for i in range(k))
-                                   - sum(X[j] ** power * sum(P[i, j] ** 2 for i in range(k)) for j in range(d)))
+        rhs = sp.Rational(1, 2) * (
+            sum(sum(P[i, j] * X[j] for j in range(d)) ** 2 for i in range(k))
+            - sum(X[j] ** power * sum(P[i, j] ** 2 for i in range(k)) for j in range(d))
+        )
         return phi(P, X), rhs
+
     return build
 
 
 def _eq2_to_3(n):
     P, X, _ = _setup(n)
     k, d = P.shape
-    eq2 = sp.Rational(1, 2) * (sum(sum(P[i, j] * X[j] for j in range(d)) ** 2 for i in range(k))
-                               - sum(X[j] ** 2 * sum(P[i, j] ** 2 for i in range(k)) for j in range(d)))
-    eq3 = sp.Rational(1, 2) * (sum(P[i, j] * X[j] * P[i, jj] * X[jj] for i in range(k) for j in range(d) for jj in range(d))
-                               - sum(X[j] ** 2 * sum(P[i, j] ** 2 for i in range(k)) for j in range(d)))
+    eq2 = sp.Rational(1, 2) * (
+        sum(sum(P[i, j] * X[j] for j in range(d)) ** 2 for i in range(k))
+        - sum(X[j] ** 2 * sum(P[i, j] ** 2 for i in range(k)) for j in range(d))
+    )
+    eq3 = sp.Rational(1, 2) * (
+        sum(P[i, j] * X[j] * P[i, jj] * X[jj] for i in range(k) for j in range(d) for jj in range(d))
+        - sum(X[j] ** 2 * sum(P[i, j] ** 2 for i in range(k)) for j in range(d))
+    )
     return eq2, eq3
 
 
@@ -92,6 +103,7 @@ def _logistic(sign):
         y, f = sp.symbols("y phi", real=True)
         loss = sp.log(1 + sp.exp(-y * f))
         return sp.diff(loss, f), sign * y / (1 + sp.exp(y * f))
+
     return build
 
 
@@ -101,8 +113,12 @@ def _phi_ij(n):
     k, d = P.shape
 
     def phi_ij(i, j):
-        return sp.Rational(1, 2) * (2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d))
-                                    - P[i, j] ** 2 * X[j] ** 2 - X[j] ** 2 * P[i, j] ** 2)
+        return sp.Rational(1, 2) * (
+            2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d))
+            - P[i, j] ** 2 * X[j] ** 2
+            - X[j] ** 2 * P[i, j] ** 2
+        )
+
     rhs = sp.Matrix(k, d, lambda i, j: sp.diff(phi_ij(i, j), P[i, j]))
     return sympy_gradient(P, X), rhs
 
@@ -111,8 +127,14 @@ def _phi_ij_linear(n):
     """Eq. (5) simplified: φ_ij = P_ij X_j Σ_{j'≠j} P_ij' X_j' (the P_ij² terms cancel)."""
     P, X, _ = _setup(n)
     k, d = P.shape
-    printed = sp.Matrix(k, d, lambda i, j: sp.Rational(1, 2) * (
-        2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d)) - 2 * P[i, j] ** 2 * X[j] ** 2))
+    printed = sp.Matrix(
+        k,
+        d,
+        lambda i, j: (
+            sp.Rational(1, 2)
+            * (2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d)) - 2 * P[i, j] ** 2 * X[j] ** 2)
+        ),
+    )
     linear = sp.Matrix(k, d, lambda i, j: P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d) if jj != j))
     return printed, linear
 
@@ -122,8 +144,9 @@ def _matrix_form(diagonal_coefficient, with_diagonal=True):
         P, X, Z = _setup(n)
         rhs = Z * X.T
         if with_diagonal:
-            rhs = rhs - diagonal_coefficient * P * sp.diag(*[x ** 2 for x in X])
+            rhs = rhs - diagonal_coefficient * P * sp.diag(*[x**2 for x in X])
         return sympy_gradient(P, X), rhs
+
     return build
 
 
@@ -134,8 +157,11 @@ def _loss_gradient(coefficient):
         f = phi(P, X)
         loss = sp.log(1 + sp.exp(-y * f))
         lhs = P.applyfunc(lambda p: sp.diff(loss, p))
-        rhs = sp.Matrix(P.rows, P.cols, lambda i, j: -y / (1 + sp.exp(y * f)) * (X[j] * Z[i] - coefficient * P[i, j] * X[j] ** 2))
+        rhs = sp.Matrix(
+            P.rows, P.cols, lambda i, j: -y / (1 + sp.exp(y * f)) * (X[j] * Z[i] - coefficient * P[i, j] * X[j] ** 2)
+        )
         return lhs, rhs
+
     return build
 
 
@@ -144,83 +170,121 @@ def derivation() -> Derivation:
         key="fm-gradient",
         title="FM weight gradient in O(dk)",
         source=f"{SOURCE}, eqs. (1)–(8)",
-        assumptions=(r"X \in \mathbb{R}^d,\; P \in \mathbb{R}^{k\times d},\; Z = PX",
-                     r"y \in \{+1,-1\},\; l(X,y) = \log(1+\exp(-y\,\phi(X)))",
-                     "linear terms ignored; checks use explicit P, X with k = n − 1, d = n"),
+        assumptions=(
+            r"X \in \mathbb{R}^d,\; P \in \mathbb{R}^{k\times d},\; Z = PX",
+            r"y \in \{+1,-1\},\; l(X,y) = \log(1+\exp(-y\,\phi(X)))",
+            "linear terms ignored; checks use explicit P, X with k = n − 1, d = n",
+        ),
         steps=(
-            Step("eq. (1) → (2): write the norms as sums",
-                 r"\phi(X) = \tfrac12\Big(\sum_{i=1}^k\big(\sum_{j=1}^d P_{i,j}X_j\big)^2 - \sum_{j=1}^d X_j^2 \sum_{i=1}^k P_{i,j}^2\Big)",
-                 "definition of the Euclidean norm: ‖PX‖² = Σ_i (PX)_i²; ‖P_{i,:}∘X‖² = Σ_j P_ij² X_j², "
-                 "and the two finite sums over i and j may be swapped",
-                 f"{SOURCE}, eq. (1) → (2)",
-                 Check(_eq1_to_2(), "exact", size=4),
-                 wrong=(WrongVariant("missing square on X_j",
-                                     r"\phi(X) = \tfrac12\Big(\sum_i\big(\sum_j P_{i,j}X_j\big)^2 - \sum_j X_j \sum_i P_{i,j}^2\Big)",
-                                     Check(_eq1_to_2(square_x=False), "exact", size=4),
-                                     "the diagonal term needs X_j², the square of the feature value"),)),
-            Step("eq. (2) → (3): square of a sum as a double sum",
-                 r"\phi(X) = \tfrac12\Big(\sum_{i}\sum_{j}P_{i,j}X_j\sum_{j'}P_{i,j'}X_{j'} - \sum_j X_j^2 \sum_i P_{i,j}^2\Big)",
-                 "(Σ_j a_j)² = Σ_j a_j Σ_j' a_j' (distributivity)",
-                 f"{SOURCE}, eq. (2) → (3)",
-                 Check(_eq2_to_3, "exact", size=4)),
-            Step("eq. (3) is the FM pairwise term",
-                 r"\phi(X) = \sum_{j<j'} \langle P_{:,j}, P_{:,j'}\rangle X_j X_{j'}",
-                 "Rendle's identity (DPLR paper eq. 1) with embedding vectors v_j = P_{:,j}: the double sum "
-                 "counts each pair j ≠ j' twice and the diagonal once; eq. (1) removes the diagonal and halves",
-                 f"{SOURCE}, eq. (1); dplr-fwfm-low-rank-field-weighted-fm.md eq. (1)",
-                 Check(_fm_pairwise, "exact", size=4)),
-            Step("eq. (4): logistic loss, chain rule",
-                 r"\frac{dl}{dP_{i,j}} = \frac{dl}{d\phi}\frac{d\phi}{dP_{i,j}}, \qquad \frac{dl}{d\phi} = \frac{-y}{1+\exp(y\,\phi)}",
-                 "chain rule; d/dφ log(1+e^{−yφ}) = −y e^{−yφ}/(1+e^{−yφ}) = −y/(e^{yφ}+1) (multiply by e^{yφ})",
-                 f"{SOURCE}, eq. (4)",
-                 Check(_logistic(-1), "symbolic", size=None),
-                 wrong=(WrongVariant("sign error",
-                                     r"\frac{dl}{d\phi} = \frac{+y}{1+\exp(y\,\phi)}",
-                                     Check(_logistic(+1), "symbolic", size=None),
-                                     "the loss decreases when yφ grows, so the derivative has the sign of −y"),)),
-            Step("eq. (5): only φ_ij involves P_ij",
-                 r"\phi_{i,j}(X) = \tfrac12\Big(2P_{i,j}X_j\sum_{j'}P_{i,j'}X_{j'} - P_{i,j}^2X_j^2 - X_j^2P_{i,j}^2\Big),\quad \frac{\partial\phi}{\partial P_{i,j}} = \frac{\partial\phi_{i,j}}{\partial P_{i,j}}",
-                 "in eq. (3) collect the terms containing P_ij: the cross terms of row i (the sum over j' "
-                 "includes j'=j, hence the −P_ij²X_j² correction) and the j-th diagonal term",
-                 f"{SOURCE}, eq. (5)",
-                 Check(_phi_ij, "exact", size=4)),
-            Step("eq. (5) simplified: φ_ij is linear in P_ij",
-                 r"\phi_{i,j}(X) = P_{i,j}X_j\sum_{j'\neq j}P_{i,j'}X_{j'}",
-                 "split the j'=j term off the sum: P_ij X_j · P_ij X_j = P_ij² X_j² cancels both squared terms; "
-                 "what is left contains P_ij exactly once",
-                 f"{SOURCE}, eq. (5)",
-                 Check(_phi_ij_linear, "exact", size=4)),
-            Step("eq. (7): differentiate φ_ij",
-                 r"\frac{d\phi(X)}{dP_{i,j}} = X_j\sum_{j'}P_{i,j'}X_{j'} - P_{i,j}X_j^2",
-                 "product rule: Σ_j' P_ij' X_j' contains P_ij (the j'=j term), so "
-                 "d/dP_ij [P_ij X_j Σ_j' P_ij' X_j'] = X_j Σ_j' P_ij' X_j' + P_ij X_j²; the two squared terms give "
-                 "−2 P_ij X_j²; together −P_ij X_j². Checked against sympy's derivative of eq. (1)",
-                 f"{SOURCE}, eq. (7)",
-                 Check(_eq7(1), "exact", size=4),
-                 printed=Printed(r"\frac{d\phi(X)}{dP_{i,j}} = X_j\sum_{j'}P_{i,j'}X_{j'} - 2P_{i,j}X_j^2",
-                                 Check(_eq7(2), "exact", size=4),
-                                 "the note differentiates P_ij X_j Σ_j' P_ij' X_j' as if the sum did not contain P_ij")),
-            Step("eq. (8): memoise Z = PX",
-                 r"\frac{d\phi(X)}{dP_{i,j}} = X_j Z_i - P_{i,j}X_j^2, \qquad \nabla_P\,\phi = Z X^\top - P\,\mathrm{diag}(X\circ X)",
-                 "Σ_j' P_ij' X_j' = (PX)_i = Z_i; Z costs O(dk) once, then each entry costs O(1): O(dk) in total",
-                 f"{SOURCE}, eq. (8)",
-                 Check(_matrix_form(1), "exact", size=4),
-                 printed=Printed(r"\frac{d\phi(X)}{dP_{i,j}} = X_j Z_i - 2P_{i,j}X_j^2",
-                                 Check(_gradient(2), "exact", size=4),
-                                 "inherits the factor 2 of eq. (7)"),
-                 wrong=(WrongVariant("missing diagonal term",
-                                     r"\nabla_P\,\phi = Z X^\top",
-                                     Check(_matrix_form(1, with_diagonal=False), "exact", size=4),
-                                     "Z Xᵀ is the gradient of ½‖PX‖² alone; eq. (1) also subtracts the diagonal "
-                                     "terms Σ_i ‖P_{i,:}∘X‖²"),)),
-            Step("eqs. (4) + (8): gradient of the loss",
-                 r"\frac{dl(X,y)}{dP_{i,j}} = \frac{-y}{1+\exp(y\,\phi(X))}\,\big(X_j Z_i - P_{i,j}X_j^2\big)",
-                 "chain rule (eq. 4) with the corrected eq. (8); checked against sympy's derivative of "
-                 "log(1 + exp(−y φ(X))) with φ from eq. (1)",
-                 f"{SOURCE}, eqs. (4), (8)",
-                 Check(_loss_gradient(1), "numeric", size=3),
-                 printed=Printed(r"\frac{dl(X,y)}{dP_{i,j}} = \frac{-y}{1+\exp(y\,\phi(X))}\,\big(X_j Z_i - 2P_{i,j}X_j^2\big)",
-                                 Check(_loss_gradient(2), "numeric", size=3),
-                                 "the printed eq. (8) inside the chain rule")),
+            Step(
+                "eq. (1) → (2): write the norms as sums",
+                r"\phi(X) = \tfrac12\Big(\sum_{i=1}^k\big(\sum_{j=1}^d P_{i,j}X_j\big)^2 - \sum_{j=1}^d X_j^2 \sum_{i=1}^k P_{i,j}^2\Big)",
+                "definition of the Euclidean norm: ‖PX‖² = Σ_i (PX)_i²; ‖P_{i,:}∘X‖² = Σ_j P_ij² X_j², "
+                "and the two finite sums over i and j may be swapped",
+                f"{SOURCE}, eq. (1) → (2)",
+                Check(_eq1_to_2(), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "missing square on X_j",
+                        r"\phi(X) = \tfrac12\Big(\sum_i\big(\sum_j P_{i,j}X_j\big)^2 - \sum_j X_j \sum_i P_{i,j}^2\Big)",
+                        Check(_eq1_to_2(square_x=False), "exact", size=4),
+                        "the diagonal term needs X_j², the square of the feature value",
+                    ),
+                ),
+            ),
+            Step(
+                "eq. (2) → (3): square of a sum as a double sum",
+                r"\phi(X) = \tfrac12\Big(\sum_{i}\sum_{j}P_{i,j}X_j\sum_{j'}P_{i,j'}X_{j'} - \sum_j X_j^2 \sum_i P_{i,j}^2\Big)",
+                "(Σ_j a_j)² = Σ_j a_j Σ_j' a_j' (distributivity)",
+                f"{SOURCE}, eq. (2) → (3)",
+                Check(_eq2_to_3, "exact", size=4),
+            ),
+            Step(
+                "eq. (3) is the FM pairwise term",
+                r"\phi(X) = \sum_{j<j'} \langle P_{:,j}, P_{:,j'}\rangle X_j X_{j'}",
+                "Rendle's identity (DPLR paper eq. 1) with embedding vectors v_j = P_{:,j}: the double sum "
+                "counts each pair j ≠ j' twice and the diagonal once; eq. (1) removes the diagonal and halves",
+                f"{SOURCE}, eq. (1); dplr-fwfm-low-rank-field-weighted-fm.md eq. (1)",
+                Check(_fm_pairwise, "exact", size=4),
+            ),
+            Step(
+                "eq. (4): logistic loss, chain rule",
+                r"\frac{dl}{dP_{i,j}} = \frac{dl}{d\phi}\frac{d\phi}{dP_{i,j}}, \qquad \frac{dl}{d\phi} = \frac{-y}{1+\exp(y\,\phi)}",
+                "chain rule; d/dφ log(1+e^{−yφ}) = −y e^{−yφ}/(1+e^{−yφ}) = −y/(e^{yφ}+1) (multiply by e^{yφ})",
+                f"{SOURCE}, eq. (4)",
+                Check(_logistic(-1), "symbolic", size=None),
+                wrong=(
+                    WrongVariant(
+                        "sign error",
+                        r"\frac{dl}{d\phi} = \frac{+y}{1+\exp(y\,\phi)}",
+                        Check(_logistic(+1), "symbolic", size=None),
+                        "the loss decreases when yφ grows, so the derivative has the sign of −y",
+                    ),
+                ),
+            ),
+            Step(
+                "eq. (5): only φ_ij involves P_ij",
+                r"\phi_{i,j}(X) = \tfrac12\Big(2P_{i,j}X_j\sum_{j'}P_{i,j'}X_{j'} - P_{i,j}^2X_j^2 - X_j^2P_{i,j}^2\Big),\quad \frac{\partial\phi}{\partial P_{i,j}} = \frac{\partial\phi_{i,j}}{\partial P_{i,j}}",
+                "in eq. (3) collect the terms containing P_ij: the cross terms of row i (the sum over j' "
+                "includes j'=j, hence the −P_ij²X_j² correction) and the j-th diagonal term",
+                f"{SOURCE}, eq. (5)",
+                Check(_phi_ij, "exact", size=4),
+            ),
+            Step(
+                "eq. (5) simplified: φ_ij is linear in P_ij",
+                r"\phi_{i,j}(X) = P_{i,j}X_j\sum_{j'\neq j}P_{i,j'}X_{j'}",
+                "split the j'=j term off the sum: P_ij X_j · P_ij X_j = P_ij² X_j² cancels both squared terms; "
+                "what is left contains P_ij exactly once",
+                f"{SOURCE}, eq. (5)",
+                Check(_phi_ij_linear, "exact", size=4),
+            ),
+            Step(
+                "eq. (7): differentiate φ_ij",
+                r"\frac{d\phi(X)}{dP_{i,j}} = X_j\sum_{j'}P_{i,j'}X_{j'} - P_{i,j}X_j^2",
+                "product rule: Σ_j' P_ij' X_j' contains P_ij (the j'=j term), so "
+                "d/dP_ij [P_ij X_j Σ_j' P_ij' X_j'] = X_j Σ_j' P_ij' X_j' + P_ij X_j²; the two squared terms give "
+                "−2 P_ij X_j²; together −P_ij X_j². Checked against sympy's derivative of eq. (1)",
+                f"{SOURCE}, eq. (7)",
+                Check(_eq7(1), "exact", size=4),
+                printed=Printed(
+                    r"\frac{d\phi(X)}{dP_{i,j}} = X_j\sum_{j'}P_{i,j'}X_{j'} - 2P_{i,j}X_j^2",
+                    Check(_eq7(2), "exact", size=4),
+                    "the note differentiates P_ij X_j Σ_j' P_ij' X_j' as if the sum did not contain P_ij",
+                ),
+            ),
+            Step(
+                "eq. (8): memoise Z = PX",
+                r"\frac{d\phi(X)}{dP_{i,j}} = X_j Z_i - P_{i,j}X_j^2, \qquad \nabla_P\,\phi = Z X^\top - P\,\mathrm{diag}(X\circ X)",
+                "Σ_j' P_ij' X_j' = (PX)_i = Z_i; Z costs O(dk) once, then each entry costs O(1): O(dk) in total",
+                f"{SOURCE}, eq. (8)",
+                Check(_matrix_form(1), "exact", size=4),
+                printed=Printed(
+                    r"\frac{d\phi(X)}{dP_{i,j}} = X_j Z_i - 2P_{i,j}X_j^2",
+                    Check(_gradient(2), "exact", size=4),
+                    "inherits the factor 2 of eq. (7)",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "missing diagonal term",
+                        r"\nabla_P\,\phi = Z X^\top",
+                        Check(_matrix_form(1, with_diagonal=False), "exact", size=4),
+                        "Z Xᵀ is the gradient of ½‖PX‖² alone; eq. (1) also subtracts the diagonal "
+                        "terms Σ_i ‖P_{i,:}∘X‖²",
+                    ),
+                ),
+            ),
+            Step(
+                "eqs. (4) + (8): gradient of the loss",
+                r"\frac{dl(X,y)}{dP_{i,j}} = \frac{-y}{1+\exp(y\,\phi(X))}\,\big(X_j Z_i - P_{i,j}X_j^2\big)",
+                "chain rule (eq. 4) with the corrected eq. (8); checked against sympy's derivative of "
+                "log(1 + exp(−y φ(X))) with φ from eq. (1)",
+                f"{SOURCE}, eqs. (4), (8)",
+                Check(_loss_gradient(1), "numeric", size=3),
+                printed=Printed(
+                    r"\frac{dl(X,y)}{dP_{i,j}} = \frac{-y}{1+\exp(y\,\phi(X))}\,\big(X_j Z_i - 2P_{i,j}X_j^2\big)",
+                    Check(_loss_gradient(2), "numeric", size=3),
+                    "the printed eq. (8) inside the chain rule",
+                ),
+            ),
         ),
     )

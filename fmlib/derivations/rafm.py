@@ -9,6 +9,7 @@ Supplementary §3: Lemma S4, Lemma S5 and Proposition S3, the quasi-triangle
 inequality for log loss L(ŷ2, y) ≤ L(ŷ1, y) + C_{θ,δ} D_KL(ŷ1‖ŷ2) + log δ (eq. S6),
 C_{θ,δ} from eq. (S7).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,8 @@ import sympy as sp
 from .core import Check, Derivation, Printed, Step, WrongVariant, dot, sqnorm, sym_vector
 
 SOURCE = "rafm-rank-aware-fm.md"
-RANKS = (1, 2, 3)                 # D_1 ≤ D_2 ≤ D_3, m = 3 FMs
-RANK_INDEX = (1, 3, 2, 3, 2, 1)   # k_i, repeated over the features
+RANKS = (1, 2, 3)  # D_1 ≤ D_2 ≤ D_3, m = 3 FMs
+RANK_INDEX = (1, 3, 2, 3, 2, 1)  # k_i, repeated over the features
 
 
 class _Model:
@@ -28,7 +29,9 @@ class _Model:
         self.n, self.m = n, len(RANKS)
         self.k = [RANK_INDEX[i % len(RANK_INDEX)] for i in range(n)]
         self.x = sym_vector("x", n)
-        self.v = {(i, p): sym_vector(f"v^{{({p})}}_{{{i + 1}}}", RANKS[p - 1]) for i in range(n) for p in range(1, self.m + 1)}
+        self.v = {
+            (i, p): sym_vector(f"v^{{({p})}}_{{{i + 1}}}", RANKS[p - 1]) for i in range(n) for p in range(1, self.m + 1)
+        }
 
     def F(self, k):
         """Eq. (6): F_k = {i : k_i ≥ k}."""
@@ -101,8 +104,10 @@ def _eq10(n):
     M = _Model(n)
     t = {(i, j): sp.Symbol(f"t_{{{i + 1},{j + 1}}}") for i, j in M.pairs()}
     left = [sum((t[p] for p in M.pairs() if M.k_ij(*p) > k), sp.Integer(0)) for k in range(1, M.m)]
-    right = [sum((t[i, j] for i, j in M.pairs() if i in M.F(k + 1) and j in M.F(k + 1)), sp.Integer(0))
-             for k in range(1, M.m)]
+    right = [
+        sum((t[i, j] for i, j in M.pairs() if i in M.F(k + 1) and j in M.F(k + 1)), sp.Integer(0))
+        for k in range(1, M.m)
+    ]
     return sp.Matrix(left), sp.Matrix(right)
 
 
@@ -118,6 +123,7 @@ def _theorem3(variant):
             else:
                 rhs.append(M.B(l, k) - subtract[variant](k) + M.A(k + 1, k + 1))
         return sp.Matrix(lhs), sp.Matrix(rhs)
+
     return build
 
 
@@ -132,56 +138,78 @@ def efficient_evaluation() -> Derivation:
         key="rafm-theorem-3",
         title="RaFM: evaluating B_{1,m} by the A/B recursion (Theorem 3)",
         source=f"{SOURCE}, §3.2, eqs. (4)–(10), Proposition 2, Theorem 3",
-        assumptions=(r"m = 3 \text{ FMs with ranks } D = (1, 2, 3);\; k_i \in \{1,2,3\}",
-                     r"k_{ij} = \min(k_i, k_j)\;\text{(eq. 5)},\quad \mathcal F_k = \{i : k_i \ge k\}\;\text{(eq. 6)}",
-                     "checks use n = 5 features with k = (1, 3, 2, 3, 2) and explicit symbols for every embedding vector"),
+        assumptions=(
+            r"m = 3 \text{ FMs with ranks } D = (1, 2, 3);\; k_i \in \{1,2,3\}",
+            r"k_{ij} = \min(k_i, k_j)\;\text{(eq. 5)},\quad \mathcal F_k = \{i : k_i \ge k\}\;\text{(eq. 6)}",
+            "checks use n = 5 features with k = (1, 3, 2, 3, 2) and explicit symbols for every embedding vector",
+        ),
         steps=(
-            Step("eq. (7): A_{l,k} in O(D_l |F_k|)",
-                 r"\mathcal A_{l,k} = \sum_{i,j\in\mathcal F_k,\, i<j}\boldsymbol v_i^{(l)}\cdot\boldsymbol v_j^{(l)}x_ix_j = \tfrac12\Big(\Big\|\sum_{i\in\mathcal F_k}\boldsymbol v_i^{(l)}x_i\Big\|_2^2 - \sum_{i\in\mathcal F_k}\big\|\boldsymbol v_i^{(l)}x_i\big\|_2^2\Big)",
-                 "Rendle's identity (DPLR eq. 1) on the feature subset F_k; checked for every l, k ∈ {1, 2, 3}",
-                 f"{SOURCE}, eq. (7)",
-                 Check(_eq7, "exact", size=5, exact_limit=8)),
-            Step("Proposition 2.2: the RaFM is B_{1,m}",
-                 r"\sum_{i<j}\boldsymbol v_i^{(k_{ij})}\cdot\boldsymbol v_j^{(k_{ij})}x_ix_j = \mathcal B_{1,m},\qquad k_{ij}|_{[l,k]} = \max[l, \min(k, k_{ij})]",
-                 "with l = 1, k = m the clamp max[1, min(m, k_ij)] = k_ij because 1 ≤ k_ij ≤ m",
-                 f"{SOURCE}, eqs. (1), (4), (8), Proposition 2",
-                 Check(_prop2_rafm, "exact", size=5, exact_limit=8)),
-            Step("Proposition 2.1: A_{k,1} and B_{k,k} are the k-th FM",
-                 r"\mathcal A_{k,1} = \mathcal B_{k,k} = \sum_{i<j}\boldsymbol v_i^{(k)}\cdot\boldsymbol v_j^{(k)}x_ix_j",
-                 "F_1 = F (every k_i ≥ 1), and max[k, min(k, k_ij)] = k",
-                 f"{SOURCE}, Proposition 2",
-                 Check(_prop2_single_fm, "exact", size=5, exact_limit=8)),
-            Step("eq. (9): only pairs with k_ij > k change",
-                 r"\mathcal B_{l,k+1} = \mathcal B_{l,k} - \sum_{i<j,\,k_{ij}>k}\boldsymbol v_i^{(k)}\cdot\boldsymbol v_j^{(k)}x_ix_j + \sum_{i<j,\,k_{ij}>k}\boldsymbol v_i^{(k+1)}\cdot\boldsymbol v_j^{(k+1)}x_ix_j",
-                 "for l ≤ k: a pair with k_ij ≤ k has the same clamp in B_{l,k} and B_{l,k+1}; a pair with "
-                 "k_ij > k moves from rank index k to k + 1. Checked for every 1 ≤ l ≤ k < m",
-                 f"{SOURCE}, eq. (9)",
-                 Check(_eq9, "exact", size=5, exact_limit=8)),
-            Step("eq. (10): those pairs live in F_{k+1}",
-                 r"\{i<j : k_{ij} > k\} = \{i<j : i, j\in\mathcal F_{k+1}\}",
-                 "min(k_i, k_j) > k ⇔ k_i ≥ k+1 and k_j ≥ k+1 ⇔ i, j ∈ F_{k+1} (eq. 6); checked by summing one "
-                 "marker symbol per pair over each set",
-                 f"{SOURCE}, eq. (10)",
-                 Check(_eq10, "exact", size=5, exact_limit=12)),
-            Step("Theorem 3",
-                 r"\mathcal B_{l,k+1} = \mathcal B_{l,k} - \mathcal A_{k,k+1} + \mathcal A_{k+1,k+1}",
-                 "eq. (9) with the pair set of eq. (10): the two sums are A_{k,k+1} and A_{k+1,k+1} by definition (eq. 7)",
-                 f"{SOURCE}, Theorem 3",
-                 Check(_theorem3("correct"), "exact", size=5, exact_limit=8),
-                 wrong=(WrongVariant("subtracts all pairs of F_k",
-                                     r"\mathcal B_{l,k+1} = \mathcal B_{l,k} - \mathcal A_{k,k} + \mathcal A_{k+1,k+1}",
-                                     Check(_theorem3("all of F_k"), "exact", size=5, exact_limit=8),
-                                     "only the pairs inside F_{k+1} move to rank k+1; pairs with k_ij = k keep v^{(k)}"),
-                        WrongVariant("signs swapped",
-                                     r"\mathcal B_{l,k+1} = \mathcal B_{l,k} + \mathcal A_{k,k+1} - \mathcal A_{k+1,k+1}",
-                                     Check(_theorem3("swapped signs"), "exact", size=5, exact_limit=8),
-                                     "the old rank-k terms are removed and the new rank-(k+1) terms added"))),
-            Step("telescoped: RaFM in O(Σ_k D_k |F_k|)",
-                 r"\mathcal B_{1,m} = \mathcal A_{1,1} + \sum_{k=1}^{m-1}\big(\mathcal A_{k+1,k+1} - \mathcal A_{k,k+1}\big)",
-                 "start from B_{1,1} = A_{1,1} (Proposition 2.1) and apply Theorem 3 for k = 1..m−1; each A uses "
-                 "the fast form of eq. (7) (Corollary 4)",
-                 f"{SOURCE}, Theorem 3, Corollary 4",
-                 Check(_telescoped, "exact", size=5, exact_limit=8)),
+            Step(
+                "eq. (7): A_{l,k} in O(D_l |F_k|)",
+                r"\mathcal A_{l,k} = \sum_{i,j\in\mathcal F_k,\, i<j}\boldsymbol v_i^{(l)}\cdot\boldsymbol v_j^{(l)}x_ix_j = \tfrac12\Big(\Big\|\sum_{i\in\mathcal F_k}\boldsymbol v_i^{(l)}x_i\Big\|_2^2 - \sum_{i\in\mathcal F_k}\big\|\boldsymbol v_i^{(l)}x_i\big\|_2^2\Big)",
+                "Rendle's identity (DPLR eq. 1) on the feature subset F_k; checked for every l, k ∈ {1, 2, 3}",
+                f"{SOURCE}, eq. (7)",
+                Check(_eq7, "exact", size=5, exact_limit=8),
+            ),
+            Step(
+                "Proposition 2.2: the RaFM is B_{1,m}",
+                r"\sum_{i<j}\boldsymbol v_i^{(k_{ij})}\cdot\boldsymbol v_j^{(k_{ij})}x_ix_j = \mathcal B_{1,m},\qquad k_{ij}|_{[l,k]} = \max[l, \min(k, k_{ij})]",
+                "with l = 1, k = m the clamp max[1, min(m, k_ij)] = k_ij because 1 ≤ k_ij ≤ m",
+                f"{SOURCE}, eqs. (1), (4), (8), Proposition 2",
+                Check(_prop2_rafm, "exact", size=5, exact_limit=8),
+            ),
+            Step(
+                "Proposition 2.1: A_{k,1} and B_{k,k} are the k-th FM",
+                r"\mathcal A_{k,1} = \mathcal B_{k,k} = \sum_{i<j}\boldsymbol v_i^{(k)}\cdot\boldsymbol v_j^{(k)}x_ix_j",
+                "F_1 = F (every k_i ≥ 1), and max[k, min(k, k_ij)] = k",
+                f"{SOURCE}, Proposition 2",
+                Check(_prop2_single_fm, "exact", size=5, exact_limit=8),
+            ),
+            Step(
+                "eq. (9): only pairs with k_ij > k change",
+                r"\mathcal B_{l,k+1} = \mathcal B_{l,k} - \sum_{i<j,\,k_{ij}>k}\boldsymbol v_i^{(k)}\cdot\boldsymbol v_j^{(k)}x_ix_j + \sum_{i<j,\,k_{ij}>k}\boldsymbol v_i^{(k+1)}\cdot\boldsymbol v_j^{(k+1)}x_ix_j",
+                "for l ≤ k: a pair with k_ij ≤ k has the same clamp in B_{l,k} and B_{l,k+1}; a pair with "
+                "k_ij > k moves from rank index k to k + 1. Checked for every 1 ≤ l ≤ k < m",
+                f"{SOURCE}, eq. (9)",
+                Check(_eq9, "exact", size=5, exact_limit=8),
+            ),
+            Step(
+                "eq. (10): those pairs live in F_{k+1}",
+                r"\{i<j : k_{ij} > k\} = \{i<j : i, j\in\mathcal F_{k+1}\}",
+                "min(k_i, k_j) > k ⇔ k_i ≥ k+1 and k_j ≥ k+1 ⇔ i, j ∈ F_{k+1} (eq. 6); checked by summing one "
+                "marker symbol per pair over each set",
+                f"{SOURCE}, eq. (10)",
+                Check(_eq10, "exact", size=5, exact_limit=12),
+            ),
+            Step(
+                "Theorem 3",
+                r"\mathcal B_{l,k+1} = \mathcal B_{l,k} - \mathcal A_{k,k+1} + \mathcal A_{k+1,k+1}",
+                "eq. (9) with the pair set of eq. (10): the two sums are A_{k,k+1} and A_{k+1,k+1} by definition (eq. 7)",
+                f"{SOURCE}, Theorem 3",
+                Check(_theorem3("correct"), "exact", size=5, exact_limit=8),
+                wrong=(
+                    WrongVariant(
+                        "subtracts all pairs of F_k",
+                        r"\mathcal B_{l,k+1} = \mathcal B_{l,k} - \mathcal A_{k,k} + \mathcal A_{k+1,k+1}",
+                        Check(_theorem3("all of F_k"), "exact", size=5, exact_limit=8),
+                        "only the pairs inside F_{k+1} move to rank k+1; pairs with k_ij = k keep v^{(k)}",
+                    ),
+                    WrongVariant(
+                        "signs swapped",
+                        r"\mathcal B_{l,k+1} = \mathcal B_{l,k} + \mathcal A_{k,k+1} - \mathcal A_{k+1,k+1}",
+                        Check(_theorem3("swapped signs"), "exact", size=5, exact_limit=8),
+                        "the old rank-k terms are removed and the new rank-(k+1) terms added",
+                    ),
+                ),
+            ),
+            Step(
+                "telescoped: RaFM in O(Σ_k D_k |F_k|)",
+                r"\mathcal B_{1,m} = \mathcal A_{1,1} + \sum_{k=1}^{m-1}\big(\mathcal A_{k+1,k+1} - \mathcal A_{k,k+1}\big)",
+                "start from B_{1,1} = A_{1,1} (Proposition 2.1) and apply Theorem 3 for k = 1..m−1; each A uses "
+                "the fast form of eq. (7) (Corollary 4)",
+                f"{SOURCE}, Theorem 3, Corollary 4",
+                Check(_telescoped, "exact", size=5, exact_limit=8),
+            ),
         ),
     )
 
@@ -213,8 +241,12 @@ def c_theta_delta(theta, delta, printed_s4=False):
 
 def slack(y1, y2, y, delta, theta, with_log_delta=True, printed_s4=False):
     """Right side minus left side of (S6)."""
-    return (log_loss(y1, y) + c_theta_delta(theta, delta, printed_s4) * kl(y1, y2)
-            + (sp.log(delta) if with_log_delta else 0) - log_loss(y2, y))
+    return (
+        log_loss(y1, y)
+        + c_theta_delta(theta, delta, printed_s4) * kl(y1, y2)
+        + (sp.log(delta) if with_log_delta else 0)
+        - log_loss(y2, y)
+    )
 
 
 def _g(theta, delta):
@@ -223,8 +255,9 @@ def _g(theta, delta):
 
 
 def _gprime_first(_):
-    first = (sp.log(DELTA) - sp.log((1 - THETA) / (1 - THETA / DELTA)) - 1
-             + (1 / DELTA) * (1 - THETA) / (1 - THETA / DELTA))
+    first = (
+        sp.log(DELTA) - sp.log((1 - THETA) / (1 - THETA / DELTA)) - 1 + (1 / DELTA) * (1 - THETA) / (1 - THETA / DELTA)
+    )
     return sp.diff(_g(THETA, DELTA), THETA) * sp.log(DELTA), first
 
 
@@ -234,6 +267,7 @@ def _gprime_second(printed):
         first = sp.log(DELTA) - sp.log((1 - THETA) / (1 - THETA / DELTA)) - 1 + ratio
         inside = (1 - THETA) / DELTA * (1 - THETA) / (1 - THETA / DELTA) if printed else ratio
         return first, -sp.log(inside) + (ratio - 1)
+
     return build
 
 
@@ -249,6 +283,7 @@ def _ratio(printed):
     def build(_):
         h = sp.log((1 - Y1) / (1 - Y2)) / sp.log(Y1 / Y2)
         return kl(Y1, Y2) / sp.log(Y1 / Y2), Y1 + (1 - (Y2 if printed else Y1)) * h
+
     return build
 
 
@@ -264,17 +299,20 @@ def _limit(_):
 
 
 GRID_P = [float(v) for v in np.linspace(0.01, 0.99, 40)]
-GRID_S3 = {"yhat_1": GRID_P, "yhat_2": GRID_P, "y": [0.0, 1.0], "delta": [1.2, 2.0, 5.0],
-           "fraction": [0.25, 0.5, 1.0]}
+GRID_S3 = {"yhat_1": GRID_P, "yhat_2": GRID_P, "y": [0.0, 1.0], "delta": [1.2, 2.0, 5.0], "fraction": [0.25, 0.5, 1.0]}
 
 
 def _s3(with_log_delta=True, printed_s4=False):
     def build(_):
         fraction = sp.Symbol("fraction", positive=True)
         theta = fraction * (Y * Y1 + (1 - Y) * (1 - Y1))  # any 0 < θ ≤ yŷ1 + (1−y)(1−ŷ1)
-        right = log_loss(Y1, Y) + c_theta_delta(theta, DELTA, printed_s4) * kl(Y1, Y2) \
+        right = (
+            log_loss(Y1, Y)
+            + c_theta_delta(theta, DELTA, printed_s4) * kl(Y1, Y2)
             + (sp.log(DELTA) if with_log_delta else 0)
+        )
         return right, log_loss(Y2, Y)
+
     return build
 
 
@@ -292,65 +330,89 @@ def quasi_triangle() -> Derivation:
         key="rafm-proposition-s3",
         title="RaFM Proposition S3: a quasi-triangle inequality for log loss",
         source=f"{SOURCE}, Supplementary §3 (Lemmas S4, S5, Proposition S3) and §2 (eq. S4)",
-        assumptions=(r"y\in\{0,1\},\; 0<\hat y_1,\hat y_2<1,\; \delta>1,\; 0<\theta\le y\hat y_1+(1-y)(1-\hat y_1)",
-                     r"L(\hat y, y) = -y\log\hat y-(1-y)\log(1-\hat y),\quad C_{\theta,\delta} = \frac{\log\delta}{\theta\log\delta+(1-\theta)\log\frac{1-\theta}{1-\theta/\delta}}\;\text{(S7)}"),
+        assumptions=(
+            r"y\in\{0,1\},\; 0<\hat y_1,\hat y_2<1,\; \delta>1,\; 0<\theta\le y\hat y_1+(1-y)(1-\hat y_1)",
+            r"L(\hat y, y) = -y\log\hat y-(1-y)\log(1-\hat y),\quad C_{\theta,\delta} = \frac{\log\delta}{\theta\log\delta+(1-\theta)\log\frac{1-\theta}{1-\theta/\delta}}\;\text{(S7)}",
+        ),
         steps=(
-            Step("Lemma S4: derivative of g = 1/C",
-                 r"g'(\theta)\log\delta = \log\delta - \log\frac{1-\theta}{1-\theta/\delta} - 1 + \frac1\delta\,\frac{1-\theta}{1-\theta/\delta}",
-                 "g(θ) = θ + (1−θ) log((1−θ)/(1−θ/δ)) / log δ; product rule and d/dθ log((1−θ)/(1−θ/δ)) = "
-                 "−1/(1−θ) + (1/δ)/(1−θ/δ)",
-                 f"{SOURCE}, Lemma S4",
-                 Check(_gprime_first, "symbolic", size=None, ranges=RANGES)),
-            Step("Lemma S4: as −log x + (x − 1)",
-                 r"g'(\theta)\log\delta = -\log\Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta}\Big) + \Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta} - 1\Big)",
-                 "log δ − log a = −log(a/δ); with x = (1/δ)(1−θ)/(1−θ/δ) the line is −log x + x − 1, which is "
-                 "> 0 for x ≠ 1 because log x < x − 1",
-                 f"{SOURCE}, Lemma S4",
-                 Check(_gprime_second(False), "symbolic", size=None, ranges=RANGES),
-                 printed=Printed(r"g'(\theta)\log\delta = -\log\Big(\frac{1-\theta}\delta\,\frac{1-\theta}{1-\theta/\delta}\Big) + \Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta} - 1\Big)",
-                                 Check(_gprime_second(True), "symbolic", size=None, ranges=RANGES),
-                                 "a stray factor (1 − θ) inside the logarithm; the conclusion g' > 0 needs the "
-                                 "same x in both terms")),
-            Step("Lemma S4: g increases, so C decreases",
-                 r"g'(\theta) \ge 0 \;\Rightarrow\; C_{\theta,\delta} = 1/g(\theta) \text{ decreases in } \theta",
-                 "−log x + x − 1 ≥ 0 (previous line) and log δ > 0; checked on a grid of θ ∈ (0, 1), δ > 1",
-                 f"{SOURCE}, Lemma S4",
-                 Check(_g_increasing, "numeric", size=1, relation=">=",
-                       grid={"theta": GRID_THETA, "delta": GRID_DELTA})),
-            Step("Lemma S5: the ratio D_KL / log(ŷ1/ŷ2)",
-                 r"\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{\log(\hat y_1/\hat y_2)} = \hat y_1 + (1-\hat y_1)\,h(\hat y_1,\hat y_2),\quad h = \log\frac{1-\hat y_1}{1-\hat y_2}\Big/\log\frac{\hat y_1}{\hat y_2}",
-                 "divide both terms of D_KL by log(ŷ1/ŷ2); the second term keeps its weight (1 − ŷ1)",
-                 f"{SOURCE}, Lemma S5",
-                 Check(_ratio(False), "symbolic", size=None, ranges=RANGES),
-                 printed=Printed(r"\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{\log(\hat y_1/\hat y_2)} = \hat y_1 + (1-\hat y_2)\,h(\hat y_1,\hat y_2)",
-                                 Check(_ratio(True), "symbolic", size=None, ranges=RANGES),
-                                 "the weight (1 − ŷ1) of D_KL is printed as (1 − ŷ2); the next line of the "
-                                 "proof uses (1 − ŷ1) again")),
-            Step("Lemma S5: h decreases in ŷ2",
-                 r"\frac{\partial h}{\partial\hat y_2} = -\frac{\mathcal D_{KL}(\hat y_2\|\hat y_1)}{(\log\hat y_1-\log\hat y_2)^2\,\hat y_2(1-\hat y_2)} \le 0",
-                 "quotient rule; the numerator collects into −D_KL(ŷ2‖ŷ1) ≤ 0",
-                 f"{SOURCE}, Lemma S5",
-                 Check(_dh, "symbolic", size=None, ranges=RANGES)),
-            Step("Lemma S5: the bound at ŷ2 = ŷ1/δ is 1/C",
-                 r"\hat y_1 + (1-\hat y_1)\,\frac{\log(1-\hat y_1)-\log(1-\hat y_1/\delta)}{\log\hat y_1 - \log(\hat y_1/\delta)} = \frac{1}{C_{\hat y_1,\delta}}",
-                 "log ŷ1 − log(ŷ1/δ) = log δ; compare with the definition (S7) at θ = ŷ1",
-                 f"{SOURCE}, Lemma S5, eq. (S7)",
-                 Check(_limit, "symbolic", size=None, ranges=RANGES)),
-            Step("Proposition S3 (checked on a grid)",
-                 r"L(\hat y_2,y) \le L(\hat y_1,y) + C_{\theta,\delta}\,\mathcal D_{KL}(\hat y_1\|\hat y_2) + \log\delta",
-                 "Lemma S5 bounds log(ŷ1/ŷ2) = L(ŷ2,1) − L(ŷ1,1) and Lemma S4 lets θ ≤ ŷ1 replace ŷ1 in C; "
-                 "y = 0 by symmetry. Numeric check of the slack on a grid of ŷ1, ŷ2, y, δ and θ = t·θ_max, "
-                 "t ∈ {¼, ½, 1}",
-                 f"{SOURCE}, Proposition S3, eqs. (S6)–(S7)",
-                 Check(_s3(), "numeric", size=1, relation=">=", grid=GRID_S3),
-                 printed=Printed(r"C_{\theta,\delta} = \frac{\log\delta}{\theta\log\delta+(1-\theta)\log\frac{1-\theta}{1-\theta\delta}}\quad\text{(as printed in eq. S4)}",
-                                 Check(_s3(printed_s4=True), "numeric", size=1, relation=">=", grid=GRID_S3),
-                                 "the remark after Theorem S1 (eq. S4) prints 1 − θδ where (S7) has 1 − θ/δ; "
-                                 "with θδ ≥ 1 that logarithm is not even defined"),
-                 wrong=(WrongVariant("without the + log δ",
-                                     r"L(\hat y_2,y) \le L(\hat y_1,y) + C_{\theta,\delta}\,\mathcal D_{KL}(\hat y_1\|\hat y_2)",
-                                     Check(_s3(with_log_delta=False), "numeric", size=1, relation=">=", grid=GRID_S3),
-                                     "near ŷ2 = ŷ1 the KL term is quadratic while the loss difference is linear: "
-                                     "the log δ margin is needed"),)),
+            Step(
+                "Lemma S4: derivative of g = 1/C",
+                r"g'(\theta)\log\delta = \log\delta - \log\frac{1-\theta}{1-\theta/\delta} - 1 + \frac1\delta\,\frac{1-\theta}{1-\theta/\delta}",
+                "g(θ) = θ + (1−θ) log((1−θ)/(1−θ/δ)) / log δ; product rule and d/dθ log((1−θ)/(1−θ/δ)) = "
+                "−1/(1−θ) + (1/δ)/(1−θ/δ)",
+                f"{SOURCE}, Lemma S4",
+                Check(_gprime_first, "symbolic", size=None, ranges=RANGES),
+            ),
+            Step(
+                "Lemma S4: as −log x + (x − 1)",
+                r"g'(\theta)\log\delta = -\log\Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta}\Big) + \Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta} - 1\Big)",
+                "log δ − log a = −log(a/δ); with x = (1/δ)(1−θ)/(1−θ/δ) the line is −log x + x − 1, which is "
+                "> 0 for x ≠ 1 because log x < x − 1",
+                f"{SOURCE}, Lemma S4",
+                Check(_gprime_second(False), "symbolic", size=None, ranges=RANGES),
+                printed=Printed(
+                    r"g'(\theta)\log\delta = -\log\Big(\frac{1-\theta}\delta\,\frac{1-\theta}{1-\theta/\delta}\Big) + \Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta} - 1\Big)",
+                    Check(_gprime_second(True), "symbolic", size=None, ranges=RANGES),
+                    "a stray factor (1 − θ) inside the logarithm; the conclusion g' > 0 needs the same x in both terms",
+                ),
+            ),
+            Step(
+                "Lemma S4: g increases, so C decreases",
+                r"g'(\theta) \ge 0 \;\Rightarrow\; C_{\theta,\delta} = 1/g(\theta) \text{ decreases in } \theta",
+                "−log x + x − 1 ≥ 0 (previous line) and log δ > 0; checked on a grid of θ ∈ (0, 1), δ > 1",
+                f"{SOURCE}, Lemma S4",
+                Check(_g_increasing, "numeric", size=1, relation=">=", grid={"theta": GRID_THETA, "delta": GRID_DELTA}),
+            ),
+            Step(
+                "Lemma S5: the ratio D_KL / log(ŷ1/ŷ2)",
+                r"\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{\log(\hat y_1/\hat y_2)} = \hat y_1 + (1-\hat y_1)\,h(\hat y_1,\hat y_2),\quad h = \log\frac{1-\hat y_1}{1-\hat y_2}\Big/\log\frac{\hat y_1}{\hat y_2}",
+                "divide both terms of D_KL by log(ŷ1/ŷ2); the second term keeps its weight (1 − ŷ1)",
+                f"{SOURCE}, Lemma S5",
+                Check(_ratio(False), "symbolic", size=None, ranges=RANGES),
+                printed=Printed(
+                    r"\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{\log(\hat y_1/\hat y_2)} = \hat y_1 + (1-\hat y_2)\,h(\hat y_1,\hat y_2)",
+                    Check(_ratio(True), "symbolic", size=None, ranges=RANGES),
+                    "the weight (1 − ŷ1) of D_KL is printed as (1 − ŷ2); the next line of the "
+                    "proof uses (1 − ŷ1) again",
+                ),
+            ),
+            Step(
+                "Lemma S5: h decreases in ŷ2",
+                r"\frac{\partial h}{\partial\hat y_2} = -\frac{\mathcal D_{KL}(\hat y_2\|\hat y_1)}{(\log\hat y_1-\log\hat y_2)^2\,\hat y_2(1-\hat y_2)} \le 0",
+                "quotient rule; the numerator collects into −D_KL(ŷ2‖ŷ1) ≤ 0",
+                f"{SOURCE}, Lemma S5",
+                Check(_dh, "symbolic", size=None, ranges=RANGES),
+            ),
+            Step(
+                "Lemma S5: the bound at ŷ2 = ŷ1/δ is 1/C",
+                r"\hat y_1 + (1-\hat y_1)\,\frac{\log(1-\hat y_1)-\log(1-\hat y_1/\delta)}{\log\hat y_1 - \log(\hat y_1/\delta)} = \frac{1}{C_{\hat y_1,\delta}}",
+                "log ŷ1 − log(ŷ1/δ) = log δ; compare with the definition (S7) at θ = ŷ1",
+                f"{SOURCE}, Lemma S5, eq. (S7)",
+                Check(_limit, "symbolic", size=None, ranges=RANGES),
+            ),
+            Step(
+                "Proposition S3 (checked on a grid)",
+                r"L(\hat y_2,y) \le L(\hat y_1,y) + C_{\theta,\delta}\,\mathcal D_{KL}(\hat y_1\|\hat y_2) + \log\delta",
+                "Lemma S5 bounds log(ŷ1/ŷ2) = L(ŷ2,1) − L(ŷ1,1) and Lemma S4 lets θ ≤ ŷ1 replace ŷ1 in C; "
+                "y = 0 by symmetry. Numeric check of the slack on a grid of ŷ1, ŷ2, y, δ and θ = t·θ_max, "
+                "t ∈ {¼, ½, 1}",
+                f"{SOURCE}, Proposition S3, eqs. (S6)–(S7)",
+                Check(_s3(), "numeric", size=1, relation=">=", grid=GRID_S3),
+                printed=Printed(
+                    r"C_{\theta,\delta} = \frac{\log\delta}{\theta\log\delta+(1-\theta)\log\frac{1-\theta}{1-\theta\delta}}\quad\text{(as printed in eq. S4)}",
+                    Check(_s3(printed_s4=True), "numeric", size=1, relation=">=", grid=GRID_S3),
+                    "the remark after Theorem S1 (eq. S4) prints 1 − θδ where (S7) has 1 − θ/δ; "
+                    "with θδ ≥ 1 that logarithm is not even defined",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "without the + log δ",
+                        r"L(\hat y_2,y) \le L(\hat y_1,y) + C_{\theta,\delta}\,\mathcal D_{KL}(\hat y_1\|\hat y_2)",
+                        Check(_s3(with_log_delta=False), "numeric", size=1, relation=">=", grid=GRID_S3),
+                        "near ŷ2 = ŷ1 the KL term is quadratic while the loss difference is linear: "
+                        "the log δ margin is needed",
+                    ),
+                ),
+            ),
         ),
     )

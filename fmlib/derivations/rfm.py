@@ -9,6 +9,7 @@ Layout: ∂y/∂G has the shape of G and dy = tr((∂y/∂G)ᵀ dG), as the appe
 Γ below stands for ∂y/∂G (a matrix of free symbols). X is treated as a full matrix.
 Checks use m = d = n (n = 2), the only sizes where the appendix's (∂y/∂G)ᵀVᵀ is defined.
 """
+
 from __future__ import annotations
 
 import sympy as sp
@@ -56,8 +57,9 @@ class _Layer:
 
     def exp_form(self, i_in_q=True):
         unit = sp.I if i_in_q else 1
-        return real_part(self.Q.applyfunc(lambda q: sp.exp(unit * q)) * self.W
-                         * self.K.applyfunc(lambda k: sp.exp(-sp.I * k)).T)
+        return real_part(
+            self.Q.applyfunc(lambda q: sp.exp(unit * q)) * self.W * self.K.applyfunc(lambda k: sp.exp(-sp.I * k)).T
+        )
 
     def G(self, Q_cos=None):
         return self.circled_one(Q_cos).applyfunc(sigmoid) * self.V
@@ -68,8 +70,9 @@ class _Layer:
     def directional(self, M, X=None):
         """Σ_ab ∂M/∂X_ab · Ẋ_ab: the differential of M in the direction Ẋ."""
         X = self.X if X is None else X
-        return M.applyfunc(lambda e: sum(sp.diff(e, X[a, b]) * self.Xdot[a, b]
-                                         for a in range(X.rows) for b in range(X.cols)))
+        return M.applyfunc(
+            lambda e: sum(sp.diff(e, X[a, b]) * self.Xdot[a, b] for a in range(X.rows) for b in range(X.cols))
+        )
 
     def dQ(self):
         return self.Xdot.T * self.B.T
@@ -80,10 +83,12 @@ class _Layer:
     def d_circled_one(self):
         """The four terms of d① in the appendix."""
         Q, KT, W = self.Q, self.K.T, self.W
-        return ((-_sin(Q)).multiply_elementwise(self.dQ()) * W * _cos(KT)
-                + _cos(Q) * W * (-_sin(KT)).multiply_elementwise(self.dKT())
-                + _cos(Q).multiply_elementwise(self.dQ()) * W * _sin(KT)
-                + _sin(Q) * W * _cos(KT).multiply_elementwise(self.dKT()))
+        return (
+            (-_sin(Q)).multiply_elementwise(self.dQ()) * W * _cos(KT)
+            + _cos(Q) * W * (-_sin(KT)).multiply_elementwise(self.dKT())
+            + _cos(Q).multiply_elementwise(self.dQ()) * W * _sin(KT)
+            + _sin(Q) * W * _cos(KT).multiply_elementwise(self.dKT())
+        )
 
     def part1(self):
         """tr(Γᵀ {σ'(①) ⊙ [−sin Q ⊙ dQ] diag(w) cos Kᵀ} V): the cos Q term of d① pushed to dy."""
@@ -101,28 +106,35 @@ class _Layer:
 
 # ---- ① in cos/sin form ---------------------------------------------------------------
 
+
 def _euler(i_in_q):
     def build(n):
         L = _Layer(n)
         Q, KT = L.Q, L.K.T
         euler = real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(-KT) + sp.I * _sin(-KT)))
         return L.exp_form(i_in_q), euler
+
     return build
 
 
 def _parity(n):
     L = _Layer(n)
     Q, KT = L.Q, L.K.T
-    return (real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(-KT) + sp.I * _sin(-KT))),
-            real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(KT) - sp.I * _sin(KT))))
+    return (
+        real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(-KT) + sp.I * _sin(-KT))),
+        real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(KT) - sp.I * _sin(KT))),
+    )
 
 
 def _real_part(sign):
     def build(n):
         L = _Layer(n)
         Q, KT = L.Q, L.K.T
-        return (real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(KT) - sp.I * _sin(KT))),
-                _cos(Q) * L.W * _cos(KT) + sign * _sin(Q) * L.W * _sin(KT))
+        return (
+            real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(KT) - sp.I * _sin(KT))),
+            _cos(Q) * L.W * _cos(KT) + sign * _sin(Q) * L.W * _sin(KT),
+        )
+
     return build
 
 
@@ -137,43 +149,59 @@ def euler() -> Derivation:
         key="rfm-euler",
         title="RFM: the rotation score ① in cos/sin form (Euler's formula)",
         source=f"{SOURCE}, §1.2",
-        assumptions=(r"Q = (\tilde B X)^\top,\; K = (\tilde C X)^\top \in \mathbb{R}^{m\times d},\; \boldsymbol w\in\mathbb{R}^d,\; \exp,\cos,\sin \text{ entrywise}",
-                     "all symbols real; checks at m = d = 2"),
+        assumptions=(
+            r"Q = (\tilde B X)^\top,\; K = (\tilde C X)^\top \in \mathbb{R}^{m\times d},\; \boldsymbol w\in\mathbb{R}^d,\; \exp,\cos,\sin \text{ entrywise}",
+            "all symbols real; checks at m = d = 2",
+        ),
         steps=(
-            Step("Euler's formula",
-                 r"\text{①} = \mathrm{Re}[\exp(i\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top] = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos(-\mathbf K^\top) + i\sin(-\mathbf K^\top)]\}",
-                 "Euler's formula e^{iφ} = cos φ + i sin φ, entry by entry",
-                 f"{SOURCE}, §1.2 (definition of G and the remark defining ①)",
-                 Check(_euler(True), "exact", size=2, exact_limit=3, build_limit=4),
-                 printed=Printed(r"\text{①} = \mathrm{Re}[\exp(\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top]",
-                                 Check(_euler(False), "exact", size=2, exact_limit=3, build_limit=4),
-                                 "the remark that names ① drops the i in exp(iQ) (the definition of G just "
-                                 "above it has exp(iQ))")),
-            Step("cos is even, sin is odd",
-                 r"\text{①} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top - i\sin\mathbf K^\top]\}",
-                 "cos(−x) = cos x and sin(−x) = −sin x",
-                 f"{SOURCE}, §1.2",
-                 Check(_parity, "exact", size=2, exact_limit=3, build_limit=4)),
-            Step("take the real part",
-                 r"\text{①} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
-                 "expand the product; with real Q, K, w the real part keeps cos·cos and i·(−i) sin·sin = +sin·sin",
-                 f"{SOURCE}, §1.2",
-                 Check(_real_part(+1), "exact", size=2, exact_limit=3, build_limit=4),
-                 wrong=(WrongVariant("sign error",
-                                     r"\text{①} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top - \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
-                                     Check(_real_part(-1), "exact", size=2, exact_limit=3, build_limit=4),
-                                     "i · (−i) = +1: the conjugate in exp(−iK) turns the sign; the minus belongs "
-                                     "to Re[exp(iQ) diag(w) exp(+iK)ᵀ]"),)),
-            Step("in terms of X",
-                 r"\text{①} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\tilde{\mathbf C}\mathbf X)",
-                 "substitute Q = (B̃X)ᵀ = XᵀB̃ᵀ and Kᵀ = C̃X",
-                 f"{SOURCE}, §1.2",
-                 Check(_in_x, "exact", size=2, exact_limit=3, build_limit=4)),
+            Step(
+                "Euler's formula",
+                r"\text{①} = \mathrm{Re}[\exp(i\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top] = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos(-\mathbf K^\top) + i\sin(-\mathbf K^\top)]\}",
+                "Euler's formula e^{iφ} = cos φ + i sin φ, entry by entry",
+                f"{SOURCE}, §1.2 (definition of G and the remark defining ①)",
+                Check(_euler(True), "exact", size=2, exact_limit=3, build_limit=4),
+                printed=Printed(
+                    r"\text{①} = \mathrm{Re}[\exp(\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top]",
+                    Check(_euler(False), "exact", size=2, exact_limit=3, build_limit=4),
+                    "the remark that names ① drops the i in exp(iQ) (the definition of G just above it has exp(iQ))",
+                ),
+            ),
+            Step(
+                "cos is even, sin is odd",
+                r"\text{①} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top - i\sin\mathbf K^\top]\}",
+                "cos(−x) = cos x and sin(−x) = −sin x",
+                f"{SOURCE}, §1.2",
+                Check(_parity, "exact", size=2, exact_limit=3, build_limit=4),
+            ),
+            Step(
+                "take the real part",
+                r"\text{①} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
+                "expand the product; with real Q, K, w the real part keeps cos·cos and i·(−i) sin·sin = +sin·sin",
+                f"{SOURCE}, §1.2",
+                Check(_real_part(+1), "exact", size=2, exact_limit=3, build_limit=4),
+                wrong=(
+                    WrongVariant(
+                        "sign error",
+                        r"\text{①} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top - \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
+                        Check(_real_part(-1), "exact", size=2, exact_limit=3, build_limit=4),
+                        "i · (−i) = +1: the conjugate in exp(−iK) turns the sign; the minus belongs "
+                        "to Re[exp(iQ) diag(w) exp(+iK)ᵀ]",
+                    ),
+                ),
+            ),
+            Step(
+                "in terms of X",
+                r"\text{①} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\tilde{\mathbf C}\mathbf X)",
+                "substitute Q = (B̃X)ᵀ = XᵀB̃ᵀ and Kᵀ = C̃X",
+                f"{SOURCE}, §1.2",
+                Check(_in_x, "exact", size=2, exact_limit=3, build_limit=4),
+            ),
         ),
     )
 
 
 # ---- the gradient part1 ---------------------------------------------------------------
+
 
 def _d_circled_one(n):
     L = _Layer(n)
@@ -183,7 +211,9 @@ def _d_circled_one(n):
 def _dG(n):
     L = _Layer(n)
     sig = L.circled_one().applyfunc(sigmoid)
-    return L.directional(L.G()), L.sigma_prime().multiply_elementwise(L.d_circled_one()) * L.V + sig * (L.Xdot.T * L.D.T)
+    return L.directional(L.G()), L.sigma_prime().multiply_elementwise(L.d_circled_one()) * L.V + sig * (
+        L.Xdot.T * L.D.T
+    )
 
 
 def _dy(n):
@@ -199,6 +229,7 @@ def _part1_trace(printed):
         S = L.upstream(printed).multiply_elementwise(L.sigma_prime())
         inner = (-_sin(L.Q)).multiply_elementwise(L.dQ()) * L.W * _cos(L.K.T)
         return L.part1(), (S.T * inner).trace()
+
     return build
 
 
@@ -206,6 +237,7 @@ def _part1_dx(printed):
     def build(n):
         L = _Layer(n)
         return L.part1(), (-(L.B.T * L.F(printed)).T * L.Xdot).trace()
+
     return build
 
 
@@ -217,6 +249,7 @@ def _part_ii(sign):
         back = dict(zip(Xa, L.X))
         gradient = Xa.applyfunc(lambda x: sp.diff(y_cos, x).xreplace(back))
         return gradient, sign * L.B.T * L.F(False)
+
     return build
 
 
@@ -225,55 +258,77 @@ def gradient_part1() -> Derivation:
         key="rfm-gradient-part1",
         title="RFM: gradient part1 through cos Q, against sympy's derivative",
         source=f"{SOURCE}, §1.2 (dG, dy, part1, F, PART II)",
-        assumptions=(r"G = \sigma(\text{①})\,\mathbf V,\; \mathbf V = (\tilde{\mathbf D}\mathbf X)^\top,\; \sigma(z) = 1/(1+e^{-z}) \text{ entrywise},\; \sigma' = \sigma(1-\sigma)",
-                     r"\Gamma = \partial y/\partial G \text{ (shape of } G),\; dy = \mathrm{tr}(\Gamma^\top dG);\; d\mathbf X = \dot{\mathbf X} \text{ a direction}",
-                     "all symbols real; X a full dm×m matrix; checks at m = d = 2"),
+        assumptions=(
+            r"G = \sigma(\text{①})\,\mathbf V,\; \mathbf V = (\tilde{\mathbf D}\mathbf X)^\top,\; \sigma(z) = 1/(1+e^{-z}) \text{ entrywise},\; \sigma' = \sigma(1-\sigma)",
+            r"\Gamma = \partial y/\partial G \text{ (shape of } G),\; dy = \mathrm{tr}(\Gamma^\top dG);\; d\mathbf X = \dot{\mathbf X} \text{ a direction}",
+            "all symbols real; X a full dm×m matrix; checks at m = d = 2",
+        ),
         steps=(
-            Step("d① in four terms",
-                 r"d\text{①} = [-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \cos\mathbf Q\,\mathrm{diag}(\mathbf w)[-\sin\mathbf K^\top\odot d\mathbf K^\top] + [\cos\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top\odot d\mathbf K^\top]",
-                 "product rule on both products, d cos x = −sin x dx and d sin x = cos x dx entrywise; "
-                 "dQ = (dX)ᵀB̃ᵀ, dKᵀ = C̃ dX. Checked against sympy's directional derivative of ①",
-                 f"{SOURCE}, §1.2 (d①)",
-                 Check(_d_circled_one, "exact", size=2, exact_limit=2, build_limit=3)),
-            Step("dG: product and chain rule",
-                 r"dG = [\sigma'(\text{①})\odot d\text{①}]\,\mathbf V + \sigma(\text{①})\,(d\mathbf X)^\top\tilde{\mathbf D}^\top",
-                 "product rule on σ(①)V, chain rule entrywise for σ, dV = (dX)ᵀD̃ᵀ; checked against sympy's "
-                 "directional derivative of G",
-                 f"{SOURCE}, §1.2 (dG, dV, dσ)",
-                 Check(_dG, "numeric", size=2, build_limit=3)),
-            Step("dy as a trace",
-                 r"dy = \mathrm{tr}\big(\Gamma^\top dG\big)",
-                 "definition of Γ = ∂y/∂G (same shape as G): dy = Σ_ab Γ_ab dG_ab, and Σ_ab Γ_ab M_ab = "
-                 "tr(ΓᵀM) (Frobenius inner product)",
-                 f"{SOURCE}, §1.2 (dy)",
-                 Check(_dy, "exact", size=2, exact_limit=6, build_limit=12)),
-            Step("part1: move V and σ' out of the way",
-                 r"\text{part1} = \mathrm{tr}\Big(\Gamma^\top\{\sigma'(\text{①})\odot[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\}\mathbf V\Big) = \mathrm{tr}\Big(\big([\Gamma\,\mathbf V^\top]\odot\sigma'(\text{①})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
-                 "cyclic property of the trace, tr(Γᵀ M V) = tr(VΓᵀM) = ⟨ΓVᵀ, M⟩, and "
-                 "⟨A, S ⊙ B⟩ = ⟨A ⊙ S, B⟩ = tr((A ⊙ S)ᵀB)",
-                 f"{SOURCE}, §1.2 (part1)",
-                 Check(_part1_trace(False), "numeric", size=2, build_limit=3),
-                 printed=Printed(r"\text{part1} = \mathrm{tr}\Big(\big([(\partial y/\partial G)^\top\mathbf V^\top]\odot\sigma'(\text{①})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
-                                 Check(_part1_trace(True), "numeric", size=2, build_limit=3),
-                                 "with dy = tr((∂y/∂G)ᵀdG) the cyclic shift gives (∂y/∂G)Vᵀ (m×m); the printed "
-                                 "(∂y/∂G)ᵀVᵀ multiplies d×m by d×m, defined only when m = d, and wrong even then")),
-            Step("part1 = tr(−(B̃ᵀF)ᵀ dX)",
-                 r"\text{part1} = \mathrm{tr}\big(-(\tilde{\mathbf B}^\top F)^\top d\mathbf X\big),\quad F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{①})\big]\,[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
-                 "tr(Sᵀ(A ⊙ dQ)M) = ⟨(S Mᵀ) ⊙ A, dQ⟩ with dQ = (dX)ᵀB̃ᵀ, then the cyclic property of the trace",
-                 f"{SOURCE}, §1.2 (F, part1)",
-                 Check(_part1_dx(False), "numeric", size=2, build_limit=3),
-                 printed=Printed(r"F = \Big\{\big[(\partial y/\partial G)^\top\mathbf V^\top\big]\odot\sigma'(\text{①})\cdot[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
-                                 Check(_part1_dx(True), "numeric", size=2, build_limit=3),
-                                 "the same transposed (∂y/∂G)ᵀ as in the previous line")),
-            Step("PART II against sympy's derivative",
-                 r"\frac{\partial y}{\partial\mathbf X}\Big|_{\text{through }\cos\mathbf Q} = -\tilde{\mathbf B}^\top F\quad(\text{“− PART II”})",
-                 "part1 = ⟨−B̃ᵀF, dX⟩ for every direction dX, so −B̃ᵀF is the gradient of y through the cos Q "
-                 "factor; sympy differentiates y with only that factor's X set free",
-                 f"{SOURCE}, §1.2 (∂y/∂X = PART I − PART II − …)",
-                 Check(_part_ii(-1), "numeric", size=2, build_limit=3),
-                 wrong=(WrongVariant("sign error",
-                                     r"\frac{\partial y}{\partial\mathbf X}\Big|_{\text{through }\cos\mathbf Q} = +\tilde{\mathbf B}^\top F",
-                                     Check(_part_ii(+1), "numeric", size=2, build_limit=3),
-                                     "d cos x = −sin x dx: the minus sign of part1 stays"),)),
+            Step(
+                "d① in four terms",
+                r"d\text{①} = [-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \cos\mathbf Q\,\mathrm{diag}(\mathbf w)[-\sin\mathbf K^\top\odot d\mathbf K^\top] + [\cos\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top\odot d\mathbf K^\top]",
+                "product rule on both products, d cos x = −sin x dx and d sin x = cos x dx entrywise; "
+                "dQ = (dX)ᵀB̃ᵀ, dKᵀ = C̃ dX. Checked against sympy's directional derivative of ①",
+                f"{SOURCE}, §1.2 (d①)",
+                Check(_d_circled_one, "exact", size=2, exact_limit=2, build_limit=3),
+            ),
+            Step(
+                "dG: product and chain rule",
+                r"dG = [\sigma'(\text{①})\odot d\text{①}]\,\mathbf V + \sigma(\text{①})\,(d\mathbf X)^\top\tilde{\mathbf D}^\top",
+                "product rule on σ(①)V, chain rule entrywise for σ, dV = (dX)ᵀD̃ᵀ; checked against sympy's "
+                "directional derivative of G",
+                f"{SOURCE}, §1.2 (dG, dV, dσ)",
+                Check(_dG, "numeric", size=2, build_limit=3),
+            ),
+            Step(
+                "dy as a trace",
+                r"dy = \mathrm{tr}\big(\Gamma^\top dG\big)",
+                "definition of Γ = ∂y/∂G (same shape as G): dy = Σ_ab Γ_ab dG_ab, and Σ_ab Γ_ab M_ab = "
+                "tr(ΓᵀM) (Frobenius inner product)",
+                f"{SOURCE}, §1.2 (dy)",
+                Check(_dy, "exact", size=2, exact_limit=6, build_limit=12),
+            ),
+            Step(
+                "part1: move V and σ' out of the way",
+                r"\text{part1} = \mathrm{tr}\Big(\Gamma^\top\{\sigma'(\text{①})\odot[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\}\mathbf V\Big) = \mathrm{tr}\Big(\big([\Gamma\,\mathbf V^\top]\odot\sigma'(\text{①})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
+                "cyclic property of the trace, tr(Γᵀ M V) = tr(VΓᵀM) = ⟨ΓVᵀ, M⟩, and "
+                "⟨A, S ⊙ B⟩ = ⟨A ⊙ S, B⟩ = tr((A ⊙ S)ᵀB)",
+                f"{SOURCE}, §1.2 (part1)",
+                Check(_part1_trace(False), "numeric", size=2, build_limit=3),
+                printed=Printed(
+                    r"\text{part1} = \mathrm{tr}\Big(\big([(\partial y/\partial G)^\top\mathbf V^\top]\odot\sigma'(\text{①})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
+                    Check(_part1_trace(True), "numeric", size=2, build_limit=3),
+                    "with dy = tr((∂y/∂G)ᵀdG) the cyclic shift gives (∂y/∂G)Vᵀ (m×m); the printed "
+                    "(∂y/∂G)ᵀVᵀ multiplies d×m by d×m, defined only when m = d, and wrong even then",
+                ),
+            ),
+            Step(
+                "part1 = tr(−(B̃ᵀF)ᵀ dX)",
+                r"\text{part1} = \mathrm{tr}\big(-(\tilde{\mathbf B}^\top F)^\top d\mathbf X\big),\quad F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{①})\big]\,[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
+                "tr(Sᵀ(A ⊙ dQ)M) = ⟨(S Mᵀ) ⊙ A, dQ⟩ with dQ = (dX)ᵀB̃ᵀ, then the cyclic property of the trace",
+                f"{SOURCE}, §1.2 (F, part1)",
+                Check(_part1_dx(False), "numeric", size=2, build_limit=3),
+                printed=Printed(
+                    r"F = \Big\{\big[(\partial y/\partial G)^\top\mathbf V^\top\big]\odot\sigma'(\text{①})\cdot[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
+                    Check(_part1_dx(True), "numeric", size=2, build_limit=3),
+                    "the same transposed (∂y/∂G)ᵀ as in the previous line",
+                ),
+            ),
+            Step(
+                "PART II against sympy's derivative",
+                r"\frac{\partial y}{\partial\mathbf X}\Big|_{\text{through }\cos\mathbf Q} = -\tilde{\mathbf B}^\top F\quad(\text{“− PART II”})",
+                "part1 = ⟨−B̃ᵀF, dX⟩ for every direction dX, so −B̃ᵀF is the gradient of y through the cos Q "
+                "factor; sympy differentiates y with only that factor's X set free",
+                f"{SOURCE}, §1.2 (∂y/∂X = PART I − PART II − …)",
+                Check(_part_ii(-1), "numeric", size=2, build_limit=3),
+                wrong=(
+                    WrongVariant(
+                        "sign error",
+                        r"\frac{\partial y}{\partial\mathbf X}\Big|_{\text{through }\cos\mathbf Q} = +\tilde{\mathbf B}^\top F",
+                        Check(_part_ii(+1), "numeric", size=2, build_limit=3),
+                        "d cos x = −sin x dx: the minus sign of part1 stays",
+                    ),
+                ),
+            ),
         ),
     )

@@ -12,6 +12,7 @@ Test metrics go to a long CSV (one row per seed × model × rank) and a markdown
 mean ± std over seeds, "% left" = 100·2ρ(m+1)/(m(m−1)) and "DPLR vs Pruned (%)", the paper's
 improvement of the mean DPLR over the mean pruned model (positive: DPLR better).
 """
+
 from __future__ import annotations
 
 import sys
@@ -20,8 +21,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.interactions import (budget, check_rank, dplr_posthoc, interaction_matrix, percent_left,
-                                    pruned_fwfm, with_R)
+from ..analysis.interactions import (
+    budget,
+    check_rank,
+    dplr_posthoc,
+    interaction_matrix,
+    percent_left,
+    pruned_fwfm,
+    with_R,
+)
 from ..train import TrainConfig, evaluate, fit, train_model
 
 LOWER_IS_BETTER = {"rmse": True, "mae": True, "logloss": True, "auc": False}
@@ -30,6 +38,7 @@ EXTRA_COLUMNS = ["Pruned, no fine-tune", "Post-hoc DPLR (eig)", "Post-hoc DPLR (
 
 def load_split(dataset: str, seed: int, min_count: int, data_dir=None):
     from ..data import movielens, split, synthetic
+
     if dataset == "synthetic":
         data = synthetic.make(synthetic.block_R(16, 2), n_samples=20_000, cardinality=20, dim=4, seed=0)
     else:
@@ -43,13 +52,24 @@ def check_rank_list(ranks, m: int) -> list[int]:
     pairs = m * (m - 1) // 2
     for rank in ranks:
         if budget(m, rank) > pairs:
-            raise ValueError(f"rank {rank}: the budget ρ(m+1) = {rank * (m + 1)} exceeds the "
-                             f"{pairs} interactions of {m} fields; use ranks up to {pairs // (m + 1)}")
+            raise ValueError(
+                f"rank {rank}: the budget ρ(m+1) = {rank * (m + 1)} exceeds the "
+                f"{pairs} interactions of {m} fields; use ranks up to {pairs // (m + 1)}"
+            )
     return ranks
 
 
-def reproduce(dataset: str = "ml-100k", seeds=(0, 1, 2), ranks=(1, 2, 3, 4, 5), config: TrainConfig | None = None,
-              dim: int = 8, finetune_epochs: int = 5, min_count: int = 10, data_dir=None, log=print) -> pd.DataFrame:
+def reproduce(
+    dataset: str = "ml-100k",
+    seeds=(0, 1, 2),
+    ranks=(1, 2, 3, 4, 5),
+    config: TrainConfig | None = None,
+    dim: int = 8,
+    finetune_epochs: int = 5,
+    min_count: int = 10,
+    data_dir=None,
+    log=print,
+) -> pd.DataFrame:
     """Train and evaluate everything; one row per (seed, model, rank) with the test metrics."""
     config = config or TrainConfig(epochs=15, patience=2)
     if len(seeds) < 1:
@@ -58,8 +78,17 @@ def reproduce(dataset: str = "ml-100k", seeds=(0, 1, 2), ranks=(1, 2, 3, 4, 5), 
 
     def record(seed, model, rank, metrics, m, epochs=0, seconds=0.0):
         kept = budget(m, rank) if rank else m * (m - 1) // 2
-        rows.append({"seed": seed, "model": model, "rank": rank, "percent_left": percent_left(m, kept),
-                     **metrics, "epochs": epochs, "seconds": round(seconds, 2)})
+        rows.append(
+            {
+                "seed": seed,
+                "model": model,
+                "rank": rank,
+                "percent_left": percent_left(m, kept),
+                **metrics,
+                "epochs": epochs,
+                "seconds": round(seconds, 2),
+            }
+        )
         log(f"seed {seed} {model:<24} ρ={rank} " + " ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
 
     for seed in seeds:
@@ -70,8 +99,15 @@ def reproduce(dataset: str = "ml-100k", seeds=(0, 1, 2), ranks=(1, 2, 3, 4, 5), 
         runs = {}
         for name in ("fm", "fwfm"):
             runs[name] = train_model(name, data, cfg, dim=dim)
-            record(seed, {"fm": "FM", "fwfm": "FwFM"}[name], 0, runs[name].metrics["test"], m,
-                   len(runs[name].history), runs[name].seconds)
+            record(
+                seed,
+                {"fm": "FM", "fwfm": "FwFM"}[name],
+                0,
+                runs[name].metrics["test"],
+                m,
+                len(runs[name].history),
+                runs[name].seconds,
+            )
         fwfm = runs["fwfm"].model
         R = interaction_matrix(fwfm)
         for rank in rank_list:
@@ -80,13 +116,20 @@ def reproduce(dataset: str = "ml-100k", seeds=(0, 1, 2), ranks=(1, 2, 3, 4, 5), 
             pruned = pruned_fwfm(fwfm, budget(m, rank))
             record(seed, "Pruned, no fine-tune", rank, evaluate(pruned, data.test, cfg.task), m)
             tuned = fit(pruned, data.train, data.valid, TrainConfig(**{**cfg.__dict__, "epochs": finetune_epochs}))
-            record(seed, "Pruned", rank, evaluate(tuned.model, data.test, cfg.task), m,
-                   len(tuned.history), tuned.seconds)
+            record(
+                seed, "Pruned", rank, evaluate(tuned.model, data.test, cfg.task), m, len(tuned.history), tuned.seconds
+            )
             for method in ("eig", "nuclear"):
                 start = time.perf_counter()
                 approx = with_R(fwfm, dplr_posthoc(R, rank, method).R)
-                record(seed, f"Post-hoc DPLR ({method})", rank, evaluate(approx, data.test, cfg.task), m,
-                       seconds=time.perf_counter() - start)
+                record(
+                    seed,
+                    f"Post-hoc DPLR ({method})",
+                    rank,
+                    evaluate(approx, data.test, cfg.task),
+                    m,
+                    seconds=time.perf_counter() - start,
+                )
     return pd.DataFrame(rows)
 
 
@@ -108,12 +151,19 @@ def summary(df: pd.DataFrame, metric: str) -> pd.DataFrame:
         dplr, pruned = cell["DPLR"], cell["Pruned"]
         gain = (pruned.mean() - dplr.mean()) if lower else (dplr.mean() - pruned.mean())
         wins = ((dplr < pruned) if lower else (dplr > pruned)).sum()
-        out.append({"Rank": rank, "% left": f"{at['percent_left'].iloc[0]:.2f}%",
-                    "FM": _mean_std(base["FM"]), "FwFM": _mean_std(base["FwFM"]),
-                    "DPLR": _mean_std(dplr), "Pruned": _mean_std(pruned),
-                    "DPLR vs Pruned (%)": f"{100 * gain / pruned.mean():+.2f}%",
-                    "DPLR better (seeds)": f"{wins}/{len(dplr)}",
-                    **{name: _mean_std(cell[name]) for name in EXTRA_COLUMNS}})
+        out.append(
+            {
+                "Rank": rank,
+                "% left": f"{at['percent_left'].iloc[0]:.2f}%",
+                "FM": _mean_std(base["FM"]),
+                "FwFM": _mean_std(base["FwFM"]),
+                "DPLR": _mean_std(dplr),
+                "Pruned": _mean_std(pruned),
+                "DPLR vs Pruned (%)": f"{100 * gain / pruned.mean():+.2f}%",
+                "DPLR better (seeds)": f"{wins}/{len(dplr)}",
+                **{name: _mean_std(cell[name]) for name in EXTRA_COLUMNS},
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -127,8 +177,10 @@ def markdown_table(table: pd.DataFrame) -> str:
 def markdown(df: pd.DataFrame, dataset: str, task: str, note: str) -> str:
     metrics = [k for k in LOWER_IS_BETTER if k in df and k in ("rmse", "logloss", "auc")]
     seeds = sorted(int(s) for s in df.seed.unique())
-    parts = [f"# DPLR paper Table 1 on {dataset} ({task} task)\n",
-             f"Test metrics, mean ± std over seeds {seeds} (each seed: its own split, init and batches). {note}\n"]
+    parts = [
+        f"# DPLR paper Table 1 on {dataset} ({task} task)\n",
+        f"Test metrics, mean ± std over seeds {seeds} (each seed: its own split, init and batches). {note}\n",
+    ]
     for metric in metrics:
         arrow = "lower" if LOWER_IS_BETTER[metric] else "higher"
         parts.append(f"\n## {metric.upper()} ({arrow} is better)\n\n{markdown_table(summary(df, metric))}\n")
@@ -145,8 +197,12 @@ def add_arguments(p):
     p.add_argument("--finetune-epochs", type=int, default=5, help="max epochs of the pruned FwFM's fine-tuning")
     p.add_argument("--dim", type=int, default=8, help="embedding size k (the paper uses 8)")
     p.add_argument("--lr", type=float, default=5e-3)
-    p.add_argument("--min-count", type=int, default=10,
-                   help="features seen fewer times in train go to the rare bucket (the paper: 10)")
+    p.add_argument(
+        "--min-count",
+        type=int,
+        default=10,
+        help="features seen fewer times in train go to the rare bucket (the paper: 10)",
+    )
     p.add_argument("--out", default="artifacts", help="output directory for the CSV and markdown")
 
 
@@ -161,15 +217,29 @@ def run(args) -> int:
     if min(ranks) < 1:
         raise ValueError(f"--ranks: every rank ρ must be >= 1, got {args.ranks}")
     config = TrainConfig(task=args.task, epochs=args.epochs, lr=args.lr, patience=2)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)
+
+    def log(msg):
+        return print(msg, file=sys.stderr, flush=True)
+
     start = time.perf_counter()
-    df = reproduce(args.dataset, list(range(args.seeds)), ranks, config, args.dim, args.finetune_epochs,
-                   args.min_count, args.data_dir, log)
-    note = (f"Settings: dim {args.dim}, lr {args.lr}, ≤ {args.epochs} epochs (patience 2), "
-            f"min_count {args.min_count}. Pruned = the trained FwFM's R masked to its ρ(m+1) largest "
-            f"|R_ij|, then fine-tuned ≤ {args.finetune_epochs} epochs with the pruned entries held at zero. "
-            f"Post-hoc DPLR: the trained FwFM with R replaced by its rank-ρ DPLR approximation, no retraining. "
-            f"Wall time {time.perf_counter() - start:.0f} s.")
+    df = reproduce(
+        args.dataset,
+        list(range(args.seeds)),
+        ranks,
+        config,
+        args.dim,
+        args.finetune_epochs,
+        args.min_count,
+        args.data_dir,
+        log,
+    )
+    note = (
+        f"Settings: dim {args.dim}, lr {args.lr}, ≤ {args.epochs} epochs (patience 2), "
+        f"min_count {args.min_count}. Pruned = the trained FwFM's R masked to its ρ(m+1) largest "
+        f"|R_ij|, then fine-tuned ≤ {args.finetune_epochs} epochs with the pruned entries held at zero. "
+        f"Post-hoc DPLR: the trained FwFM with R replaced by its rank-ρ DPLR approximation, no retraining. "
+        f"Wall time {time.perf_counter() - start:.0f} s."
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"dplr_{args.dataset}_{args.task}"

@@ -15,6 +15,7 @@ The results are printed and written as JSON to ``results_path(dataset)`` (``$FML
 default ``./artifacts``), which the page plots. Timing uses ``--threads`` torch threads (1 by
 default: on a shared 2-core machine more threads slow every run down and make ratios noisy).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..models.rafm_ranks import check_ranks
 from ..data import split as split_data
 from ..models import build_model
+from ..models.rafm_ranks import check_ranks
 from ..train import MONITOR, TrainConfig, evaluate, fit, predict
 
 
@@ -77,21 +78,41 @@ def run_seed(data, ranks, seed: int, config: TrainConfig, log=None) -> list[dict
         model = build_model(name, parts.schema, **hp)
         run = fit(model, parts.train, parts.valid, config)
         epochs = len(run.history)
-        record = {"seed": seed, "model": label, "kind": name, "epochs": epochs,
-                  "train_seconds_per_epoch": run.seconds / epochs, "parameters": _count(model),
-                  "test_seconds": _test_seconds(model, parts.test),
-                  **{f"test_{k}": v for k, v in evaluate(model, parts.test, config.task).items()}}
+        record = {
+            "seed": seed,
+            "model": label,
+            "kind": name,
+            "epochs": epochs,
+            "train_seconds_per_epoch": run.seconds / epochs,
+            "parameters": _count(model),
+            "test_seconds": _test_seconds(model, parts.test),
+            **{f"test_{k}": v for k, v in evaluate(model, parts.test, config.task).items()},
+        }
         records.append(record)
         if log:
-            log(f"seed {seed} {label}: {epochs} epochs, test " + ", ".join(
-                f"{k.removeprefix('test_')} {v:.4f}" for k, v in record.items() if k.startswith("test_") and k != "test_seconds"))
+            log(
+                f"seed {seed} {label}: {epochs} epochs, test "
+                + ", ".join(
+                    f"{k.removeprefix('test_')} {v:.4f}"
+                    for k, v in record.items()
+                    if k.startswith("test_") and k != "test_seconds"
+                )
+            )
         if name == "rafm":
             low = LevelOutput(model, 1)
             n = parts.schema.num_features
-            records.append({"seed": seed, "model": "RaFM-low", "kind": "rafm-low", "epochs": epochs,
-                            "train_seconds_per_epoch": float("nan"), "parameters": ranks[0] * n + n + 1,
-                            "test_seconds": float("nan"),
-                            **{f"test_{k}": v for k, v in evaluate(low, parts.test, config.task).items()}})
+            records.append(
+                {
+                    "seed": seed,
+                    "model": "RaFM-low",
+                    "kind": "rafm-low",
+                    "epochs": epochs,
+                    "train_seconds_per_epoch": float("nan"),
+                    "parameters": ranks[0] * n + n + 1,
+                    "test_seconds": float("nan"),
+                    **{f"test_{k}": v for k, v in evaluate(low, parts.test, config.task).items()},
+                }
+            )
     top = next(r for r in records if r["model"] == f"FM({ranks[-1]})")
     for r in records:
         r["parameters_vs_top_fm"] = r["parameters"] / top["parameters"]
@@ -118,10 +139,18 @@ def summarize(records: list[dict]) -> pd.DataFrame:
 
 def as_result(data, ranks, seeds, config: TrainConfig, records: list[dict]) -> dict:
     """Records and their summary, with the settings that produced them (what ``save`` writes)."""
-    return {"dataset": data.name, "data_source": data.source, "ranks": list(ranks), "seeds": list(seeds),
-            "task": config.task, "train": asdict(config), "threads": torch.get_num_threads(),
-            "created": time.strftime("%Y-%m-%d %H:%M:%S"), "records": records,
-            "summary": summarize(records).to_dict("records")}
+    return {
+        "dataset": data.name,
+        "data_source": data.source,
+        "ranks": list(ranks),
+        "seeds": list(seeds),
+        "task": config.task,
+        "train": asdict(config),
+        "threads": torch.get_num_threads(),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "records": records,
+        "summary": summarize(records).to_dict("records"),
+    }
 
 
 def compare(data, ranks, seeds, config: TrainConfig, log=None) -> dict:
@@ -163,13 +192,20 @@ def format_table(result: dict) -> str:
     """The summary as text: metric mean ± std, parameters and times relative to FM(D_m)."""
     key = MONITOR[result["task"]]
     top = f"FM({result['ranks'][-1]})"
-    lines = [f"{result['dataset']}, ranks {tuple(result['ranks'])}, seeds {result['seeds']}, task {result['task']}",
-             f"{'model':<22}{'test ' + key:>20}{'#params':>10}{'vs ' + top:>12}{'train ×':>9}{'test ×':>8}{'epochs':>8}"]
+    lines = [
+        f"{result['dataset']}, ranks {tuple(result['ranks'])}, seeds {result['seeds']}, task {result['task']}",
+        f"{'model':<22}{'test ' + key:>20}{'#params':>10}{'vs ' + top:>12}{'train ×':>9}{'test ×':>8}{'epochs':>8}",
+    ]
     for r in result["summary"]:
-        fmt = lambda v: "—" if v != v else f"{v:.2f}"  # NaN: not measured (RaFM-low is trained jointly)
-        lines.append(f"{r['model']:<22}{r[f'test_{key}_mean']:>11.4f} ± {r[f'test_{key}_std']:.4f}"
-                     f"{r['parameters']:>10.0f}{100 * r['parameters_vs_top_fm']:>11.1f}%"
-                     f"{fmt(r['train_time_vs_top_fm']):>9}{fmt(r['test_time_vs_top_fm']):>8}{r['epochs']:>8.1f}")
+
+        def fmt(v):
+            return "—" if v != v else f"{v:.2f}"  # NaN: not measured (RaFM-low is trained jointly)
+
+        lines.append(
+            f"{r['model']:<22}{r[f'test_{key}_mean']:>11.4f} ± {r[f'test_{key}_std']:.4f}"
+            f"{r['parameters']:>10.0f}{100 * r['parameters_vs_top_fm']:>11.1f}%"
+            f"{fmt(r['train_time_vs_top_fm']):>9}{fmt(r['test_time_vs_top_fm']):>8}{r['epochs']:>8.1f}"
+        )
     return "\n".join(lines)
 
 
@@ -184,6 +220,7 @@ def _ranks(text: str) -> tuple[int, ...]:
 
 def add_arguments(parser) -> None:
     from ..cli import _non_negative_float, _positive, add_data_arguments
+
     add_data_arguments(parser)
     parser.add_argument("--ranks", default="8,32", help="strictly increasing ranks D_1,…,D_m (m ≥ 2)")
     parser.add_argument("--seeds", type=_positive(int), default=3, help="seeds 0..N−1 (split, init, batches)")
@@ -201,11 +238,21 @@ def run(args) -> int:
     import sys
 
     from ..data import movielens
+
     ranks = _ranks(args.ranks)
     torch.set_num_threads(args.threads)
-    config = TrainConfig(task=args.task, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay,
-                         batch_size=args.batch_size, patience=args.patience)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)
+    config = TrainConfig(
+        task=args.task,
+        epochs=args.epochs,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        batch_size=args.batch_size,
+        patience=args.patience,
+    )
+
+    def log(msg):
+        return print(msg, file=sys.stderr, flush=True)
+
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
     result = compare(data, ranks, list(range(args.seeds)), config, log)
     path = save(result, Path(args.out) if args.out else results_path(args.dataset))

@@ -16,6 +16,7 @@ The minimiser X* of Thm. 4.3/4.4 is the minimiser of the *regularised* loss, whi
 
 All computations run in float64: recovery to 1e-4 and Hessian eigenvalues need it.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,14 +67,13 @@ def attention_output(X, W, V) -> torch.Tensor:
     """
     X = torch.as_tensor(X)
     if X.ndim != 2 or W.shape != (X.shape[0], X.shape[0]) or V.shape != W.shape:
-        raise ValueError(f"X must be d×n with W, V d×d; got X {tuple(X.shape)}, "
-                         f"W {tuple(W.shape)}, V {tuple(V.shape)}")
+        raise ValueError(f"X must be d×n with W, V d×d; got X {tuple(X.shape)}, W {tuple(W.shape)}, V {tuple(V.shape)}")
     return torch.softmax(X.T @ W @ X, dim=1) @ (X.T @ V)
 
 
 def loss(X, W, V, B, gamma: float = 0.0) -> torch.Tensor:
     """L(X) = ‖f(W; X) − B‖²_F + γ‖vec X‖²₂ (eq. 1 with L_reg of Thm. I.2)."""
-    return ((attention_output(X, W, V) - B) ** 2).sum() + gamma * (X ** 2).sum()
+    return ((attention_output(X, W, V) - B) ** 2).sum() + gamma * (X**2).sum()
 
 
 def gradient(X, W, V, B, gamma: float = 0.0) -> torch.Tensor:
@@ -96,7 +96,7 @@ def gamma_bound(n: int, d: int, R: float) -> float:
     Lemma H.2 (∇²L ⪰ −72ndR⁸ I, Thm. 4.2's O(ndR⁸)) with R ≥ 1 (Assumption 4.1 asks R > 1).
     """
     R = max(float(R), 1.0)
-    return 72.0 * n * d * R ** 8
+    return 72.0 * n * d * R**8
 
 
 def assumption_R(W, V, X, B) -> float:
@@ -108,6 +108,7 @@ def assumption_R(W, V, X, B) -> float:
 @dataclass
 class Instance:
     """A planted problem: secret X_true and the output B = f(W; X_true) the attacker sees."""
+
     W: torch.Tensor
     V: torch.Tensor
     X_true: torch.Tensor
@@ -134,6 +135,7 @@ def planted_instance(n: int, d: int, R: float = 1.0, seed: int = 0) -> Instance:
 @dataclass
 class Inversion:
     """Result of ``invert``: recovered X, one trajectory row per iterate, and plain-language notes."""
+
     X: torch.Tensor
     trajectory: pd.DataFrame  # step, loss, grad_norm, dist (‖X_t − X_true‖_F or NaN), min_eig (or NaN)
     method: str
@@ -165,8 +167,19 @@ batch_grad = vmap(torch.func.grad(_flat_loss), in_dims=(0, 0, 0, 0, None))
 batch_hessian = vmap(torch.func.hessian(_flat_loss), in_dims=(0, 0, 0, 0, None))
 
 
-def descend(X, W, V, B, gamma: float, method: str, steps: int, lr: float, X_true=None,
-            tol: float = 1e-12, track_hessian: bool = True) -> tuple[torch.Tensor, dict]:
+def descend(
+    X,
+    W,
+    V,
+    B,
+    gamma: float,
+    method: str,
+    steps: int,
+    lr: float,
+    X_true=None,
+    tol: float = 1e-12,
+    track_hessian: bool = True,
+) -> tuple[torch.Tensor, dict]:
     """Minimise L for a batch of T independent problems at once (all tensors have a leading T axis).
 
     One update per step for every problem: "gd" X ← X − lr∇L (Thm. I.1); "adam" (§5.1, App. J
@@ -195,8 +208,7 @@ def descend(X, W, V, B, gamma: float, method: str, steps: int, lr: float, X_true
         value = batch_loss(xd, W, V, B, gamma)
         g = batch_grad(xd, W, V, B, gamma)
         gnorm = g.norm(dim=1)
-        H = batch_hessian(xd, W, V, B, gamma) if (
-            method == "newton" or (track_hessian and t in record_at)) else None
+        H = batch_hessian(xd, W, V, B, gamma) if (method == "newton" or (track_hessian and t in record_at)) else None
         lam = torch.linalg.eigvalsh(H)[:, 0] if H is not None else nan
         history["loss"].append(value)
         history["grad_norm"].append(gnorm)
@@ -243,9 +255,21 @@ def _check_options(method, gamma, steps):
         raise ValueError(f"steps must be >= 0, got {steps}")
 
 
-def invert(W, V, B, method: str = "newton", gamma: float = 0.0, steps: int = 200, seed: int = 0,
-           lr: float | None = None, X_true=None, X0=None, init_scale: float = 1.0,
-           tol: float = 1e-12, track_hessian: bool = True) -> Inversion:
+def invert(
+    W,
+    V,
+    B,
+    method: str = "newton",
+    gamma: float = 0.0,
+    steps: int = 200,
+    seed: int = 0,
+    lr: float | None = None,
+    X_true=None,
+    X0=None,
+    init_scale: float = 1.0,
+    tol: float = 1e-12,
+    track_hessian: bool = True,
+) -> Inversion:
     """Recover X ∈ ℝ^{d×n} from W, V and B = f(W; X) by minimising L(X) (Def. 3.1, Alg. of Thm. 4.3/4.4).
 
     method "gd" (fixed step lr, default 0.05), "adam" (lr default 0.01) or "newton" (exact
@@ -262,8 +286,10 @@ def invert(W, V, B, method: str = "newton", gamma: float = 0.0, steps: int = 200
     small = n * d <= HESSIAN_MAX_DIM
     if not small:
         fallback = "; Newton fell back to gradient descent" if method == "newton" else ""
-        notes.append(f"n·d = {n * d} > {HESSIAN_MAX_DIM}: the {n * d}×{n * d} Hessian is not formed"
-                     f"{fallback}; its smallest eigenvalue is not tracked")
+        notes.append(
+            f"n·d = {n * d} > {HESSIAN_MAX_DIM}: the {n * d}×{n * d} Hessian is not formed"
+            f"{fallback}; its smallest eigenvalue is not tracked"
+        )
         method = "gd" if method == "newton" else method
     if lr is None:
         lr = DEFAULT_LR[method]
@@ -276,13 +302,13 @@ def invert(W, V, B, method: str = "newton", gamma: float = 0.0, steps: int = 200
         X_true = X_true[None]
     X = _start(d, n, seed, init_scale, X0)
     with one_thread():
-        X, hist = descend(X[None], W[None], V[None], B[None], float(gamma), method, steps, lr,
-                          X_true, tol, track_hessian and small)
+        X, hist = descend(
+            X[None], W[None], V[None], B[None], float(gamma), method, steps, lr, X_true, tol, track_hessian and small
+        )
     frame = pd.DataFrame({k: v[:, 0].numpy() for k, v in hist.items()})
     frame.insert(0, "step", np.arange(len(frame)))
     if not np.isfinite(frame["loss"].iloc[-1]):
-        notes.append(f"the loss became non-finite at step {len(frame) - 1}: lower the step size lr "
-                     f"(now {lr})")
+        notes.append(f"the loss became non-finite at step {len(frame) - 1}: lower the step size lr (now {lr})")
     return Inversion(X[0], frame, method, notes)
 
 
@@ -292,10 +318,20 @@ def trial_noise(n: int, d: int, count: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(2 * count, d, n, generator=gen, dtype=DTYPE)
 
 
-def trials(n: int, d: int, R: float, gammas, count: int = 100, method: str = "newton",
-           steps: int = 60, seed: int = 0, lr: float | None = None,
-           start_noise: float | None = None, success_tol: float = 1e-2,
-           agree_tol: float = 1e-6) -> pd.DataFrame:
+def trials(
+    n: int,
+    d: int,
+    R: float,
+    gammas,
+    count: int = 100,
+    method: str = "newton",
+    steps: int = 60,
+    seed: int = 0,
+    lr: float | None = None,
+    start_noise: float | None = None,
+    success_tol: float = 1e-2,
+    agree_tol: float = 1e-6,
+) -> pd.DataFrame:
     """Repeated random attacks: ``count`` planted instances (seeds seed … seed+count−1), each
     attacked from two starts, for every γ (same instances and starts for all γ; one batch per γ).
 
@@ -310,14 +346,14 @@ def trials(n: int, d: int, R: float, gammas, count: int = 100, method: str = "ne
     for g in gammas:
         _check_options(method, g, steps)
     if method == "newton" and n * d > HESSIAN_MAX_DIM:
-        raise ValueError(f"n·d = {n * d} > {HESSIAN_MAX_DIM}: too large to form the Hessian for "
-                         f"Newton; use method 'gd' or 'adam'")
+        raise ValueError(
+            f"n·d = {n * d} > {HESSIAN_MAX_DIM}: too large to form the Hessian for Newton; use method 'gd' or 'adam'"
+        )
     lr = DEFAULT_LR[method] if lr is None else lr
     if not lr > 0:
         raise ValueError(f"step size lr must be > 0, got {lr}")
     insts = [planted_instance(n, d, R, seed + t) for t in range(count)]
-    W, V, B, X_true = (torch.stack([getattr(i, k) for i in insts]).repeat(2, 1, 1)
-                       for k in ("W", "V", "B", "X_true"))
+    W, V, B, X_true = (torch.stack([getattr(i, k) for i in insts]).repeat(2, 1, 1) for k in ("W", "V", "B", "X_true"))
     noise = trial_noise(n, d, count, seed)
     X0 = noise if start_noise is None else X_true + start_noise * noise
     rows = []
@@ -328,11 +364,20 @@ def trials(n: int, d: int, R: float, gammas, count: int = 100, method: str = "ne
             Xa, Xb = X[:count].flatten(1), X[count:].flatten(1)
             scale = X_true[:count].flatten(1).norm(dim=1)
             agree = ((Xa - Xb).norm(dim=1) <= agree_tol * scale).repeat(2)
-            rows.append(pd.DataFrame({
-                "gamma": float(g), "trial": np.tile(np.arange(count), 2),
-                "start": np.repeat([0, 1], count), "rel_error": rel.numpy(),
-                "loss": hist["loss"][-1].numpy(), "grad_norm": hist["grad_norm"][-1].numpy(),
-                "success": (rel < success_tol).numpy(), "agree": agree.numpy()}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "gamma": float(g),
+                        "trial": np.tile(np.arange(count), 2),
+                        "start": np.repeat([0, 1], count),
+                        "rel_error": rel.numpy(),
+                        "loss": hist["loss"][-1].numpy(),
+                        "grad_norm": hist["grad_norm"][-1].numpy(),
+                        "success": (rel < success_tol).numpy(),
+                        "agree": agree.numpy(),
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -340,8 +385,11 @@ def success_rates(table: pd.DataFrame) -> pd.DataFrame:
     """Per γ from a ``trials`` table: success_rate (over runs), agree_rate (over instances),
     the median relative error, and the counts behind them."""
     out = table.groupby("gamma", sort=True).agg(
-        success_rate=("success", "mean"), agree_rate=("agree", "mean"),
-        median_rel_error=("rel_error", "median"), runs=("success", "size"))
+        success_rate=("success", "mean"),
+        agree_rate=("agree", "mean"),
+        median_rel_error=("rel_error", "median"),
+        runs=("success", "size"),
+    )
     return out.reset_index()
 
 

@@ -12,6 +12,7 @@ Checked against autograd (tests/test_inversion.py) the printed lemmas carry two 
 in ``SLIPS``; ``lemma_gradient(..., printed=True)`` reproduces the printed version,
 ``printed=False`` the corrected one, which equals autograd.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,17 +22,17 @@ SLIPS = [
         "where": "Def. A.4 (and §3.2)",
         "printed": "u(X)_{i₀} = exp(XᵀW X_{*,i₀})  — column i₀ of exp(XᵀWX)",
         "corrected": "u(X)_{i₀} = exp(XᵀWᵀ X_{*,i₀})  — row i₀ of exp(XᵀWX), the row that "
-                     "D(X)⁻¹ normalises in Def. 3.1",
+        "D(X)⁻¹ normalises in Def. 3.1",
         "effect": "the printed lemmas differentiate the layer with Wᵀ in place of W; they agree "
-                  "with Def. 3.1 only when W is symmetric",
+        "with Def. 3.1 only when W is symmetric",
     },
     {
         "where": "Lemma A.17 (and Lemma E.1 for the Hessian)",
         "printed": "dL/dx_{i₁,j₁} = Σ_{i₀,j₀} c(X)_{i₀,j₀} · dc(X)_{i₀,j₀}/dx_{i₁,j₁}",
         "corrected": "dL/dx_{i₁,j₁} = 2 Σ_{i₀,j₀} c(X)_{i₀,j₀} · dc(X)_{i₀,j₀}/dx_{i₁,j₁}",
         "effect": "L = Σ c² so the chain rule brings a factor 2; the Hessian of Lemma E.2 lacks it "
-                  "too (∇²L = 2Σ ∇c∇cᵀ + c∇²c), so Lemma H.2's bound is really −144ndR⁸; the "
-                  "regulariser's curvature is 2γ, so γ > 72ndR⁸ still gives positive definiteness",
+        "too (∇²L = 2Σ ∇c∇cᵀ + c∇²c), so Lemma H.2's bound is really −144ndR⁸; the "
+        "regulariser's curvature is 2γ, so γ > 72ndR⁸ still gives positive definiteness",
     },
 ]
 
@@ -60,15 +61,19 @@ def lemma_gradient(X, W, V, B, gamma: float = 0.0, printed: bool = False) -> tor
             for i0 in range(n):
                 f = F[:, i0]
                 if i0 == i1:  # Lemma A.16 Part 1
-                    dc = (-S[i0] * f[i0] * w[i0, j1]                      # C₁
-                          - S[i0] * (f @ XW[:, j1])                        # C₂
-                          + f[i0] * Hv[i0] * w[i0, j1]                     # C₃
-                          + (f * XW[:, j1]) @ Hv                           # C₄
-                          + f[i0] * V[j1])                                 # C₅
+                    dc = (
+                        -S[i0] * f[i0] * w[i0, j1]  # C₁
+                        - S[i0] * (f @ XW[:, j1])  # C₂
+                        + f[i0] * Hv[i0] * w[i0, j1]  # C₃
+                        + (f * XW[:, j1]) @ Hv  # C₄
+                        + f[i0] * V[j1]
+                    )  # C₅
                 else:  # Lemma A.16 Part 2
-                    dc = (-S[i0] * f[i1] * w[i0, j1]                       # C₆
-                          + f[i1] * Hv[i1] * w[i0, j1]                     # C₇
-                          + f[i1] * V[j1])                                 # C₈
+                    dc = (
+                        -S[i0] * f[i1] * w[i0, j1]  # C₆
+                        + f[i1] * Hv[i1] * w[i0, j1]  # C₇
+                        + f[i1] * V[j1]
+                    )  # C₈
                 total = total + C[i0] @ dc  # Σ_{j₀} c_{i₀,j₀} dc_{i₀,j₀}/dx_{i₁,j₁}
             grad[j1, i1] = factor * total
     return grad + 2.0 * gamma * X

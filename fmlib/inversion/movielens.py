@@ -12,6 +12,7 @@ next-movie distributions, and Adam minimises the cross-entropy
     L(F(Sᵗ), Sᵗ) = Σ_{i=1}^{n−1} Σ_j −S^t_{i+1,j} · log F(Sᵗ)_{i,j}.
 The recovered movie at a hidden position is argmax of its logits (top-10: the 10 largest).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,15 +68,15 @@ class TinyTransformer(nn.Module):
     input one. Attention: softmax(QKᵀ/√k) V per head — Def. 3.1's f with W = KQᵀ (plus scaling).
     """
 
-    def __init__(self, vocab: int, length: int, dim: int = 16, heads: int = 2, layers: int = 1,
-                 ff: int = 32):
+    def __init__(self, vocab: int, length: int, dim: int = 16, heads: int = 2, layers: int = 1, ff: int = 32):
         super().__init__()
         self.vocab = vocab
         self.embedding = nn.Parameter(torch.randn(vocab + 1, dim) * 0.1)  # last row: start token
         self.position = nn.Parameter(torch.randn(length + 1, dim) * 0.1)
-        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(
-            dim, heads, dim_feedforward=ff, dropout=0.0, batch_first=True, norm_first=True)
-            for _ in range(layers))
+        self.blocks = nn.ModuleList(
+            nn.TransformerEncoderLayer(dim, heads, dim_feedforward=ff, dropout=0.0, batch_first=True, norm_first=True)
+            for _ in range(layers)
+        )
         self.norm = nn.LayerNorm(dim)
         self.out_bias = nn.Parameter(torch.zeros(vocab))
         self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(length + 1))
@@ -86,7 +87,7 @@ class TinyTransformer(nn.Module):
         h = probs @ self.embedding + self.position[:n]
         for block in self.blocks:
             h = block(h, src_mask=self.mask[:n, :n], is_causal=True)
-        return self.norm(h) @ self.embedding[:self.vocab].T + self.out_bias
+        return self.norm(h) @ self.embedding[: self.vocab].T + self.out_bias
 
     def one_hot(self, tokens: torch.Tensor) -> torch.Tensor:
         """Start token, then the one-hot rows of the movies: (B, L) → (B, L+1, N+1)."""
@@ -100,8 +101,16 @@ def next_movie_loss(model: TinyTransformer, tokens: torch.Tensor) -> torch.Tenso
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens.reshape(-1))
 
 
-def train_model(tokens: torch.Tensor, vocab: int, epochs: int = 60, lr: float = 1e-2,
-                batch_size: int = 64, seed: int = 0, progress=None, **arch) -> tuple[TinyTransformer, list]:
+def train_model(
+    tokens: torch.Tensor,
+    vocab: int,
+    epochs: int = 60,
+    lr: float = 1e-2,
+    batch_size: int = 64,
+    seed: int = 0,
+    progress=None,
+    **arch,
+) -> tuple[TinyTransformer, list]:
     """Fit next-movie prediction with Adam; returns the model and the mean loss of each epoch."""
     torch.manual_seed(seed)
     model = TinyTransformer(vocab, tokens.shape[1], **arch)
@@ -113,7 +122,7 @@ def train_model(tokens: torch.Tensor, vocab: int, epochs: int = 60, lr: float = 
             order = torch.randperm(len(tokens), generator=gen)
             total = 0.0
             for start in range(0, len(tokens), batch_size):
-                batch = tokens[order[start:start + batch_size]]
+                batch = tokens[order[start : start + batch_size]]
                 loss = next_movie_loss(model, batch)
                 opt.zero_grad()
                 loss.backward()
@@ -133,8 +142,15 @@ class Recovery:
     hidden: int
 
 
-def recover(model: TinyTransformer, tokens: torch.Tensor, hidden: int = 2, steps: int = 300,
-            lr: float = 0.1, seed: int = 0, record_every: int = 25) -> Recovery:
+def recover(
+    model: TinyTransformer,
+    tokens: torch.Tensor,
+    hidden: int = 2,
+    steps: int = 300,
+    lr: float = 0.1,
+    seed: int = 0,
+    record_every: int = 25,
+) -> Recovery:
     """Recover tokens[:, :hidden] from the model and tokens[:, hidden:] (§5.1), all users at once.
 
     Adam on free logits (App. J uses lr 1e-3 over 10 000 steps; here a larger lr, fewer steps).
@@ -148,7 +164,7 @@ def recover(model: TinyTransformer, tokens: torch.Tensor, hidden: int = 2, steps
         p.requires_grad_(False)
     try:
         rows = model.one_hot(tokens)
-        start, known = rows[:, :1], rows[:, 1 + hidden:]  # the start token and S₂
+        start, known = rows[:, :1], rows[:, 1 + hidden :]  # the start token and S₂
         gen = torch.Generator().manual_seed(seed)
         X = torch.randn(U, hidden, model.vocab, generator=gen).requires_grad_(True)  # X⁰ ~ N(0, 1)
         opt = torch.optim.Adam([X], lr=lr)
@@ -162,10 +178,17 @@ def recover(model: TinyTransformer, tokens: torch.Tensor, hidden: int = 2, steps
                 per_user = -(S[:, 1:, :-1] * log_probs[:, :-1]).sum(dim=(1, 2))  # L(F(Sᵗ), Sᵗ)
                 if t % record_every == 0 or t == steps:
                     guess = X.detach().argmax(dim=-1)
-                    frames.append(pd.DataFrame({
-                        "step": t, "user_row": np.repeat(np.arange(U), hidden),
-                        "position": np.tile(np.arange(hidden), U), "guess": guess.reshape(-1).numpy(),
-                        "loss": np.repeat(per_user.detach().numpy(), hidden)}))
+                    frames.append(
+                        pd.DataFrame(
+                            {
+                                "step": t,
+                                "user_row": np.repeat(np.arange(U), hidden),
+                                "position": np.tile(np.arange(hidden), U),
+                                "guess": guess.reshape(-1).numpy(),
+                                "loss": np.repeat(per_user.detach().numpy(), hidden),
+                            }
+                        )
+                    )
                 if t == steps:
                     break
                 opt.zero_grad()
@@ -194,8 +217,15 @@ def recovery_summary(recovery: Recovery, tokens: torch.Tensor, ranking: torch.Te
     for k in (1, 10):
         attack = (top[..., :k] == truth[..., None]).any(dim=-1).float().mean().item()
         popular = (ranking[None, :, :k] == truth[..., None]).any(dim=-1).float().mean().item()
-        rows.append({"metric": f"top-{k}", "attack": attack, "popularity": popular,
-                     "chance": k / vocab, "hidden_movies": truth.numel()})
+        rows.append(
+            {
+                "metric": f"top-{k}",
+                "attack": attack,
+                "popularity": popular,
+                "chance": k / vocab,
+                "hidden_movies": truth.numel(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -209,11 +239,16 @@ def trajectory_table(recovery: Recovery, tokens: torch.Tensor, row: int, titles:
     for step, part in g.groupby("step", sort=True):
         guesses = part.sort_values("position")["guess"].tolist()
         hits = [gi == tokens[row, p].item() for p, gi in enumerate(guesses)]
-        out.append({"step": step,
-                    "recovered hidden movies": " | ".join(
-                        (f"✔ {titles[gi]}" if hit else titles[gi]) for gi, hit in zip(guesses, hits)),
-                    "loss": round(float(part["loss"].iloc[0]), 3)})
-    truth = " | ".join(titles[t] for t in tokens[row, :recovery.hidden].tolist())
+        out.append(
+            {
+                "step": step,
+                "recovered hidden movies": " | ".join(
+                    (f"✔ {titles[gi]}" if hit else titles[gi]) for gi, hit in zip(guesses, hits)
+                ),
+                "loss": round(float(part["loss"].iloc[0]), 3),
+            }
+        )
+    truth = " | ".join(titles[t] for t in tokens[row, : recovery.hidden].tolist())
     out.append({"step": "truth", "recovered hidden movies": truth, "loss": float("nan")})
     return pd.DataFrame(out)
 
@@ -228,9 +263,17 @@ class Experiment:
     titles: list
 
 
-def prepare(ratings: pd.DataFrame, movies: pd.DataFrame | None = None, length: int = 12,
-            vocab_size: int = 200, heldout: float = 0.2, epochs: int = 60, seed: int = 0,
-            progress=None, **arch) -> Experiment:
+def prepare(
+    ratings: pd.DataFrame,
+    movies: pd.DataFrame | None = None,
+    length: int = 12,
+    vocab_size: int = 200,
+    heldout: float = 0.2,
+    epochs: int = 60,
+    seed: int = 0,
+    progress=None,
+    **arch,
+) -> Experiment:
     """Build sequences, hold out a fraction of users (never trained on), train the model."""
     if not 0 <= heldout < 1:
         raise ValueError(f"heldout (the fraction of users never trained on) must be in [0, 1), got {heldout}")
@@ -238,8 +281,9 @@ def prepare(ratings: pd.DataFrame, movies: pd.DataFrame | None = None, length: i
     order = np.random.default_rng(seed).permutation(len(seqs.users))
     cut = int(round(len(order) * (1 - heldout)))
     train_rows, heldout_rows = np.sort(order[:cut]), np.sort(order[cut:])
-    model, losses = train_model(seqs.tokens[train_rows], len(seqs.movie_ids), epochs=epochs,
-                                seed=seed, progress=progress, **arch)
+    model, losses = train_model(
+        seqs.tokens[train_rows], len(seqs.movie_ids), epochs=epochs, seed=seed, progress=progress, **arch
+    )
     if movies is not None:
         title = movies.set_index("movie_id")["title"]
         titles = [str(title.get(m, m)) for m in seqs.movie_ids]

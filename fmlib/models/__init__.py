@@ -1,4 +1,5 @@
 """Model families, one module each, built by name."""
+
 from __future__ import annotations
 
 import inspect
@@ -38,5 +39,8 @@ def model_class(name: str):
 def hyperparameters(name: str) -> dict:
     """The keyword hyperparameters of model ``name`` and their defaults (schema excluded)."""
     params = inspect.signature(model_class(name).__init__).parameters
-    return {k: p.default for k, p in params.items()
-            if k not in ("self", "schema", "init_std") and p.default is not inspect.Parameter.empty}
+    return {
+        k: p.default
+        for k, p in params.items()
+        if k not in ("self", "schema", "init_std") and p.default is not inspect.Parameter.empty
+    }

@@ -6,6 +6,7 @@ the embedding of its one feature, for a multi-valued field (genres) the average 
 embeddings (DPLR paper §3.2). The first-order part is w0 + Σ_s weight[s] · w[index[s]]
 (DPLR eq. 2, first two terms). Subclasses add the pairwise part from ``field_embeddings``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,8 +31,9 @@ class FieldEmbeddingModel(nn.Module):
         nn.init.normal_(self.embedding.weight, std=init_std)
         # slot -> field summing matrix (S, m): 1 where slot s belongs to field f
         slot_field = torch.tensor(schema.slot_fields())
-        self.register_buffer("slot_to_field", nn.functional.one_hot(slot_field, schema.num_fields).float(),
-                             persistent=False)
+        self.register_buffer(
+            "slot_to_field", nn.functional.one_hot(slot_field, schema.num_fields).float(), persistent=False
+        )
         self._single = schema.num_slots == schema.num_fields
 
     def hparams(self) -> dict:

@@ -20,6 +20,7 @@ The paper does not say how it initialises. Two things we measured on planted dat
 training, and starting exactly at the FM (e = (1, 0, …)) let the second direction take the wrong
 sign and stall; e = 1 recovered a planted rank-2 R from every seed we tried.
 """
+
 from __future__ import annotations
 
 import torch

@@ -11,6 +11,7 @@ the note's eq. 7 drops the P_ij inside Z; see the Derivations page). Each slot's
 row then receives weight · (Z − e_f) and its linear weight receives weight. Single-valued
 slots always weigh 1, so when every field is single-valued the weights are not multiplied in.
 """
+
 from __future__ import annotations
 
 import torch
@@ -50,8 +51,7 @@ class FMFunction(torch.autograd.Function):
             d_e = torch.einsum("bfk,bs,sf->bsk", d_e, weight, slot_to_field)
             d_first = d_first * weight
         flat = index.reshape(-1)
-        d_embedding = torch.zeros(ctx.shapes[1], dtype=e.dtype).index_add_(
-            0, flat, d_e.reshape(flat.numel(), -1))
+        d_embedding = torch.zeros(ctx.shapes[1], dtype=e.dtype).index_add_(0, flat, d_e.reshape(flat.numel(), -1))
         d_linear = torch.zeros(ctx.shapes[0], dtype=e.dtype).index_add_(0, flat, d_first.reshape(-1, 1))
         return d_linear, d_embedding, None, None, None
 
@@ -63,5 +63,4 @@ class FM(FieldEmbeddingModel):
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         slot_to_field = None if self._single else self.slot_to_field
-        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight,
-                                            slot_to_field)
+        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight, slot_to_field)

@@ -33,14 +33,15 @@ but lets L(B_{1,m}, y) reach the dependent variables too; we follow Algorithm 1 
 The linear weights and w0 are free variables. c is the ratio ρ_d/ρ_f for plain SGD; with Adam,
 which normalises each parameter's step, it sets the pull of the consistency term against L2.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 from torch import nn
 
-from .rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes
 from .fm import fm_pairwise
+from .rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes
 
 
 class RaFM(nn.Module):
@@ -55,8 +56,10 @@ class RaFM(nn.Module):
         super().__init__()
         self.ranks = check_ranks(ranks)
         if counts is None:
-            raise ValueError("RaFM needs the occurrences n_i of every feature in the training split "
-                             "(eq. 17): pass counts=split.train.feature_counts()")
+            raise ValueError(
+                "RaFM needs the occurrences n_i of every feature in the training split "
+                "(eq. 17): pass counts=split.train.feature_counts()"
+            )
         counts = check_counts(counts, schema.num_features)
         if not consistency >= 0:
             raise ValueError(f"consistency must be >= 0, got {consistency}")
@@ -84,8 +87,11 @@ class RaFM(nn.Module):
             pos[torch.as_tensor(dep_rows, dtype=torch.long)] = len(free_rows) + torch.arange(len(dep_rows))
             positions.append(pos)
         self.register_buffer("level_pos", torch.stack(positions), persistent=False)  # (m, n)
-        self.register_buffer("slot_to_field", nn.functional.one_hot(
-            torch.tensor(schema.slot_fields()), schema.num_fields).float(), persistent=False)
+        self.register_buffer(
+            "slot_to_field",
+            nn.functional.one_hot(torch.tensor(schema.slot_fields()), schema.num_fields).float(),
+            persistent=False,
+        )
         self._consistency_pairs = None
 
     def hparams(self) -> dict:
@@ -154,9 +160,11 @@ class RaFM(nn.Module):
         if not self.training:
             return self.outputs(index, weight)[-1]
         if self._consistency_pairs is not None:
-            raise RuntimeError("RaFM: the trainer did not call model.extra_loss(criterion) after the last "
-                               "training forward, so Algorithm 1's dependent embeddings would never train; "
-                               "add `loss = loss + model.extra_loss(criterion)` to the training step")
+            raise RuntimeError(
+                "RaFM: the trainer did not call model.extra_loss(criterion) after the last "
+                "training forward, so Algorithm 1's dependent embeddings would never train; "
+                "add `loss = loss + model.extra_loss(criterion)` to the training step"
+            )
         m = len(self.ranks)
         first = self.first_order(index, weight)
         # main output: B_{1,m} with the dependent variables cut (they do not step on L(B_{1,m}, y))
@@ -184,7 +192,6 @@ class RaFM(nn.Module):
         if self._consistency_pairs is None:
             raise RuntimeError("RaFM.extra_loss needs a forward pass in training mode first")
         soft = isinstance(criterion, nn.BCEWithLogitsLoss)
-        total = sum(criterion(low, torch.sigmoid(high) if soft else high)
-                    for low, high in self._consistency_pairs)
+        total = sum(criterion(low, torch.sigmoid(high) if soft else high) for low, high in self._consistency_pairs)
         self._consistency_pairs = None
         return self.consistency * total

@@ -16,6 +16,7 @@ Names used here:
 * F_k = {i : k_i ≥ k} (eq. 6); RaFM stores Σ_k D_k |F_k| interaction numbers (Prop. 1)
   against D_m |F| for the FM of the largest rank.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,8 +40,9 @@ def check_ranks(ranks: Sequence[int]) -> tuple[int, ...]:
         raise ValueError(f"ranks must be integers, got {values}")
     values = tuple(int(d) for d in values)
     if len(values) < 2:
-        raise ValueError(f"ranks needs at least two ranks D_1 < D_2 (got {values}); "
-                         "a single rank is a plain FM (model 'fm')")
+        raise ValueError(
+            f"ranks needs at least two ranks D_1 < D_2 (got {values}); a single rank is a plain FM (model 'fm')"
+        )
     if min(values) < 1:
         raise ValueError(f"ranks must be positive integers, got {values}")
     if any(a >= b for a, b in zip(values, values[1:])):
@@ -54,8 +56,10 @@ def check_counts(counts, num_features: int | None = None) -> np.ndarray:
     if n.ndim != 1 or n.size == 0:
         raise ValueError(f"counts must be a non-empty 1-D array of occurrences, got shape {n.shape}")
     if num_features is not None and n.size != num_features:
-        raise ValueError(f"counts has {n.size} entries but the schema has {num_features} feature rows; "
-                         "compute it with feature_counts() of the training split")
+        raise ValueError(
+            f"counts has {n.size} entries but the schema has {num_features} feature rows; "
+            "compute it with feature_counts() of the training split"
+        )
     if not np.issubdtype(n.dtype, np.number) or np.any(n != np.round(n)) or np.any(n < 0):
         raise ValueError("counts must be non-negative integers (occurrences in the training data)")
     if n.sum() == 0:

@@ -1,4 +1,5 @@
 """Figures for field interactions (DPLR paper): R heatmaps, spectra (§4.1, App. C Fig. 2)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,10 +13,21 @@ def interaction_heatmaps(matrices: dict, names: list[str]) -> go.Figure:
     vmax = max(float(np.abs(R).max()) for R in matrices.values()) or 1.0
     fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.03)
     for i, title in enumerate(titles, start=1):
-        fig.add_trace(go.Heatmap(z=np.asarray(matrices[title]), x=names, y=names, zmin=-vmax, zmax=vmax,
-                                 colorscale="RdBu", reversescale=True, showscale=i == len(titles),
-                                 hovertemplate="%{y} × %{x}: %{z:.3f}<extra>" + title + "</extra>"),
-                      row=1, col=i)
+        fig.add_trace(
+            go.Heatmap(
+                z=np.asarray(matrices[title]),
+                x=names,
+                y=names,
+                zmin=-vmax,
+                zmax=vmax,
+                colorscale="RdBu",
+                reversescale=True,
+                showscale=i == len(titles),
+                hovertemplate="%{y} × %{x}: %{z:.3f}<extra>" + title + "</extra>",
+            ),
+            row=1,
+            col=i,
+        )
         fig.update_yaxes(autorange="reversed", showticklabels=i == 1, row=1, col=i)
     fig.update_layout(height=360, margin=dict(t=40, l=10, r=10, b=10))
     return fig
@@ -27,10 +39,22 @@ def eigen_spectrum_figure(eigenvalues: np.ndarray, reference: np.ndarray | None 
     i = np.arange(1, len(eigenvalues) + 1)
     fig.add_trace(go.Bar(x=i, y=eigenvalues, name="learned R"))
     if reference is not None:
-        fig.add_trace(go.Scatter(x=i, y=reference, name="R_FM = 11ᵀ − I", mode="markers",
-                                 marker=dict(symbol="line-ew", size=18, line=dict(width=3, color="black"))))
-    fig.update_layout(xaxis_title="i (eigenvalues in descending order)", yaxis_title="λ_i",
-                      height=320, margin=dict(t=30), legend=dict(orientation="h", y=1.12))
+        fig.add_trace(
+            go.Scatter(
+                x=i,
+                y=reference,
+                name="R_FM = 11ᵀ − I",
+                mode="markers",
+                marker=dict(symbol="line-ew", size=18, line=dict(width=3, color="black")),
+            )
+        )
+    fig.update_layout(
+        xaxis_title="i (eigenvalues in descending order)",
+        yaxis_title="λ_i",
+        height=320,
+        margin=dict(t=30),
+        legend=dict(orientation="h", y=1.12),
+    )
     return fig
 
 
@@ -39,6 +63,7 @@ def error_spectra_figure(spectra: dict) -> go.Figure:
     fig = go.Figure()
     for name, sigma in spectra.items():
         fig.add_trace(go.Scatter(x=np.arange(1, len(sigma) + 1), y=sigma, name=name, mode="lines+markers"))
-    fig.update_layout(xaxis_title="i", yaxis_title="σ_i(E)", height=320, margin=dict(t=30),
-                      legend=dict(orientation="h", y=1.12))
+    fig.update_layout(
+        xaxis_title="i", yaxis_title="σ_i(E)", height=320, margin=dict(t=30), legend=dict(orientation="h", y=1.12)
+    )
     return fig

@@ -1,4 +1,5 @@
 """Figures of the attention-inversion topic (app_pages/attention_inversion.py and notebook 06)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,19 +16,44 @@ def convergence_figure(runs: dict) -> go.Figure:
 
     runs maps a label (a method name, or any text) to an ``Inversion``.
     """
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=(
-        "loss L(X_t)", "distance to the secret ‖X_t − X_true‖_F", "smallest Hessian eigenvalue"))
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.08,
+        subplot_titles=("loss L(X_t)", "distance to the secret ‖X_t − X_true‖_F", "smallest Hessian eigenvalue"),
+    )
     for label, run in runs.items():
         t = run.trajectory
         color = COLORS.get(run.method)
         name = NAMES.get(label, label)
-        fig.add_trace(go.Scatter(x=t["step"], y=t["loss"].clip(lower=1e-30), name=name,
-                                 legendgroup=label, line=dict(color=color)), 1, 1)
-        fig.add_trace(go.Scatter(x=t["step"], y=t["dist"], name=name, legendgroup=label,
-                                 showlegend=False, line=dict(color=color)), 1, 2)
+        fig.add_trace(
+            go.Scatter(
+                x=t["step"], y=t["loss"].clip(lower=1e-30), name=name, legendgroup=label, line=dict(color=color)
+            ),
+            1,
+            1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=t["step"], y=t["dist"], name=name, legendgroup=label, showlegend=False, line=dict(color=color)
+            ),
+            1,
+            2,
+        )
         eig = t.dropna(subset=["min_eig"])
-        fig.add_trace(go.Scatter(x=eig["step"], y=eig["min_eig"], name=name, legendgroup=label,
-                                 showlegend=False, mode="lines+markers", line=dict(color=color)), 1, 3)
+        fig.add_trace(
+            go.Scatter(
+                x=eig["step"],
+                y=eig["min_eig"],
+                name=name,
+                legendgroup=label,
+                showlegend=False,
+                mode="lines+markers",
+                line=dict(color=color),
+            ),
+            1,
+            3,
+        )
     fig.update_yaxes(type="log", exponentformat="power", row=1, col=1)
     fig.update_yaxes(type="log", exponentformat="power", row=1, col=2)
     fig.add_hline(y=0, line=dict(color="gray", dash="dot"), row=1, col=3)
@@ -48,19 +74,33 @@ def success_figure(rates: dict, bound: dict | None = None) -> go.Figure:
     rates maps a label (e.g. "n=4, d=3") to a ``success_rates`` table; bound maps the same label
     to the γ of Thm. 4.2 if that γ is in the table.
     """
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        "recovered the secret (relative error < 1%)", "both starts end at the same point"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.1,
+        subplot_titles=("recovered the secret (relative error < 1%)", "both starts end at the same point"),
+    )
     dash = ["solid", "dash", "dot"]
     for k, (label, table) in enumerate(rates.items()):
         b = None if bound is None else bound.get(label)
         x = [gamma_label(g, b) for g in table["gamma"]]
         for col, key in ((1, "success_rate"), (2, "agree_rate")):
-            fig.add_trace(go.Scatter(x=x, y=table[key], mode="lines+markers", name=label,
-                                     legendgroup=label, showlegend=col == 1,
-                                     line=dict(dash=dash[k % 3]),
-                                     customdata=np.stack([table["runs"], table["median_rel_error"]], axis=1),
-                                     hovertemplate="γ=%{x}<br>rate=%{y:.2f}<br>runs=%{customdata[0]}"
-                                                   "<br>median rel. error=%{customdata[1]:.2g}"), 1, col)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=table[key],
+                    mode="lines+markers",
+                    name=label,
+                    legendgroup=label,
+                    showlegend=col == 1,
+                    line=dict(dash=dash[k % 3]),
+                    customdata=np.stack([table["runs"], table["median_rel_error"]], axis=1),
+                    hovertemplate="γ=%{x}<br>rate=%{y:.2f}<br>runs=%{customdata[0]}"
+                    "<br>median rel. error=%{customdata[1]:.2g}",
+                ),
+                1,
+                col,
+            )
     fig.update_yaxes(range=[-0.03, 1.03], title_text="fraction")
     fig.update_xaxes(type="category", title_text="regulariser γ")
     fig.update_layout(height=380, margin=dict(t=40, b=40), legend=dict(orientation="h", y=-0.3))
@@ -70,12 +110,33 @@ def success_figure(rates: dict, bound: dict | None = None) -> go.Figure:
 def recovery_figure(summary: pd.DataFrame) -> go.Figure:
     """Top-1 / top-10 recovery of hidden movies vs chance (one bar group per metric)."""
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=summary["metric"], y=summary["attack"], name="inversion attack",
-                         text=[f"{v:.1%}" for v in summary["attack"]], textposition="outside"))
-    fig.add_trace(go.Bar(x=summary["metric"], y=summary["popularity"], name="guess the most popular",
-                         text=[f"{v:.1%}" for v in summary["popularity"]], textposition="outside"))
-    fig.add_trace(go.Bar(x=summary["metric"], y=summary["chance"], name="uniform chance",
-                         text=[f"{v:.1%}" for v in summary["chance"]], textposition="outside"))
+    fig.add_trace(
+        go.Bar(
+            x=summary["metric"],
+            y=summary["attack"],
+            name="inversion attack",
+            text=[f"{v:.1%}" for v in summary["attack"]],
+            textposition="outside",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=summary["metric"],
+            y=summary["popularity"],
+            name="guess the most popular",
+            text=[f"{v:.1%}" for v in summary["popularity"]],
+            textposition="outside",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=summary["metric"],
+            y=summary["chance"],
+            name="uniform chance",
+            text=[f"{v:.1%}" for v in summary["chance"]],
+            textposition="outside",
+        )
+    )
     fig.update_yaxes(title_text="fraction of hidden movies recovered", tickformat=".0%")
     fig.update_layout(barmode="group", height=360, margin=dict(t=30, b=40))
     return fig
@@ -84,6 +145,5 @@ def recovery_figure(summary: pd.DataFrame) -> go.Figure:
 def training_figure(losses) -> go.Figure:
     """Training cross-entropy of the tiny transformer per epoch."""
     fig = go.Figure(go.Scatter(x=np.arange(1, len(losses) + 1), y=losses, mode="lines+markers"))
-    fig.update_layout(height=280, margin=dict(t=30, b=40), xaxis_title="epoch",
-                      yaxis_title="next-movie cross-entropy")
+    fig.update_layout(height=280, margin=dict(t=30, b=40), xaxis_title="epoch", yaxis_title="next-movie cross-entropy")
     return fig

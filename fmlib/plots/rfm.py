@@ -1,4 +1,5 @@
 """Figures for the RFM topic: gradient growth (appendix §1.2) and the Theorem 1.1 construction."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -20,11 +21,23 @@ def gradient_growth_figure(df: pd.DataFrame, log_y: bool = True) -> go.Figure:
     """‖∂y/∂X‖∞ against the number of fields m, measured and theoretical (RFM appendix §1.2)."""
     fig = go.Figure()
     for col, (name, colour, dash) in GRADIENT_LINES.items():
-        fig.add_trace(go.Scatter(x=df["m"], y=df[col], name=name, mode="lines+markers" if dash == "solid" else "lines",
-                                 line=dict(color=colour, dash=dash), marker=dict(size=4)))
-    fig.update_layout(xaxis_title="number of fields m", yaxis_title="‖∂y/∂X‖∞",
-                      yaxis_type="log" if log_y else "linear", legend=dict(orientation="h", y=-0.25),
-                      margin=dict(t=30))
+        fig.add_trace(
+            go.Scatter(
+                x=df["m"],
+                y=df[col],
+                name=name,
+                mode="lines+markers" if dash == "solid" else "lines",
+                line=dict(color=colour, dash=dash),
+                marker=dict(size=4),
+            )
+        )
+    fig.update_layout(
+        xaxis_title="number of fields m",
+        yaxis_title="‖∂y/∂X‖∞",
+        yaxis_type="log" if log_y else "linear",
+        legend=dict(orientation="h", y=-0.25),
+        margin=dict(t=30),
+    )
     return fig
 
 
@@ -40,12 +53,24 @@ def _field_lines(fig: go.Figure, sizes, col: int) -> None:
 def truth_table_figure(T: torch.Tensor, T_hat: torch.Tensor, sizes) -> go.Figure:
     """The truth table T next to the attention scores read back from the construction (§1.1)."""
     labels = feature_labels(sizes)
-    fig = make_subplots(1, 2, subplot_titles=("truth table T(s, t)", "attention score α read back"),
-                        horizontal_spacing=0.12)
+    fig = make_subplots(
+        1, 2, subplot_titles=("truth table T(s, t)", "attention score α read back"), horizontal_spacing=0.12
+    )
     for col, Z in ((1, T), (2, T_hat)):
-        fig.add_trace(go.Heatmap(z=Z.numpy(), x=labels, y=labels, zmin=0, zmax=1, colorscale="Blues",
-                                 showscale=col == 2, hovertemplate="s=%{y}, t=%{x}: %{z:.3g}<extra></extra>"),
-                      1, col)
+        fig.add_trace(
+            go.Heatmap(
+                z=Z.numpy(),
+                x=labels,
+                y=labels,
+                zmin=0,
+                zmax=1,
+                colorscale="Blues",
+                showscale=col == 2,
+                hovertemplate="s=%{y}, t=%{x}: %{z:.3g}<extra></extra>",
+            ),
+            1,
+            col,
+        )
         _field_lines(fig, list(sizes), col)
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(margin=dict(t=40))
@@ -54,13 +79,20 @@ def truth_table_figure(T: torch.Tensor, T_hat: torch.Tensor, sizes) -> go.Figure
 
 def construction_error_figure(df: pd.DataFrame, target: float = 1e-6) -> go.Figure:
     """max |α − T| against S (log scale), with the exact prediction Sigmoid(−S)."""
-    fig = go.Figure([
-        go.Scatter(x=df["S"], y=df["error"], name="measured max |α − T|", mode="markers",
-                   marker=dict(size=9, color="#1f77b4")),
-        go.Scatter(x=df["S"], y=df["sigmoid(-S)"], name="Sigmoid(−S)", mode="lines",
-                   line=dict(color="grey", dash="dash")),
-    ])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=df["S"],
+                y=df["error"],
+                name="measured max |α − T|",
+                mode="markers",
+                marker=dict(size=9, color="#1f77b4"),
+            ),
+            go.Scatter(
+                x=df["S"], y=df["sigmoid(-S)"], name="Sigmoid(−S)", mode="lines", line=dict(color="grey", dash="dash")
+            ),
+        ]
+    )
     fig.add_hline(y=target, line=dict(color="#2ca02c", dash="dot"), annotation_text=f"{target:g}")
-    fig.update_layout(xaxis_title="S (the weight w = S·1)", yaxis_title="error", yaxis_type="log",
-                      margin=dict(t=30))
+    fig.update_layout(xaxis_title="S (the weight w = S·1)", yaxis_title="error", yaxis_type="log", margin=dict(t=30))
     return fig
