@@ -1,19 +1,31 @@
 """Ranking many items for one context, with the context part computed once (DPLR paper §3.1, §4.2.2).
 
 A query is one context (user + time fields C) and N candidate items (item fields I). Whatever
-depends on the context alone is computed once per query and cached; each item then pays only for
-its own fields. Per-item cost, k the embedding size:
+depends on the context alone is computed once per query and cached; whatever depends on one
+embedding row alone is computed once per model; each item then pays only for a gather of its
+own rows. Per-item cost, k the embedding size:
 
-* FM (eq. 2c): cache s_C = Σ_C v_c and the context pairs; per item ⟨s_C, s_I⟩ + item pairs, O(|I|k).
-* DPLR-FwFM (Algorithm 1): cache P_C = U_C V_C and s_C = Σ_C d_c ‖v_c‖²; per item
-  P = P_C + U_I V_I and ½(s_C + Σ_I d_i ‖v_i‖² + Σ_r e_r ‖P_r,:‖²), O(ρ|I|k). (Algorithm 1 prints
-  step 1(a) as P_C = V_C U_C: the factors are swapped, V_C U_C is undefined unless k = ρ. Its
-  output is the full double sum of eq. 9; the pairwise term of eq. 3 is half of it, eq. 5.)
+* DPLR-FwFM (Algorithm 1, eq. 10: R = Uᵀ diag(e) U + diag(d)): the pairwise term is
+  ½(Σ_i d_i ‖v_i‖² + Σ_r e_r ‖P_r,:‖²) with P = P_C + U_I V_I (eqs. 5, 9). Per model, each
+  embedding row j of field f becomes the row (U_1f v_j, …, U_ρf v_j, w_j + ½ d_f ‖v_j‖²) of a
+  table T; per query, P_C = U_C V_C and the context's constant are cached; per item, one
+  ``embedding_bag`` sum of its |I| rows of T gives U_I V_I and every item-side scalar at once,
+  then ½ Σ_r e_r ‖P_C,r + (U_I V_I)_r‖² adds O(ρk): O(ρ|I|k) per item, the cost of gathering
+  ρ + 1/k times the rows a plain embedding sum gathers. (Algorithm 1 prints step 1(a) as
+  P_C = V_C U_C: the factors are swapped, V_C U_C is undefined unless k = ρ. Its output is the
+  full double sum of eq. 9; the pairwise term of eq. 3 is half of it, eq. 5.)
+* FM (eq. 2c) is the same computation with R_FM = 11ᵀ − I, i.e. ρ = 1, U = 1ᵀ, e = 1, d = −1
+  (eq. 7): per item ½‖s_C + Σ_I v_i‖² − ½‖s_C‖² − ½ Σ_I ‖v_i‖² + Σ_I w_i, O(|I|k).
+* A multi-valued item field (genres) has e_f = Σ_s weight_s v_s, whose ‖e_f‖² is not a sum over
+  rows: its d_f ‖e_f‖² is added from its own ``embedding_bag`` per item. Single-valued slots
+  weigh 1 (``Dataset``), so their rows need no weights.
 * FwFM: the paper counts O(m²k) per item (§3.2), which is what a full forward pass costs. A
   cache helps here too: the context-item terms Σ_c Σ_i R_ci ⟨v_c, v_i⟩ = Σ_i ⟨v_i, w_i⟩ with
   w_i = Σ_c R_ic v_c computed once per query, so the per-item cost is O(|I|k + |I|²k) — quadratic
   in the item fields only. A pruned FwFM skips its zeroed item-item pairs.
-``fmlib.bench.ranking`` times all of them, and the full forward pass, in one run.
+
+Items are scored in chunks of ``BATCH`` so that a chunk's intermediates stay in cache.
+``fmlib.bench.ranking`` times all of them, the full forward pass and the gather floor in one run.
 """
 
 from __future__ import annotations
@@ -21,13 +33,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
+import torch.nn.functional as F
 
 from .data.dataset import Dataset
 from .data.schema import Schema
 from .models.dplr import DPLR
-from .models.fm import FM, fm_pairwise
+from .models.fm import FM
 from .models.fwfm import FwFM
+
+BATCH = 4096  # items per chunk: a chunk's gathered rows (≤ 4096 × 65 floats at ρ = 4, k = 16) fit in L2
 
 
 @dataclass(frozen=True)
@@ -72,45 +88,80 @@ def assemble(lay: Layout, context_index, context_weight, item_index, item_weight
     return index, weight
 
 
+def chunked(score, n: int, batch: int = BATCH) -> torch.Tensor:
+    """``score(start, stop)`` for consecutive chunks of ``batch`` items, written into one (n,) tensor."""
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    out = torch.empty(n)
+    for start in range(0, n, batch):
+        out[start : start + batch] = score(start, min(start + batch, n))
+    return out
+
+
 class _Ranker:
-    """Shared part: field vectors and first-order terms of a subset of the slots."""
+    """Shared part: the model, its layout and the context's field vectors and first-order term."""
 
     def __init__(self, model, lay: Layout):
         self.model, self.lay = model, lay
-        to_field = model.slot_to_field
-        self.ctx_map = to_field[lay.context_slots][:, lay.context_fields]  # slot -> field sums
-        self.item_map = to_field[lay.item_slots][:, lay.item_fields]
-        self.item_single = len(lay.item_slots) == len(lay.item_fields)
+        self.ctx_map = model.slot_to_field[lay.context_slots][:, lay.context_fields]  # slot -> field sums
         self.ctx_single = len(lay.context_slots) == len(lay.context_fields)
+        self.item_map = model.slot_to_field[lay.item_slots][:, lay.item_fields]
+        self.item_single = len(lay.item_slots) == len(lay.item_fields)
 
-    def vectors(self, index, weight, slot_map, single):
+    def field_vectors(self, index, weight, slot_map, single):
         """Field vectors e_f = Σ_{s in f} weight_s v_{index_s} of the given slots (DPLR §3.2 average)."""
         v = self.model.embedding(index) * weight.unsqueeze(-1)
         return v if single else torch.einsum("nsk,sf->nfk", v, slot_map)
 
-    def first(self, index, weight):
-        """Σ_i w_i x_i over the given slots (DPLR eq. 2, first-order term without w0)."""
-        return (self.model.linear(index).squeeze(-1) * weight).sum(-1)
-
     def cache(self, context_index, context_weight) -> dict:
         """Everything that depends on the context alone (computed once per query)."""
-        V_C = self.vectors(context_index[None], context_weight[None], self.ctx_map, self.ctx_single)[0]
-        return {"first": self.model.bias + self.first(context_index, context_weight), **self.context(V_C)}
+        V_C = self.field_vectors(context_index[None], context_weight[None], self.ctx_map, self.ctx_single)[0]
+        first = self.model.bias + (self.model.linear(context_index).squeeze(-1) * context_weight).sum()
+        return self.context(V_C, first)
 
-    def score(self, cache: dict, item_index, item_weight) -> torch.Tensor:
-        """Scores of N items (N, S_I) given the cached context."""
-        V_I = self.vectors(item_index, item_weight, self.item_map, self.item_single)
-        return cache["first"] + self.first(item_index, item_weight) + self.items(cache, V_I)
+    def score(self, cache: dict, item_index, item_weight, batch: int = BATCH) -> torch.Tensor:
+        """Scores (N,) of N items (N, S_I) given the cached context, ``batch`` items at a time."""
+        return chunked(lambda a, b: self.items(cache, item_index[a:b], item_weight[a:b]), len(item_index), batch)
 
 
-class FMRanker(_Ranker):
-    def context(self, V_C):
-        """DPLR eq. 2c, cached part: s_C = Σ_C v_c and the context pairs Σ_{c<c'} ⟨v_c, v_c'⟩ (eq. 1)."""
-        return {"s_C": V_C.sum(0), "pairs_C": fm_pairwise(V_C[None])[0]}
+class LowRankRanker(_Ranker):
+    """Algorithm 1 for R = Uᵀ diag(e) U + diag(d) (eq. 10); FM is U = 1ᵀ, e = 1, d = −1 (eq. 7)."""
 
-    def items(self, cache, V_I):
-        """DPLR eq. 2c: context pairs + ⟨Σ_C v, Σ_I v⟩ + item pairs."""
-        return cache["pairs_C"] + V_I.sum(1) @ cache["s_C"] + fm_pairwise(V_I)
+    def __init__(self, model, lay: Layout, U, e, d):
+        super().__init__(model, lay)
+        schema, k = model.schema, model.dim
+        self.U_C, self.e, self.d_C = U[:, lay.context_fields], e, d[lay.context_fields]
+        self.coef = e.repeat_interleave(k)  # e_r for every entry of P_r,: (flattened ρ×k)
+        # the table T (one row per feature): (U_1f v_j, …, U_ρf v_j, w_j + ½ d_f ‖v_j‖²), f the field of row j;
+        # a multi-valued field's ½ d_f ‖e_f‖² is not a sum over rows, so its rows carry w_j only
+        field = torch.repeat_interleave(torch.tensor([f.cardinality for f in schema.fields]))
+        single = torch.tensor([f.slots == 1 for f in schema.fields])
+        v, w = model.embedding.weight.detach(), model.linear.weight.detach()[:, 0]
+        scaled = (U.T[field].unsqueeze(-1) * v.unsqueeze(1)).reshape(len(v), -1)  # (rows, ρk)
+        self.table = torch.cat([scaled, (w + 0.5 * single[field] * d[field] * v.pow(2).sum(1))[:, None]], 1)
+        # multi-valued item fields: (d_f, the columns of the item slots that make up field f)
+        slot_field = torch.tensor(schema.slot_fields())[lay.item_slots]
+        self.multi = [
+            (float(d[f]), (slot_field == f).nonzero()[:, 0]) for f in lay.item_fields.tolist() if not single[f]
+        ]
+
+    def context(self, V_C, first) -> dict:
+        """Algorithm 1 step 1: P_C = U_C V_C (flattened) and the constant w0 + Σ_C w_c + ½ Σ_C d_c ‖v_c‖²."""
+        return {"P_C": (self.U_C @ V_C).reshape(-1), "const": first + 0.5 * (V_C.pow(2).sum(-1) * self.d_C).sum()}
+
+    def items(self, cache, item_index, item_weight) -> torch.Tensor:
+        """Algorithm 1 steps 2–3, halved (eq. 5): one gather-sum of T per item, then ½ Σ_r e_r ‖P_r,:‖²."""
+        rows = F.embedding_bag(
+            item_index, self.table, per_sample_weights=None if self.item_single else item_weight, mode="sum"
+        )
+        P = rows[:, :-1].add_(cache["P_C"]).square_()  # (P_C + U_I V_I)², flattened (N, ρk)
+        scores = torch.addmv(rows[:, -1] + cache["const"], P, self.coef, alpha=0.5)
+        for d_f, cols in self.multi:
+            e_f = F.embedding_bag(
+                item_index[:, cols], self.model.embedding.weight, per_sample_weights=item_weight[:, cols], mode="sum"
+            )
+            scores += 0.5 * d_f * e_f.pow(2).sum(1)
+        return scores
 
 
 class FwFMRanker(_Ranker):
@@ -127,53 +178,44 @@ class FwFMRanker(_Ranker):
         self.sparse = bool(kept.sum() < 0.1 * len(r))
         self.p, self.q, self.r = p[kept], q[kept], r[kept]
 
-    def context(self, V_C):
-        """Cached part of DPLR eq. 3: context pairs ½⟨V_C V_Cᵀ, R_CC⟩ and w_i = Σ_c R_ic v_c."""
-        return {"pairs_C": 0.5 * ((V_C @ V_C.T) * self.R_CC).sum(), "w": self.R_IC @ V_C}
+    def context(self, V_C, first) -> dict:
+        """Cached part of DPLR eq. 3: w0 + Σ_C w_c + context pairs ½⟨V_C V_Cᵀ, R_CC⟩, and w_i = Σ_c R_ic v_c."""
+        return {"const": first + 0.5 * ((V_C @ V_C.T) * self.R_CC).sum(), "w": self.R_IC @ V_C}
 
-    def items(self, cache, V_I):
+    def items(self, cache, item_index, item_weight) -> torch.Tensor:
         """½⟨PᵀP, R⟩ split into context pairs + Σ_i ⟨v_i, w_i⟩ + item-item pairs (DPLR eq. 3)."""
+        V_I = self.field_vectors(item_index, item_weight, self.item_map, self.item_single)
+        first = (self.model.linear(item_index).squeeze(-1) * item_weight).sum(1)
         cross = (V_I * cache["w"]).sum((1, 2))
         if self.sparse:
             item_pairs = ((V_I[:, self.p] * V_I[:, self.q]).sum(-1) * self.r).sum(1)
         else:
             item_pairs = 0.5 * ((V_I @ V_I.transpose(1, 2)) * self.R_II).sum((1, 2))
-        return cache["pairs_C"] + cross + item_pairs
-
-
-class DPLRRanker(_Ranker):
-    def __init__(self, model, lay):
-        super().__init__(model, lay)
-        U, e = model.U.detach(), model.e.detach()
-        d = model.d.detach()
-        self.U_C, self.U_I, self.e = U[:, lay.context_fields], U[:, lay.item_fields], e
-        self.d_C, self.d_I = d[lay.context_fields], d[lay.item_fields]
-
-    def context(self, V_C):
-        """Algorithm 1 step 1: P_C = U_C V_C and s_C = Σ_C d_c ‖v_c‖²."""
-        return {"P_C": self.U_C @ V_C, "s_C": (V_C.pow(2).sum(-1) * self.d_C).sum()}
-
-    def items(self, cache, V_I):
-        """Algorithm 1 steps 2–3, halved (eq. 5): O(ρ|I|k) per item."""
-        P = cache["P_C"] + torch.matmul(self.U_I, V_I)  # (N, ρ, k)
-        return 0.5 * (cache["s_C"] + (V_I.pow(2).sum(-1) * self.d_I).sum(1) + (P.pow(2).sum(-1) * self.e).sum(1))
+        return cache["const"] + first + cross + item_pairs
 
 
 def ranker(model) -> _Ranker:
     """The cached-context scorer for an FM, FwFM (pruned or not) or DPLR-FwFM."""
-    for cls, make in ((DPLR, DPLRRanker), (FwFM, FwFMRanker), (FM, FMRanker)):
-        if isinstance(model, cls):
-            return make(model, layout(model.schema))
-    raise ValueError(f"cached-context ranking supports fm, fwfm and dplr models, got {type(model).__name__}")
+    if not isinstance(model, (DPLR, FwFM, FM)):
+        raise ValueError(f"cached-context ranking supports fm, fwfm and dplr models, got {type(model).__name__}")
+    lay = layout(model.schema)
+    if isinstance(model, FwFM):
+        return FwFMRanker(model, lay)
+    with torch.no_grad():
+        if isinstance(model, DPLR):
+            return LowRankRanker(model, lay, model.U.detach(), model.e.detach(), model.d.detach())
+        m = model.schema.num_fields
+        return LowRankRanker(model, lay, torch.ones(1, m), torch.ones(1), -torch.ones(m))  # R_FM, eq. 7
 
 
 @torch.no_grad()
-def rank_items(model, context_index, context_weight, item_index, item_weight) -> torch.Tensor:
+def rank_items(model, context_index, context_weight, item_index, item_weight, batch: int = BATCH) -> torch.Tensor:
     """Scores (N,) of N items for one context, the context part computed once (Alg. 1 / eq. 2c).
 
     context_index/weight: (S_C,) the context slots of one sample; item_index/weight: (N, S_I).
     Equal to ``model(*assemble(...))``, the full forward pass, up to rounding.
     """
+    model.eval()
     r = ranker(model)
     if (
         context_index.shape != (len(r.lay.context_slots),)
@@ -185,8 +227,29 @@ def rank_items(model, context_index, context_weight, item_index, item_weight) ->
             f"(N, {len(r.lay.item_slots)}), got {tuple(context_index.shape)} and "
             f"{tuple(item_index.shape)}"
         )
+    return r.score(r.cache(context_index, context_weight), item_index, item_weight, batch)
+
+
+@torch.no_grad()
+def full_pass(model, context_index, context_weight, item_index, item_weight, batch: int = BATCH) -> torch.Tensor:
+    """The same scores by the model's own forward pass on full rows, ``batch`` items at a time."""
     model.eval()
-    return r.score(r.cache(context_index, context_weight), item_index, item_weight)
+    index, weight = assemble(layout(model.schema), context_index, context_weight, item_index, item_weight)
+    return chunked(lambda a, b: model(index[a:b], weight[a:b]), len(index), batch)
+
+
+def top_k(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Positions of the k highest scores, best first."""
+    if not 1 <= k <= len(scores):
+        raise ValueError(f"k must be in 1..{len(scores)} (the number of items), got {k}")
+    return torch.topk(scores, k).indices
+
+
+def overlap_at_k(a: torch.Tensor, b: torch.Tensor) -> float:
+    """overlap@k = |A ∩ B| / k of two top-k lists of the same length k."""
+    if len(a) != len(b) or len(a) == 0:
+        raise ValueError(f"overlap@k needs two non-empty top-k lists of one length, got {len(a)} and {len(b)}")
+    return len(set(a.tolist()) & set(b.tolist())) / len(a)
 
 
 def item_candidates(data: Dataset):
@@ -202,3 +265,22 @@ def context_of(data: Dataset, row: int):
     """The context slots (index, weight) of sample ``row``: one query."""
     lay = layout(data.schema)
     return data.index[row, lay.context_slots], data.weight[row, lay.context_slots]
+
+
+def item_table(data: Dataset, rows) -> pd.DataFrame:
+    """The item fields of samples ``rows`` of ``data`` decoded to values; MovieLens adds title and all genres."""
+    schema, lay = data.schema, layout(data.schema)
+    slot_field = schema.slot_fields()
+    table = {}
+    for f in lay.item_fields.tolist():
+        field, slot = schema.fields[f], slot_field.index(f)  # a multi-valued field: its first value
+        codes = [int(data.index[int(r), slot]) - field.offset for r in rows]
+        table[field.name] = [field.values[c] if field.values else c for c in codes]
+    table = pd.DataFrame(table)
+    if data.movies is not None and "movie_id" in table:
+        movies = data.movies.set_index("movie_id")
+        ids = [int(v) if str(v).isdigit() else None for v in table["movie_id"]]
+        table.insert(0, "title", [movies["title"].get(i, v) for i, v in zip(ids, table["movie_id"])])
+        if "genres" in table and "genres" in movies:  # the index holds one genre per slot: show them all
+            table["genres"] = [movies["genres"].get(i, g) for i, g in zip(ids, table["genres"])]
+    return table
