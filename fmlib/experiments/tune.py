@@ -1,0 +1,260 @@
+"""``python -m fmlib tune``: tune a model on the validation split with Optuna, write its preset.
+
+* Sampler: TPE, seeded (the seed is offset by the number of trials already stored, so a
+  resumed study does not replay its first random trials).
+* Pruner: the median pruner, fed the validation metric after every epoch through ``fit``'s
+  callback; a trial below the median of earlier trials at the same epoch stops early.
+* Objective: the best validation metric of the run (RMSE for ratings, logloss for clicks).
+  The test split is never read while tuning; it is touched once, by the final model.
+* Storage: one SQLite file per study under the run store, ``<runs>/.studies/<dataset>/<name>.sqlite3``.
+  ``--trials N`` asks for N finished trials in all: run again after an interruption and the
+  study resumes where it stopped.
+* The search space of every model is in ``SEARCH_SPACES``. A size fixed by ``--rank`` (or
+  ``--dim``) is taken out of the space.
+The best configuration is written to ``presets/<dataset>/<model>[-<rank>].json`` only after the
+study has at least one finished trial; a failed or broken study leaves the old preset alone.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from .. import presets
+from ..arguments import add_data_arguments, add_train_arguments, int_list, positive_int
+from ..models import build_model, hyperparameters
+from ..runs import default_root as runs_root
+from ..train import MONITOR, TrainConfig, evaluate, fit
+
+# name -> (low, high) for a log-uniform float, or a tuple of choices. lr and weight_decay go to
+# TrainConfig, the rest to the model. Weight decay is Adam's L2 on tables and weight matrices.
+SEARCH_SPACES = {
+    "fm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
+    "fwfm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
+    "dplr": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
+    "rafm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "consistency": (0.1, 10.0)},
+    "rfm": {
+        "lr": (1e-3, 5e-2),
+        "weight_decay": (1e-6, 3e-2),
+        "dim": (8, 16, 32),
+        "layers": (1, 2),
+        "heads": (1, 2, 4),
+        "dropout": (0.0, 0.2, 0.4),
+    },
+}
+TRAIN_PARAMS = ("lr", "weight_decay")
+
+
+def search_space(model: str, fixed: dict) -> dict:
+    """The model's space without the hyperparameters ``fixed`` holds."""
+    if model not in SEARCH_SPACES:
+        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(SEARCH_SPACES)}")
+    return {k: v for k, v in SEARCH_SPACES[model].items() if k not in fixed}
+
+
+def suggest(trial, space: dict) -> dict:
+    """One point of ``space``: log-uniform for (low, high) floats, categorical for choices."""
+    return {
+        name: trial.suggest_float(name, *rng, log=True)
+        if len(rng) == 2 and isinstance(rng[0], float)
+        else trial.suggest_categorical(name, rng)
+        for name, rng in space.items()
+    }
+
+
+def split_params(model: str, params: dict, fixed: dict) -> tuple[dict, dict]:
+    """(TrainConfig overrides, model hyperparameters) of a trial's point plus the fixed sizes."""
+    train = {k: v for k, v in params.items() if k in TRAIN_PARAMS}
+    hp = {**fixed, **{k: v for k, v in params.items() if k not in TRAIN_PARAMS}}
+    unknown = set(hp) - set(hyperparameters(model))
+    if unknown:
+        raise ValueError(f"model {model!r} has no hyperparameter {sorted(unknown)}")
+    return train, hp
+
+
+def build(model: str, data, seed: int, hp: dict):
+    """The seeded model; RaFM gets its eq. 17 ranks from the train counts."""
+    torch.manual_seed(seed)
+    if "counts" in hyperparameters(model):
+        hp = {**hp, "counts": data.train.feature_counts().tolist()}
+    return build_model(model, data.schema, **hp)
+
+
+def study_path(dataset: str, name: str, root=None) -> Path:
+    return Path(root or runs_root()) / ".studies" / dataset / f"{name}.sqlite3"
+
+
+def open_study(path: Path, name: str, seed: int, settings: dict):
+    """Create or resume the study stored at ``path``; a corrupt file or other settings: ValueError."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:  # a new study
+        study = None
+    except Exception as err:  # sqlalchemy/optuna raise many kinds for a damaged file
+        raise ValueError(
+            f"study database {path} is corrupt or unreadable ({type(err).__name__}): delete it to start again"
+        ) from None
+    if study is not None and study.user_attrs.get("settings") != settings:
+        raise ValueError(
+            f"study {name} in {path} was run with other settings {study.user_attrs.get('settings')}: "
+            "rerun with those, or delete the file to start again"
+        )
+    done = 0 if study is None else len(study.trials)
+    sampler = optuna.samplers.TPESampler(seed=seed + done)
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=2)
+    study = optuna.create_study(
+        study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction="minimize", load_if_exists=True
+    )
+    study.set_user_attr("settings", settings)
+    return study
+
+
+def finished(study) -> list:
+    import optuna
+
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    return [t for t in study.trials if t.state in states]
+
+
+def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True):
+    """Run the study up to ``trials`` finished trials; returns (best params, best valid metric)."""
+    import optuna
+
+    space, key = search_space(model, fixed), MONITOR[base.task]
+
+    def objective(trial):
+        train, hp = split_params(model, suggest(trial, space), fixed)
+        config = TrainConfig(**{**asdict(base), **train})
+
+        def report(record):
+            trial.report(record[f"valid_{key}"], record["epoch"])
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+
+        run = fit(build(model, data, base.seed, hp), data.train, data.valid, config, report)
+        return run.metrics["valid"][key]
+
+    missing = trials - len(finished(study))
+    if missing > 0:
+        study.optimize(objective, n_trials=missing, timeout=timeout, catch=(RuntimeError,), show_progress_bar=progress)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if not complete:
+        raise RuntimeError(f"study {study.study_name}: no trial finished without error; no preset written")
+    return study.best_trial.params, study.best_value
+
+
+def make_preset(model, dataset, rank, base: TrainConfig, fixed, params, value, study, min_count, command) -> dict:
+    train, hp = split_params(model, params, fixed)
+    config = {**asdict(base), **train}
+    return {
+        "model": model,
+        "dataset": dataset,
+        "task": base.task,
+        "rank": rank,
+        "hp": hp,
+        "train": {k: config[k] for k in presets.TRAIN_KEYS},
+        "min_count": min_count,
+        "tuning": {
+            "study": study.study_name,
+            "finished_trials": len(finished(study)),
+            "seed": base.seed,
+            f"best_valid_{MONITOR[base.task]}": round(value, 5),
+            "command": command,
+        },
+    }
+
+
+def add_arguments(p) -> None:
+    from ..models import MODELS
+
+    p.add_argument("--model", required=True, choices=list(MODELS))
+    add_data_arguments(p)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument(
+        "--rank", type=positive_int, default=None, help="fix the size: FM/FwFM/RFM embedding size k, DPLR's ρ"
+    )
+    size.add_argument("--ranks", type=int_list, default=None, help="RaFM: fix the rank set D_1 < … < D_m, e.g. 8,32")
+    p.add_argument("--dim", type=positive_int, default=None, help="fix DPLR's embedding size k (the DPLR paper: 8)")
+    p.add_argument("--trials", type=positive_int, required=True, help="finished trials in all (a rerun resumes)")
+    p.add_argument("--timeout", type=positive_int, default=None, help="stop starting trials after this many seconds")
+    p.add_argument("--min-count", type=positive_int, default=1, help="features seen fewer times in train: rare bucket")
+    add_train_arguments(p, skip=("lr", "weight_decay"))
+    p.add_argument("--runs-dir", default=None, help="run store holding the studies (default: $FMLIB_RUNS or ./runs)")
+    p.add_argument("--presets-dir", default=None, help="where presets go (default: $FMLIB_PRESETS or ./presets)")
+
+
+def fixed_sizes(args) -> tuple[dict, object]:
+    """(hyperparameters fixed by --rank/--ranks/--dim, the preset's rank label)."""
+    key = presets.RANK_HP.get(args.model)
+    rank = args.ranks if args.ranks is not None else args.rank
+    if rank is not None and (key is None or (key == "ranks") != (args.ranks is not None)):
+        flag = "--ranks" if args.ranks is not None else "--rank"
+        raise ValueError(f"{flag} does not apply to model {args.model!r}")
+    fixed = {} if rank is None else {key: list(rank) if key == "ranks" else rank}
+    if args.dim is not None:
+        if args.model != "dplr":
+            raise ValueError("--dim applies to dplr only (for fm, fwfm and rfm the size is --rank)")
+        fixed["dim"] = args.dim
+    return fixed, None if rank is None else presets.rank_label(rank)
+
+
+def tune_command(args) -> str:
+    """The command line that makes this preset (defaults included, so it stays exact)."""
+    words = ["python", "-m", "fmlib", "tune", "--model", args.model, "--dataset", args.dataset]
+    for flag in ("rank", "ranks", "dim", "trials", "min_count", "seed", "epochs", "patience", "batch_size", "task"):
+        value = getattr(args, flag)
+        if value is not None:
+            words += ["--" + flag.replace("_", "-"), presets.rank_label(value)]
+    return shlex.join(words)
+
+
+def run(args) -> int:
+    from ..arguments import train_config
+    from ..data import movielens, split
+
+    fixed, rank = fixed_sizes(args)
+    base = train_config(args, lr=1e-3)  # lr is drawn per trial; this value is never used
+    name = presets.preset_name(args.model, rank, base.task) + f"-seed{base.seed}"
+    path = study_path(args.dataset, name, args.runs_dir)
+    settings = {
+        "fixed": fixed,
+        "min_count": args.min_count,
+        **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
+    }
+    study = open_study(path, name, base.seed, settings)
+    data = split(
+        movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr)),
+        seed=base.seed,
+        min_count=args.min_count,
+    )
+    params, value = tune(args.model, data, args.trials, base, fixed, study, args.timeout)
+    command = tune_command(args)
+    preset = make_preset(args.model, args.dataset, rank, base, fixed, params, value, study, args.min_count, command)
+    target = presets.save(preset, presets.preset_path(args.dataset, args.model, rank, base.task, args.presets_dir))
+    # the final model: the only time the test split is read
+    model = build(args.model, data, base.seed, presets.hyperparameters(preset))
+    final = fit(model, data.train, data.valid, presets.train_config(preset, seed=base.seed))
+    print(
+        json.dumps(
+            {
+                "preset": str(target),
+                "study": str(path),
+                "finished_trials": preset["tuning"]["finished_trials"],
+                "hp": preset["hp"],
+                "train": preset["train"],
+                "valid": final.metrics["valid"],
+                "test": evaluate(final.model, data.test, base.task),
+            }
+        )
+    )
+    return 0

@@ -1,0 +1,93 @@
+"""Tuned presets: the best configuration a tuning study found, one small JSON file each.
+
+    presets/<dataset>/<model>[-<rank>][-click].json
+
+holds the model's hyperparameters (``hp``), the training settings (``train``: lr, weight decay,
+batch size, epoch budget, patience), the split's ``min_count`` and how it was tuned — a
+configuration, never data or weights. ``rank`` is the model's size parameter that an experiment
+varies: the embedding size k for FM, FwFM and RFM (an FM "of rank D" has D factors per feature,
+RaFM §3), ρ for DPLR, the rank set D_1,…,D_m for RaFM. The click task gets its own files.
+Presets are written atomically (a temporary file renamed into place), so a broken tuning
+study never leaves a half-written or overwritten preset behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .train import TrainConfig
+
+TRAIN_KEYS = ("lr", "weight_decay", "batch_size", "epochs", "patience")  # what a preset fixes
+RANK_HP = {"fm": "dim", "fwfm": "dim", "rfm": "dim", "dplr": "rank", "rafm": "ranks"}
+
+
+def default_root() -> Path:
+    """``$FMLIB_PRESETS``, else the repository's presets/ folder."""
+    return Path(os.environ.get("FMLIB_PRESETS", Path(__file__).resolve().parents[1] / "presets"))
+
+
+def rank_label(rank) -> str:
+    """8 -> "8", (8, 32) -> "8,32"."""
+    return ",".join(map(str, rank)) if isinstance(rank, (tuple, list)) else str(rank)
+
+
+def preset_name(model: str, rank=None, task: str = "rating") -> str:
+    """File stem: ``fm``, ``fm-32``, ``dplr-2``, ``rafm-8,32``, ``fm-click``."""
+    return model + ("" if rank is None else f"-{rank_label(rank)}") + ("" if task == "rating" else f"-{task}")
+
+
+def preset_path(dataset: str, model: str, rank=None, task: str = "rating", root=None) -> Path:
+    return Path(root or default_root()) / dataset / f"{preset_name(model, rank, task)}.json"
+
+
+def save(preset: dict, path: Path) -> Path:
+    """Write ``preset`` atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(preset, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def load(dataset: str, model: str, rank=None, task: str = "rating", root=None) -> dict:
+    """The tuned preset of ``model`` on ``dataset`` (at ``rank``), checked against what was asked."""
+    path = preset_path(dataset, model, rank, task, root)
+    name = f"{preset_name(model, rank, task)} on {dataset}"
+    try:
+        preset = json.loads(path.read_text())
+        found = (preset["model"], preset["dataset"], preset["task"])
+        TrainConfig(**{k: preset["train"][k] for k in TRAIN_KEYS}, task=preset["task"])
+        preset["hp"].items(), preset["min_count"]
+    except FileNotFoundError:
+        rank_flag = "" if rank is None else f" --{'ranks' if model == 'rafm' else 'rank'} {rank_label(rank)}"
+        raise ValueError(
+            f"no tuned preset {name} ({path}): run `python -m fmlib tune --model {model} --dataset {dataset}"
+            f"{rank_flag} --trials 30` first"
+        ) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"preset {path} is corrupt ({err})") from None
+    if found != (model, dataset, task):
+        raise ValueError(
+            f"preset {path} was tuned for model {found[0]!r} on {found[1]!r} ({found[2]} task), "
+            f"not for {model!r} on {dataset!r} ({task} task)"
+        )
+    return preset
+
+
+def train_config(preset: dict, **fixed) -> TrainConfig:
+    """The preset's ``TrainConfig``; ``fixed`` overrides fields (e.g. ``seed``)."""
+    return TrainConfig(**{**{k: preset["train"][k] for k in TRAIN_KEYS}, "task": preset["task"], **fixed})
+
+
+def hyperparameters(preset: dict) -> dict:
+    """The preset's model hyperparameters, lists turned back into tuples (RaFM's rank set)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in preset["hp"].items()}
