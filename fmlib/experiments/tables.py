@@ -1,0 +1,99 @@
+"""Result tables of the reproductions: a small CSV whose header says how it was made.
+
+    # command: python -m fmlib reproduce dplr --seeds 5 --out results
+    # commit: 1a2b3c4
+    # date: 2026-11-26 07:00:00 UTC
+    seed,model,rank,...
+
+The committed tables live in the repository's results/ folder; a command run without ``--out``
+writes to ``$FMLIB_RESULTS`` (default ./artifacts). ``newest`` picks, of the two, the table
+with the later date, so a page shows a fresh recomputation when there is one and the
+committed table otherwise.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+HEADER_KEYS = ("command", "commit", "date")
+
+
+def committed_root() -> Path:
+    """The repository's results/ folder."""
+    return Path(__file__).resolve().parents[2] / "results"
+
+
+def artifacts_root() -> Path:
+    return Path(os.environ.get("FMLIB_RESULTS", "artifacts"))
+
+
+def git_commit() -> str:
+    """The short hash of the checked-out commit (``+`` when the tree has changes), or "unknown"."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+" if dirty else "")
+
+
+def write(frame: pd.DataFrame, path: Path, command: str) -> Path:
+    """Write ``frame`` with the header atomically (a temporary file renamed into place)."""
+    header = {"command": command, "commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write("".join(f"# {k}: {v}\n" for k, v in header.items()))
+            frame.to_csv(f, index=False)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def read(path: Path, columns=()) -> tuple[pd.DataFrame, dict]:
+    """(table, header) of a result file; a missing header key or column: ValueError naming the file."""
+    path = Path(path)
+    text = path.read_text()
+    header = {}
+    lines = text.splitlines(keepends=True)
+    while lines and lines[0].startswith("# "):
+        key, _, value = lines.pop(0)[2:].partition(": ")
+        header[key] = value.strip()
+    missing = [k for k in HEADER_KEYS if k not in header]
+    try:
+        frame = pd.read_csv(io.StringIO("".join(lines)))
+    except (ValueError, pd.errors.ParserError) as err:
+        raise ValueError(f"{path} is not a result table ({err})") from None
+    missing += [c for c in columns if c not in frame]
+    if missing:
+        raise ValueError(f"{path} is not a result table: it lacks {', '.join(missing)}")
+    return frame, header
+
+
+def newest(name: str, artifacts=None, committed=None) -> Path | None:
+    """The later-dated of ``<artifacts>/<name>`` and ``<results>/<name>``, or None if neither exists."""
+    found = []
+    for root in (artifacts or artifacts_root(), committed or committed_root()):
+        path = Path(root) / name
+        if path.exists():
+            try:
+                found.append((read(path)[1]["date"], path))
+            except ValueError:
+                continue
+    return max(found)[1] if found else None
