@@ -10,6 +10,7 @@ from fmlib.analysis.rotation_construction import (
     random_truth_table,
     relation_frame,
 )
+from fmlib.arguments import int_list
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
 
 st.title("Gradient growth")
@@ -106,9 +107,9 @@ density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density")
 seed = int(c3.number_input("seed", value=0, step=1, key="seed"))
 S = c4.slider("S", 1.0, 30.0, 20.0, 0.5, key="S")
 try:
-    sizes = tuple(int(p) for p in layout_text.replace(" ", "").split(",") if p)
-except ValueError:
-    st.error(f"features per field must be comma-separated whole numbers like 2, 3, 2; got {layout_text!r}")
+    sizes = int_list(layout_text)
+except ValueError as err:
+    st.error(f"features per field: {err}")
 else:
     try:
         T, c, errors = construction(sizes, density, seed, S)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app_pages._ui import dataset_name, load_data, load_split
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
+from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
 from fmlib.models.rafm_ranks import check_ranks
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
@@ -23,10 +24,9 @@ text = st.text_input(
     "Rank set D_1, …, D_m (comma-separated, strictly increasing)", "8,32", key="rafm_ranks", bind="query-params"
 )
 try:
-    ranks = check_ranks(tuple(int(x) for x in text.split(",")))
+    ranks = check_ranks(int_list(text))
 except ValueError as err:
-    message = str(err) if "ranks" in str(err) else f"expected comma-separated integers such as 8,32, got {text!r}"
-    st.error(f"Rank set: {message}")
+    st.error(f"Rank set: {err}")
     st.stop()
 
 try:

@@ -3,6 +3,8 @@
 import streamlit as st
 
 from app_pages._ui import dataset_name, load_split, run_store
+from fmlib.arguments import int_list
+from fmlib.data.dataset import TASKS
 from fmlib.models import MODELS, hyperparameters
 from fmlib.plots.training import learning_curves
 from fmlib.train import MONITOR, TrainConfig, train_model
@@ -16,12 +18,14 @@ st.markdown(
 )
 
 name = dataset_name()
+defaults = TrainConfig()
 left, right = st.columns(2)
 with left:
     model = st.selectbox("Model", list(MODELS), key="model", bind="query-params")
     task = st.radio(
         "Task",
-        ["rating", "click"],
+        TASKS,
+        index=TASKS.index(defaults.task),
         key="task",
         bind="query-params",
         horizontal=True,
@@ -32,17 +36,17 @@ with left:
             "Seed",
             0,
             10_000,
-            0,
+            defaults.seed,
             key="seed",
             bind="query-params",
             help="Seeds the split, the initialisation and the batch order.",
         )
     )
 with right:
-    epochs = int(st.number_input("Max epochs", 1, 200, 30, key="epochs", bind="query-params"))
-    lr = st.number_input("Learning rate", 1e-5, 1.0, 5e-3, format="%.4f", key="lr", bind="query-params")
+    epochs = int(st.number_input("Max epochs", 1, 200, defaults.epochs, key="epochs", bind="query-params"))
+    lr = st.number_input("Learning rate", 1e-5, 1.0, defaults.lr, format="%.4f", key="lr", bind="query-params")
     weight_decay = st.number_input(
-        "Weight decay (L2)", 0.0, 1.0, 3e-4, format="%.5f", key="weight_decay", bind="query-params"
+        "Weight decay (L2)", 0.0, 1.0, defaults.weight_decay, format="%.5f", key="weight_decay", bind="query-params"
     )
 
 hp = {}
@@ -58,9 +62,9 @@ with st.expander(f"{model} hyperparameters", expanded=True):
         elif isinstance(default, (tuple, list)):
             text = st.text_input(f"{label} (comma-separated)", ",".join(map(str, default)), key=f"hp_{model}_{key}")
             try:
-                hp[key] = tuple(int(x) for x in text.split(","))
-            except ValueError:
-                st.error(f"{key}: expected comma-separated integers, got {text!r}")
+                hp[key] = int_list(text)
+            except ValueError as err:
+                st.error(f"{key}: {err}")
                 st.stop()
 
 if st.button("Train", type="primary"):

@@ -42,47 +42,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message}\n")
 
 
-def _positive(kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-
-    return parse
-
-
-def _int_list(text):
-    try:
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
-def _non_negative_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a float, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def add_data_arguments(p):
-    from .data.movielens import SPECS
-
-    p.add_argument("--dataset", default="ml-100k", choices=list(SPECS))
-    p.add_argument(
-        "--data-dir",
-        default=None,
-        help="directory with the original GroupLens files (default: $FMLIB_DATA_DIR, then the cache, then download)",
-    )
-
-
 def load_split(args, log=None):
     """The data set named by --dataset/--data-dir, split by --seed/--min-count."""
     from .data import movielens, split
@@ -94,19 +53,12 @@ def load_split(args, log=None):
 def cmd_train(args) -> int:
     from tqdm import tqdm
 
-    from .runs import RunStore
-    from .train import TrainConfig, train_model
-
-    config = TrainConfig(
-        task=args.task,
-        epochs=args.epochs,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        batch_size=args.batch_size,
-        patience=args.patience,
-        seed=args.seed,
-    )
+    from .arguments import train_config
     from .models import hyperparameters
+    from .runs import RunStore
+    from .train import train_model
+
+    config = train_config(args)
 
     try:
         hp = json.loads(args.hp)
@@ -115,7 +67,7 @@ def cmd_train(args) -> int:
     if not isinstance(hp, dict):
         raise ValueError(f"--hp must be a JSON object, e.g. '{{\"rank\": 2}}', got {args.hp!r}")
     accepted = hyperparameters(args.model)
-    if "dim" in accepted:
+    if "dim" in accepted and args.dim is not None:
         hp.setdefault("dim", args.dim)
     for key in ("rank", "ranks"):  # DPLR's ρ, RaFM's rank set
         value = getattr(args, key)
@@ -183,6 +135,7 @@ def cmd_data_fetch(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .arguments import add_data_arguments, add_train_arguments, int_list, positive_int
     from .models import MODELS
 
     parser = Parser(prog="python -m fmlib", description=__doc__.split("\n")[0])
@@ -191,19 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a model and save the run")
     p.add_argument("--model", required=True, choices=list(MODELS))
     add_data_arguments(p)
-    p.add_argument("--epochs", type=_positive(int), default=30)
-    p.add_argument("--dim", type=_positive(int), default=16, help="embedding size k")
-    p.add_argument("--lr", type=_positive(float), default=5e-3)
-    p.add_argument("--weight-decay", type=_non_negative_float, default=3e-4)
-    p.add_argument("--batch-size", type=_positive(int), default=1024)
-    p.add_argument("--patience", type=_positive(int), default=3)
-    p.add_argument("--task", choices=["rating", "click"], default="rating")
-    p.add_argument("--seed", type=int, default=0, help="seeds the split, the init and the batches")
+    add_train_arguments(p)
+    p.add_argument("--dim", type=positive_int, default=None, help="embedding size k (default: the model's)")
     p.add_argument(
-        "--min-count", type=_positive(int), default=1, help="features seen fewer times in train go to the rare bucket"
+        "--min-count", type=positive_int, default=1, help="features seen fewer times in train go to the rare bucket"
     )
-    p.add_argument("--rank", type=_positive(int), default=None, help="DPLR: rank ρ of R (1..m-1)")
-    p.add_argument("--ranks", type=_int_list, default=None, help="RaFM: rank set D_1 < ... < D_m, e.g. 8,32")
+    p.add_argument("--rank", type=positive_int, default=None, help="DPLR: rank ρ of R (1..m-1)")
+    p.add_argument("--ranks", type=int_list, default=None, help="RaFM: rank set D_1 < ... < D_m, e.g. 8,32")
     p.add_argument("--hp", default="{}", help="extra model hyperparameters as JSON, e.g. '{\"rank\": 2}'")
     p.add_argument("--runs-dir", default=None, help="run store (default: $FMLIB_RUNS or ./runs)")
     p.set_defaults(func=cmd_train)
@@ -233,15 +180,18 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
     argv = sys.argv[1:] if argv is None else argv
     topics = {(group, command): module for group, command, _, module in TOPIC_COMMANDS}
-    if tuple(argv[:2]) in topics:  # topic command: its module adds its own arguments
-        module = import_module(topics[tuple(argv[:2])])
-        p = Parser(prog=f"python -m fmlib {' '.join(argv[:2])}", description=module.__doc__.split("\n")[0])
-        module.add_arguments(p)
-        args = p.parse_args(argv[2:])
-        func = module.run
-    else:
-        args = build_parser().parse_args(argv)
-        func = args.func
+    try:
+        if tuple(argv[:2]) in topics:  # topic command: its module adds its own arguments
+            module = import_module(topics[tuple(argv[:2])])
+            p = Parser(prog=f"python -m fmlib {' '.join(argv[:2])}", description=module.__doc__.split("\n")[0])
+            module.add_arguments(p)
+            args = p.parse_args(argv[2:])
+            func = module.run
+        else:
+            args = build_parser().parse_args(argv)
+            func = args.func
+    except SystemExit as done:  # bad arguments (2) or --help (0): argparse has printed why
+        return done.code
     try:
         return func(args)
     except (ValueError, KeyError, RuntimeError, OSError) as err:

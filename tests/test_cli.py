@@ -42,7 +42,7 @@ def test_data_info_lists_source_fields_and_counts():
         (["train", "--model", "fm", "--dataset", "ml-7"], "invalid choice: 'ml-7'"),
         (["train", "--model", "fm", "--epochs", "0"], "must be > 0"),
         (["train", "--model", "fm", "--lr", "-1"], "must be > 0"),
-        (["train", "--model", "fm", "--dim", "abc"], "expected a int"),
+        (["train", "--model", "fm", "--dim", "abc"], "expected an integer"),
     ],
 )
 def test_bad_input_is_one_line_with_exit_code_2(args, message):

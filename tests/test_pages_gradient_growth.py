@@ -85,8 +85,8 @@ def test_construction_reproduces_the_truth_table(at):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("", "the field layout is empty"),
-        ("2, x", "comma-separated whole numbers"),
+        ("", "features per field: expected comma-separated integers"),
+        ("2, x", "features per field: expected comma-separated integers"),
         ("4", "at least 2 fields"),
         ("2, 0", "integer number of features >= 1"),
     ],

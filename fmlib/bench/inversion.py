@@ -7,19 +7,19 @@
 
 from __future__ import annotations
 
-import sys
 import time
 
 import torch
 
+from ..arguments import positive_int
 from ..inversion import attack
 
 SIZES = ((4, 3), (8, 4))
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--trials", type=int, default=100, help="instances per γ and size (>= 1)")
-    parser.add_argument("--users", type=int, default=200, help="MovieLens users attacked (>= 1)")
+    parser.add_argument("--trials", type=positive_int, default=100, help="instances per γ and size")
+    parser.add_argument("--users", type=positive_int, default=200, help="MovieLens users attacked")
     parser.add_argument("--part", choices=["all", "gamma", "iterations", "movielens"], default="all")
     parser.add_argument("--seed", type=int, default=0)
 
@@ -102,10 +102,6 @@ def bench_movielens(users: int, seed: int) -> None:
 
 
 def run(args) -> int:
-    for name in ("trials", "users"):
-        if getattr(args, name) < 1:
-            print(f"error: --{name} must be >= 1, got {getattr(args, name)}", file=sys.stderr)
-            return 2
     if args.part in ("all", "gamma"):
         bench_gamma(args.trials, args.seed)
     if args.part in ("all", "iterations"):

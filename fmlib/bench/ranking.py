@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from ..arguments import positive_int, positive_int_list
 from ..data.schema import Schema
 from ..models.dplr import DPLR
 from ..models.fm import FM
@@ -160,12 +161,10 @@ def default_schemas(movielens_name: str | None = "ml-100k"):
 
 
 def add_arguments(p):
-    from ..cli import _positive
-
-    p.add_argument("--items", type=_positive(int), default=4000, help="items ranked per query")
-    p.add_argument("--repeats", type=_positive(int), default=15, help="timings per model; the median is kept")
-    p.add_argument("--dim", type=_positive(int), default=16, help="embedding size k")
-    p.add_argument("--ranks", default="1,2,3,4", help="comma-separated ranks ρ")
+    p.add_argument("--items", type=positive_int, default=4000, help="items ranked per query")
+    p.add_argument("--repeats", type=positive_int, default=15, help="timings per model; the median is kept")
+    p.add_argument("--dim", type=positive_int, default=16, help="embedding size k")
+    p.add_argument("--ranks", type=positive_int_list, default="1,2,3,4", help="comma-separated ranks ρ")
     p.add_argument(
         "--dataset",
         default="ml-100k",
@@ -176,16 +175,10 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    try:
-        ranks = tuple(int(r) for r in args.ranks.split(","))
-    except ValueError:
-        raise ValueError(f"--ranks must be comma-separated integers, got {args.ranks!r}") from None
-    if min(ranks) < 1:
-        raise ValueError(f"--ranks must be >= 1, got {args.ranks}")
     schemas = default_schemas(None if args.dataset == "none" else args.dataset)
     df = ranking_benchmark(
         schemas,
-        ranks,
+        args.ranks,
         n_items=args.items,
         dim=args.dim,
         repeats=args.repeats,

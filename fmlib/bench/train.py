@@ -16,17 +16,19 @@ import time
 
 import torch
 
+from ..arguments import positive_int
 from ..data import movielens, split
 from ..data.schema import Schema
 from ..models import build_model
+from ..train import TrainConfig
 
 
 def add_arguments(p):
     p.add_argument("--dataset", default="ml-100k", choices=list(movielens.SPECS))
-    p.add_argument("--epochs", type=int, default=5, help="timed epochs per library (after one warm-up)")
-    p.add_argument("--dim", type=int, default=16)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--epochs", type=positive_int, default=5, help="timed epochs per library (after one warm-up)")
+    p.add_argument("--dim", type=positive_int, default=16)
+    p.add_argument("--threads", type=positive_int, default=1)
+    p.add_argument("--batch-size", type=positive_int, default=TrainConfig.batch_size)
 
 
 def _epoch(step, n, batch_size, seed):
@@ -40,9 +42,6 @@ def _epoch(step, n, batch_size, seed):
 def run(args) -> int:
     from torchfm.model.fm import FactorizationMachineModel
 
-    for name in ("epochs", "dim", "threads", "batch_size"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     data = split(movielens.load(args.dataset), seed=0).train

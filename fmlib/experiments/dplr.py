@@ -30,6 +30,7 @@ from ..analysis.interactions import (
     pruned_fwfm,
     with_R,
 )
+from ..arguments import add_data_arguments, add_train_arguments, positive_int, positive_int_list, train_config
 from ..train import TrainConfig, evaluate, fit, train_model
 
 LOWER_IS_BETTER = {"rmse": True, "mae": True, "logloss": True, "auc": False}
@@ -188,18 +189,17 @@ def markdown(df: pd.DataFrame, dataset: str, task: str, note: str) -> str:
 
 
 def add_arguments(p):
-    p.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "ml-1m", "synthetic"])
-    p.add_argument("--data-dir", default=None)
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds (0, 1, …)")
-    p.add_argument("--ranks", default="1,2,3,4,5", help="comma-separated ranks ρ")
-    p.add_argument("--task", choices=["rating", "click"], default="rating")
-    p.add_argument("--epochs", type=int, default=15, help="max epochs (early stopping, patience 2)")
-    p.add_argument("--finetune-epochs", type=int, default=5, help="max epochs of the pruned FwFM's fine-tuning")
-    p.add_argument("--dim", type=int, default=8, help="embedding size k (the paper uses 8)")
-    p.add_argument("--lr", type=float, default=5e-3)
+    add_data_arguments(p, choices=["ml-100k", "ml-1m", "synthetic"])
+    p.add_argument("--seeds", type=positive_int, default=3, help="number of seeds (0, 1, …)")
+    p.add_argument("--ranks", type=positive_int_list, default="1,2,3,4,5", help="comma-separated ranks ρ")
+    add_train_arguments(p, skip=("seed",), epochs=15, patience=2)
+    p.add_argument(
+        "--finetune-epochs", type=positive_int, default=5, help="max epochs of the pruned FwFM's fine-tuning"
+    )
+    p.add_argument("--dim", type=positive_int, default=8, help="embedding size k (the paper uses 8)")
     p.add_argument(
         "--min-count",
-        type=int,
+        type=positive_int,
         default=10,
         help="features seen fewer times in train go to the rare bucket (the paper: 10)",
     )
@@ -207,16 +207,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    for name in ("seeds", "epochs", "finetune_epochs", "dim", "min_count"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    try:
-        ranks = [int(r) for r in args.ranks.split(",")]
-    except ValueError:
-        raise ValueError(f"--ranks must be comma-separated integers, got {args.ranks!r}") from None
-    if min(ranks) < 1:
-        raise ValueError(f"--ranks: every rank ρ must be >= 1, got {args.ranks}")
-    config = TrainConfig(task=args.task, epochs=args.epochs, lr=args.lr, patience=2)
+    config = train_config(args)
 
     def log(msg):
         return print(msg, file=sys.stderr, flush=True)
@@ -225,7 +216,7 @@ def run(args) -> int:
     df = reproduce(
         args.dataset,
         list(range(args.seeds)),
-        ranks,
+        args.ranks,
         config,
         args.dim,
         args.finetune_epochs,
@@ -234,7 +225,7 @@ def run(args) -> int:
         log,
     )
     note = (
-        f"Settings: dim {args.dim}, lr {args.lr}, ≤ {args.epochs} epochs (patience 2), "
+        f"Settings: dim {args.dim}, lr {args.lr}, ≤ {args.epochs} epochs (patience {args.patience}), "
         f"min_count {args.min_count}. Pruned = the trained FwFM's R masked to its ρ(m+1) largest "
         f"|R_ij|, then fine-tuned ≤ {args.finetune_epochs} epochs with the pruned entries held at zero. "
         f"Post-hoc DPLR: the trained FwFM with R replaced by its rank-ρ DPLR approximation, no retraining. "

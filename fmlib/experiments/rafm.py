@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..arguments import add_data_arguments, add_train_arguments, int_list, positive_int, train_config
 from ..data import split as split_data
 from ..models import build_model
 from ..models.rafm_ranks import check_ranks
@@ -210,27 +211,12 @@ def format_table(result: dict) -> str:
 
 
 # ---- command line ----------------------------------------------------------------------------
-def _ranks(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise ValueError(f"--ranks {text!r}: expected comma-separated integers such as 8,32") from None
-    return check_ranks(values)
-
-
 def add_arguments(parser) -> None:
-    from ..cli import _non_negative_float, _positive, add_data_arguments
-
     add_data_arguments(parser)
-    parser.add_argument("--ranks", default="8,32", help="strictly increasing ranks D_1,…,D_m (m ≥ 2)")
-    parser.add_argument("--seeds", type=_positive(int), default=3, help="seeds 0..N−1 (split, init, batches)")
-    parser.add_argument("--task", choices=["rating", "click"], default="rating")
-    parser.add_argument("--epochs", type=_positive(int), default=30)
-    parser.add_argument("--lr", type=_positive(float), default=5e-3)
-    parser.add_argument("--weight-decay", type=_non_negative_float, default=3e-4)
-    parser.add_argument("--batch-size", type=_positive(int), default=1024)
-    parser.add_argument("--patience", type=_positive(int), default=3)
-    parser.add_argument("--threads", type=_positive(int), default=1, help="torch threads (timing)")
+    parser.add_argument("--ranks", type=int_list, default="8,32", help="strictly increasing ranks D_1,…,D_m (m ≥ 2)")
+    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0..N−1 (split, init, batches)")
+    add_train_arguments(parser, skip=("seed",))
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (timing)")
     parser.add_argument("--out", default=None, help="results file (default: $FMLIB_RESULTS/rafm-<dataset>.json)")
 
 
@@ -239,16 +225,9 @@ def run(args) -> int:
 
     from ..data import movielens
 
-    ranks = _ranks(args.ranks)
+    ranks = check_ranks(args.ranks)
     torch.set_num_threads(args.threads)
-    config = TrainConfig(
-        task=args.task,
-        epochs=args.epochs,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        batch_size=args.batch_size,
-        patience=args.patience,
-    )
+    config = train_config(args)
 
     def log(msg):
         return print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,113 @@
+"""Command-line arguments shared by ``python -m fmlib`` and its topic commands.
+
+Value parsers (``positive_int``, ``int_list``, ...) raise ``BadValue``: argparse prints its
+message in one line (exit code 2), and any other caller (a page parsing a text box) catches
+it as a ``ValueError``. ``add_train_arguments`` adds one flag per ``TrainConfig`` field, its
+default taken from ``TrainConfig``, so a new field appears on every command that trains.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import MISSING, fields
+from typing import get_type_hints
+
+from .data.dataset import TASKS
+from .train import TrainConfig
+
+
+class BadValue(argparse.ArgumentTypeError, ValueError):
+    """A value outside its allowed range: argparse shows the message; other callers catch ValueError."""
+
+
+def _number(kind, text: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise BadValue(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _number(int, text)
+    if not value > 0:
+        raise BadValue(f"must be > 0, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(float, text)
+    if not value > 0:  # NaN fails too
+        raise BadValue(f"must be > 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(float, text)
+    if not value >= 0:
+        raise BadValue(f"must be >= 0, got {text}")
+    return value
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``"8, 32"`` -> ``(8, 32)``; empty pieces (a trailing comma) are skipped."""
+    try:
+        values = tuple(int(piece) for piece in str(text).split(",") if piece.strip())
+    except ValueError:
+        raise BadValue(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise BadValue(f"expected comma-separated integers, got {text!r}")
+    return values
+
+
+def positive_int_list(text: str) -> tuple[int, ...]:
+    values = int_list(text)
+    if min(values) < 1:
+        raise BadValue(f"every value must be >= 1, got {text}")
+    return values
+
+
+# argparse settings of the TrainConfig fields; a field not listed gets the type of its annotation.
+TRAIN_FIELDS = {
+    "task": {"choices": TASKS, "help": "rating: predict the stars (MSE); click: rating >= 4 (logistic loss)"},
+    "epochs": {"type": positive_int, "help": "max epochs (early stopping)"},
+    "batch_size": {"type": positive_int},
+    "lr": {"type": positive_float, "help": "Adam's learning rate"},
+    "weight_decay": {"type": non_negative_float, "help": "L2 on embedding tables and weight matrices"},
+    "patience": {"type": positive_int, "help": "epochs without a better validation metric before stopping"},
+    "seed": {"type": int, "help": "seeds the split, the init and the batches"},
+}
+
+
+def add_train_arguments(parser, skip=(), **defaults) -> None:
+    """``--epochs``, ``--batch-size``, ... for every ``TrainConfig`` field not in ``skip``; a
+    command's own default for a field goes in ``defaults`` (e.g. ``epochs=15``)."""
+    names = [f.name for f in fields(TrainConfig)]
+    unknown = set(defaults) - set(names)
+    if unknown:
+        raise TypeError(f"not TrainConfig fields: {sorted(unknown)}")
+    hints = get_type_hints(TrainConfig)
+    for f in fields(TrainConfig):
+        if f.name in skip:
+            continue
+        default = defaults.get(f.name, f.default if f.default is not MISSING else f.default_factory())
+        settings = dict(TRAIN_FIELDS.get(f.name, {"type": hints[f.name]}))
+        settings["help"] = f"{settings.get('help', f.name.replace('_', ' '))} (default: {default})"
+        parser.add_argument("--" + f.name.replace("_", "-"), default=default, **settings)
+
+
+def train_config(args, **fixed) -> TrainConfig:
+    """The ``TrainConfig`` of parsed arguments; ``fixed`` sets fields the command has no flag for."""
+    given = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)}
+    return TrainConfig(**{**given, **fixed})
+
+
+def add_data_arguments(parser, choices=None) -> None:
+    """``--dataset`` (MovieLens by default; ``choices`` for commands that take others) and ``--data-dir``."""
+    from .data.movielens import SPECS
+
+    parser.add_argument("--dataset", default="ml-100k", choices=list(choices or SPECS))
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="directory with the original GroupLens files (default: $FMLIB_DATA_DIR, then the cache, then download)",
+    )
