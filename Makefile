@@ -1,9 +1,9 @@
-# The two commands of the README: `make app` and `make test`.
+# The commands of the README: `make app`, `make test`, `make lint`.
 PY      := .venv/bin/python
 STAMP   := .venv/.installed
 PORT    ?= 8501
 
-.PHONY: venv app test bench browser-deps clean
+.PHONY: venv app test lint bench browser-deps clean
 
 venv: $(STAMP)
 
@@ -25,6 +25,12 @@ app: venv
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
 	$(PY) -m pytest -q
+
+# Style (ruff) and the layers of the README's architecture section (import-linter, pyproject.toml).
+lint: venv
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports
 
 bench: venv
 	$(PY) -m fmlib bench train
