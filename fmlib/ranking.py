@@ -252,13 +252,20 @@ def overlap_at_k(a: torch.Tensor, b: torch.Tensor) -> float:
     return len(set(a.tolist()) & set(b.tolist())) / len(a)
 
 
-def item_candidates(data: Dataset):
-    """Every distinct item (its item slots) in ``data``: (item_index, item_weight, first row of each)."""
-    lay = layout(data.schema)
-    slots = data.index[:, lay.item_slots].numpy()
-    _, rows = np.unique(slots, axis=0, return_index=True)
+def overlap_table(tops: dict) -> pd.DataFrame:
+    """overlap@k of every pair of top-k lists ``{model name: positions}``, as a square table."""
+    names = list(tops)
+    return pd.DataFrame([[overlap_at_k(tops[a], tops[b]) for b in names] for a in names], index=names, columns=names)
+
+
+def item_candidates(*datasets: Dataset):
+    """Every distinct item (its item slots) in the given datasets, in order of first appearance: (index, weight)."""
+    lay = layout(datasets[0].schema)
+    index = torch.cat([d.index[:, lay.item_slots] for d in datasets])
+    weight = torch.cat([d.weight[:, lay.item_slots] for d in datasets])
+    _, rows = np.unique(index.numpy(), axis=0, return_index=True)
     rows = torch.as_tensor(np.sort(rows))
-    return data.index[rows][:, lay.item_slots], data.weight[rows][:, lay.item_slots], rows
+    return index[rows], weight[rows]
 
 
 def context_of(data: Dataset, row: int):
@@ -267,15 +274,27 @@ def context_of(data: Dataset, row: int):
     return data.index[row, lay.context_slots], data.weight[row, lay.context_slots]
 
 
-def item_table(data: Dataset, rows) -> pd.DataFrame:
-    """The item fields of samples ``rows`` of ``data`` decoded to values; MovieLens adds title and all genres."""
+def user_query(data: Dataset, user_id: int) -> int:
+    """The row of ``user_id``'s latest sample in ``data`` (MovieLens): its user and time fields are a query."""
+    if data.frame is None or not {"user_id", "timestamp"} <= set(data.frame):
+        raise ValueError("user_query needs MovieLens data (user_id and timestamp columns)")
+    mine = data.frame[data.frame.user_id == user_id]
+    if mine.empty:
+        raise ValueError(
+            f"user_id {user_id} has no sample here; users range over {sorted(set(data.frame.user_id))[:3]} …"
+        )
+    return int(mine.timestamp.idxmax())
+
+
+def item_table(data: Dataset, item_index: torch.Tensor) -> pd.DataFrame:
+    """Items (their item slots, (N, S_I)) decoded to field values; MovieLens adds the title and all genres."""
     schema, lay = data.schema, layout(data.schema)
-    slot_field = schema.slot_fields()
+    item_slot_fields = [schema.slot_fields()[s] for s in lay.item_slots.tolist()]
     table = {}
     for f in lay.item_fields.tolist():
-        field, slot = schema.fields[f], slot_field.index(f)  # a multi-valued field: its first value
-        codes = [int(data.index[int(r), slot]) - field.offset for r in rows]
-        table[field.name] = [field.values[c] if field.values else c for c in codes]
+        field = schema.fields[f]
+        codes = item_index[:, item_slot_fields.index(f)] - field.offset  # a multi-valued field: its first value
+        table[field.name] = [field.values[c] if field.values else c for c in codes.tolist()]
     table = pd.DataFrame(table)
     if data.movies is not None and "movie_id" in table:
         movies = data.movies.set_index("movie_id")

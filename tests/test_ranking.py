@@ -1,14 +1,43 @@
-"""Cached-context ranking (DPLR eq. 2c, Algorithm 1) equals the full forward pass; the benchmark runs."""
+"""Cached-context ranking (DPLR eq. 2c, Algorithm 1) equals the full forward pass; top-k equals a
+sort; the benchmark's rows, agreement check and sentences follow from its numbers (no timings asserted)."""
 
+import json
+
+import pandas as pd
 import pytest
 import torch
 
 from fmlib.analysis.interactions import budget
-from fmlib.bench.ranking import benchmark_models, ranking_benchmark, synthetic_schema
+from fmlib.bench.ranking import (
+    FLOOR,
+    benchmark_models,
+    cache_payoff,
+    headline,
+    overlap,
+    query_timing,
+    ranking_benchmark,
+    spread,
+    sweep_schemas,
+    synthetic_schema,
+)
 from fmlib.cli import main
+from fmlib.data import movielens
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
-from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items, ranker
+from fmlib.ranking import (
+    assemble,
+    context_of,
+    full_pass,
+    item_candidates,
+    item_table,
+    layout,
+    overlap_at_k,
+    overlap_table,
+    rank_items,
+    ranker,
+    top_k,
+    user_query,
+)
 
 
 def mixed_schema():
@@ -50,17 +79,29 @@ def randomised(name, schema, **hp):
 
 
 @pytest.mark.parametrize("name, hp", [("fm", {}), ("fwfm", {}), ("dplr", {"rank": 1}), ("dplr", {"rank": 3})])
-def test_cached_context_equals_full_forward(name, hp):
+@pytest.mark.parametrize("batch", [7, 4096])
+def test_cached_context_equals_full_forward(name, hp, batch):
+    """Chunks of 7 items (the last one short) and one chunk give the full pass's scores."""
     schema = mixed_schema()
     model = randomised(name, schema, **hp)
     lay = layout(schema)
     index, weight = random_rows(schema, 50, torch.Generator().manual_seed(1))
     ctx_index, ctx_weight = index[0, lay.context_slots], weight[0, lay.context_slots]
     items, item_weight = index[:, lay.item_slots], weight[:, lay.item_slots]
-    cached = rank_items(model, ctx_index, ctx_weight, items, item_weight)
+    cached = rank_items(model, ctx_index, ctx_weight, items, item_weight, batch)
     with torch.no_grad():
         full = model(*assemble(lay, ctx_index, ctx_weight, items, item_weight))
     assert torch.allclose(cached, full, atol=1e-5, rtol=0)
+    assert torch.allclose(full_pass(model, ctx_index, ctx_weight, items, item_weight, batch), full, atol=1e-6, rtol=0)
+
+
+def test_the_fm_table_is_algorithm_1_with_r_fm():
+    """FM ranks as DPLR with U = 1ᵀ, e = 1, d = −1 (eq. 7): its table row j is (v_j, w_j − ½‖v_j‖²)."""
+    schema = synthetic_schema(6, 3, cardinality=4)
+    model = randomised("fm", schema)
+    r = ranker(model)
+    v, w = model.embedding.weight.detach(), model.linear.weight.detach()[:, 0]
+    assert torch.allclose(r.table, torch.cat([v, (w - 0.5 * v.pow(2).sum(1))[:, None]], 1))
 
 
 def test_pruned_fwfm_skips_pairs_and_still_matches():
@@ -71,36 +112,67 @@ def test_pruned_fwfm_skips_pairs_and_still_matches():
     r = ranker(pruned)
     assert r.sparse and len(r.p) < 0.1 * 45
     lay = layout(schema)
-    index, weight = torch.randint(0, 5, (30, 40)) + torch.tensor([f.offset for f in schema.fields]), torch.ones(30, 40)
-    cached = rank_items(
-        pruned,
+    index = torch.randint(0, 5, (30, 40)) + torch.tensor([f.offset for f in schema.fields])
+    weight = torch.ones(30, 40)
+    args = (
         index[0, lay.context_slots],
         weight[0, lay.context_slots],
         index[:, lay.item_slots],
         weight[:, lay.item_slots],
     )
-    with torch.no_grad():
-        full = pruned(
-            *assemble(
-                lay,
-                index[0, lay.context_slots],
-                weight[0, lay.context_slots],
-                index[:, lay.item_slots],
-                weight[:, lay.item_slots],
-            )
-        )
-    assert torch.allclose(cached, full, atol=1e-5, rtol=0)
+    assert torch.allclose(rank_items(pruned, *args), full_pass(pruned, *args), atol=1e-5, rtol=0)
 
 
 def test_ranking_a_dataset(small_split):
     model = randomised("dplr", small_split.schema, rank=2)
-    items, item_weight, rows = item_candidates(small_split.train)
-    assert len(torch.unique(items, dim=0)) == len(items) == len(rows)
+    items, item_weight = item_candidates(small_split.train, small_split.test)
+    assert len(torch.unique(items, dim=0)) == len(items)
+    assert len(items) >= len(item_candidates(small_split.train)[0])
     ctx_index, ctx_weight = context_of(small_split.test, 3)
     scores = rank_items(model, ctx_index, ctx_weight, items, item_weight)
-    with torch.no_grad():
-        full = model(*assemble(layout(small_split.schema), ctx_index, ctx_weight, items, item_weight))
-    assert torch.allclose(scores, full, atol=1e-5, rtol=0)
+    assert torch.allclose(scores, full_pass(model, ctx_index, ctx_weight, items, item_weight), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("k", [1, 10, 50])
+def test_top_k_is_the_head_of_a_sort(k):
+    scores = torch.randn(50, generator=torch.Generator().manual_seed(k))
+    brute = sorted(range(50), key=lambda i: -float(scores[i]))[:k]
+    assert top_k(scores, k).tolist() == brute
+    with pytest.raises(ValueError, match="k must be in 1..50"):
+        top_k(scores, 51)
+
+
+def test_overlap_at_k():
+    a, b = torch.tensor([3, 1, 4, 5]), torch.tensor([5, 9, 2, 3])
+    assert overlap_at_k(a, b) == 0.5 and overlap_at_k(a, a.flip(0)) == 1.0
+    assert overlap_at_k(a, torch.tensor([0, 2, 6, 7])) == 0.0
+    table = overlap_table({"x": a, "y": b})
+    assert table.loc["x", "y"] == table.loc["y", "x"] == 0.5 and table.loc["x", "x"] == 1.0
+    with pytest.raises(ValueError, match="one length"):
+        overlap_at_k(a, b[:3])
+
+
+def test_top_k_over_every_movielens_movie():
+    """All 1,682 movies of ml-100k for one user's latest context; their table shows titles and genres."""
+    data = movielens.load("ml-100k")
+    items, item_weight = item_candidates(data)
+    assert len(items) == 1682
+    row = user_query(data, 1)
+    assert (
+        data.frame.user_id[row] == 1
+        and data.frame.timestamp[row] == data.frame.timestamp[data.frame.user_id == 1].max()
+    )
+    tops = {}
+    for name, hp in (("fm", {}), ("dplr", {"rank": 2})):
+        model = randomised(name, data.schema, **hp)
+        scores = rank_items(model, *context_of(data, row), items, item_weight)
+        tops[name] = top_k(scores, 10)
+        assert torch.equal(tops[name], top_k(full_pass(model, *context_of(data, row), items, item_weight), 10))
+    table = item_table(data, items[tops["fm"]])
+    assert len(table) == 10 and {"title", "movie_id", "genres"} <= set(table)
+    assert table.title.iloc[0] == data.movies.set_index("movie_id").title[int(table.movie_id.iloc[0])]
+    with pytest.raises(ValueError, match="user_id 99999 has no sample"):
+        user_query(data, 99999)
 
 
 def test_bad_input_is_refused(small_split):
@@ -125,44 +197,99 @@ def test_bad_input_is_refused(small_split):
         layout(Schema.build([("a", "item", "single", 3, 1), ("b", "item", "single", 3, 1)]))
     with pytest.raises(ValueError, match="item_fields must be in 1..m−1"):
         synthetic_schema(8, 8)
+    with pytest.raises(ValueError, match="batch must be >= 1"):
+        ranking_benchmark(sweep_schemas((8,), ()), sizes=(10,), batch=0)
 
 
-def test_benchmark_rows_and_ratios():
-    df = ranking_benchmark([("m=10", synthetic_schema(10, 4, cardinality=10))], ranks=(1, 2), n_items=50, repeats=1)
-    assert list(df.model) == [
-        "FM",
+def test_spread_and_agreement():
+    assert spread([5, 1, 3, 2, 4]) == (3.0, 2.0, 4.0)
+    assert overlap((3.0, 2.0, 4.0), (4.5, 3.9, 5.0)) and not overlap((3.0, 2.0, 4.0), (4.5, 4.1, 5.0))
+
+
+def test_benchmark_rows():
+    df = ranking_benchmark(sweep_schemas((10,), ()), sizes=(30, 70), ranks=(1, 2), repeats=2, batch=16)
+    assert list(df[df["items"] == 30].model) == [
+        FLOOR,
+        "FM (full pass)",
+        "FM (cached)",
         "FwFM (full pass)",
-        "FwFM (cached context)",
+        "FwFM (cached)",
         "pruned FwFM ρ=1",
         "DPLR ρ=1",
         "pruned FwFM ρ=2",
         "DPLR ρ=2",
     ]
-    assert df.loc[df.model == "FM", "ratio_to_fm"].item() == 1.0
-    assert (df.per_item_us > 0).all() and (df.max_abs_diff < 1e-4).all()
+    assert (df[df.model == FLOOR].x_floor == 1.0).all()
+    assert (df.per_item_q1 <= df.per_item_us).all() and (df.per_item_us <= df.per_item_q3).all()
+    assert (df.max_abs_diff < 1e-4).all() and df.agree.dtype == bool
+
+
+def synthetic_frame(gains: dict) -> pd.DataFrame:
+    """A benchmark frame at m = 40 where FwFM's full pass costs 10 µs and caching divides it by ``gains[|I|]``."""
+    rows = []
+    for i, gain in gains.items():
+        for model, us in (
+            ("FM (cached)", 0.2),
+            ("DPLR ρ=2", 0.25),
+            ("FwFM (full pass)", 10.0),
+            ("FwFM (cached)", 10.0 / gain),
+        ):
+            rows.append(
+                {
+                    "items": 1000,
+                    "schema": f"synthetic m=40, |I|={i}",
+                    "m": 40,
+                    "item_fields": i,
+                    "model": model,
+                    "per_item_us": us,
+                    "x_floor": us / 0.05,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_cache_payoff_sentence_and_headline_come_from_the_numbers():
+    df = synthetic_frame({5: 8.0, 20: 2.0, 35: 1.25})
+    sentence = cache_payoff(df, 1000)
+    assert "8.0× cheaper per item with 35 context fields" in sentence and "only 1.2× with 5" in sentence
+    assert headline(df) == {
+        1000: {
+            "x_floor": {"FM (cached)": 4.0, "DPLR ρ=2": 5.0},
+            "dplr_faster_than_fwfm_full": 40.0,
+            "dplr_over_fm": 1.25,
+        }
+    }
+
+
+def test_query_timing_reports_both_ways_with_spread(small_split):
+    model = randomised("fm", small_split.schema)
+    items, item_weight = item_candidates(small_split.train)
+    timing = query_timing(model, *context_of(small_split.test, 0), items, item_weight, repeats=3)
+    for name in ("cached", "full"):
+        median, q1, q3 = timing[name]
+        assert 0 < q1 <= median <= q3
 
 
 def test_bench_cli(tmp_path, capsys):
-    assert (
-        main(
-            [
-                "bench",
-                "ranking",
-                "--items",
-                "20",
-                "--repeats",
-                "1",
-                "--ranks",
-                "1",
-                "--dataset",
-                "none",
-                "--out",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
+    args = [
+        "bench",
+        "ranking",
+        "--sizes",
+        "20",
+        "--repeats",
+        "1",
+        "--ranks",
+        "2",
+        "--fields",
+        "8",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(args) == 0
     out = capsys.readouterr().out
-    assert "synthetic m=64, |I|=32" in out and "DPLR ρ=1" in out
+    assert "20 items · synthetic m=8, |I|=4" in out and "DPLR ρ=2" in out and "× floor" in out
+    record = json.loads(out.strip().splitlines()[-1])
+    assert record["bench"] == "ranking" and record["threads"] == 1
     assert (tmp_path / "ranking_bench.csv").exists()
     assert main(["bench", "ranking", "--ranks", "0"]) == 2
+    assert main(["bench", "ranking", "--fields", "1"]) == 2

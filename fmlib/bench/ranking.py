@@ -1,27 +1,49 @@
-"""``python -m fmlib bench ranking``: per-item ranking latency as the number of fields grows.
+"""``python -m fmlib bench ranking``: per-item cost of ranking a whole catalogue for one context.
 
-Synthetic schemas m = 8 … 64 with half of the fields item fields, then m = 40 with 5 … 35 item
-fields, then MovieLens (m = 12, 3 item fields) — FM, FwFM (full pass and cached context), pruned
-FwFM and DPLR at ρ = 1 … 4, all timed in one run (``ranking_benchmark``), one
-thread, median over repeats, ratios to FM of the same schema. Written to <out>/ranking_bench.csv.
+For each catalogue size N (10³, 10⁴, 10⁵; 10⁶ with ``--large``) and each synthetic schema
+(m = 8 … 64 with |I| = m/2 item fields, then m = 40 with |I| = 5 … 35), one random context
+and N random items are scored by
+
+* the floor: an ``embedding_bag`` sum of each item's |I| embedding rows — no model that reads
+  its item's embeddings can score it with less;
+* FM, FwFM and DPLR ρ with the context cached (``fmlib.ranking``), pruned FwFM ρ at the same
+  budget ρ(m+1), and the full forward pass of FM and FwFM on pre-assembled rows (untimed);
+
+all in one process, one thread, items in chunks of ``fmlib.ranking.BATCH``. Timing
+(``timings``): a warm-up round, then ``repeats`` rounds that each time every scorer in turn,
+so load drifts hit all alike; a timing scores the catalogue ⌈MIN_ITEMS / N⌉ times. Reported:
+the per-item median and interquartile range (IQR), the context's one-off cost, and "× floor",
+the median of the per-round ratios to the floor of the same round. The whole measurement runs
+twice back to back; ``agree`` says whether the two runs' IQRs overlap.
 """
 
 from __future__ import annotations
 
-import statistics
+import json
+import math
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 
 from ..arguments import positive_int, positive_int_list
 from ..data.schema import Schema
 from ..models.dplr import DPLR
 from ..models.fm import FM
 from ..models.fwfm import FwFM
-from ..ranking import assemble, layout, ranker
+from ..ranking import BATCH, assemble, chunked, layout, ranker
+
+SIZES = (1_000, 10_000, 100_000)
+LARGE = 1_000_000
+MIN_ITEMS = 20_000  # a timing scores at least this many items (small catalogues are scored several times)
+FIELD_SWEEP = (8, 16, 24, 32, 40, 48, 64)
+ITEM_SWEEP = (5, 10, 30, 35)  # at m = 40; 20 is in the field sweep
+HEADLINE = (40, 20)  # m, |I| of the targets
+FLOOR = "floor (embedding_bag)"
 
 
 def synthetic_schema(m: int, item_fields: int, cardinality: int = 1000) -> Schema:
@@ -30,6 +52,12 @@ def synthetic_schema(m: int, item_fields: int, cardinality: int = 1000) -> Schem
         raise ValueError(f"item_fields must be in 1..m−1 = 1..{m - 1}, got {item_fields}")
     roles = ["context"] * (m - item_fields) + ["item"] * item_fields
     return Schema.build([(f"f{j}", roles[j], "single", cardinality, 1) for j in range(m)])
+
+
+def sweep_schemas(fields=FIELD_SWEEP, item_sweep=ITEM_SWEEP) -> list:
+    """(name, schema): m fields with |I| = m/2 for m in ``fields``, then m = 40 with |I| in ``item_sweep``."""
+    schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in fields]
+    return schemas + [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in item_sweep]
 
 
 def _random_rows(schema: Schema, slots: torch.Tensor, n: int, gen) -> tuple[torch.Tensor, torch.Tensor]:
@@ -42,7 +70,7 @@ def _random_rows(schema: Schema, slots: torch.Tensor, n: int, gen) -> tuple[torc
     return index, weight
 
 
-def benchmark_models(schema: Schema, ranks=(1, 2, 3, 4), dim: int = 16, seed: int = 0) -> list:
+def benchmark_models(schema: Schema, ranks=(1, 2, 4), dim: int = 16, seed: int = 0) -> list:
     """(label, model, rank) for FM, FwFM, pruned FwFM and DPLR at each rank; random weights, R ~ N(0, 1)."""
     from ..analysis.interactions import budget, prune, with_R
 
@@ -60,140 +88,261 @@ def benchmark_models(schema: Schema, ranks=(1, 2, 3, 4), dim: int = 16, seed: in
     return [(label, model.eval(), rank) for label, model, rank in out]
 
 
-def _interleaved_medians(fns: dict, repeats: int) -> dict:
-    """Median seconds of each function, timed in turn within every repeat (so load drifts hit all)."""
-    times = {name: [] for name in fns}
-    for fn in fns.values():  # warm-up
+def timings(fns: dict, repeats: int, loops: int = 1) -> dict:
+    """Seconds per call of each function, ``repeats`` rounds after one warm-up round.
+
+    Every round times each function in turn (so load drifts hit all of them); a timing is
+    ``loops`` calls, divided by ``loops``. Returns name -> array of ``repeats`` seconds.
+    """
+    times = {name: np.empty(repeats) for name in fns}
+    for fn in fns.values():  # warm-up: first-call allocations and caches stay out of the timings
         fn()
-    for _ in range(repeats):
+    for i in range(repeats):
         for name, fn in fns.items():
             start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+            for _ in range(loops):
+                fn()
+            times[name][i] = (time.perf_counter() - start) / loops
+    return times
+
+
+def spread(values) -> tuple[float, float, float]:
+    """(median, first quartile, third quartile)."""
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return float(median), float(q1), float(q3)
+
+
+def overlap(a: tuple, b: tuple) -> bool:
+    """Whether two (median, q1, q3) spreads overlap: two runs agree within their spread."""
+    return a[1] <= b[2] and b[1] <= a[2]
+
+
+def floor(items: torch.Tensor, table: torch.Tensor, batch: int = BATCH) -> None:
+    """The floor: an ``embedding_bag`` sum of each item's rows of ``table``, chunk by chunk."""
+    for start in range(0, len(items), batch):
+        F.embedding_bag(items[start : start + batch], table, mode="sum")
 
 
 @torch.no_grad()
+def _scorers(schema: Schema, n_items: int, ranks, dim: int, seed: int, batch: int):
+    """Scoring functions of one schema and catalogue, their context functions and max |cached − full|."""
+    lay = layout(schema)
+    gen = torch.Generator().manual_seed(seed)
+    ctx_index, ctx_weight = (t[0] for t in _random_rows(schema, lay.context_slots, 1, gen))
+    items, item_weight = _random_rows(schema, lay.item_slots, n_items, gen)
+    full_rows = assemble(lay, ctx_index, ctx_weight, items, item_weight)
+    models = benchmark_models(schema, ranks, dim, seed)
+    table = models[0][1].embedding.weight.detach()
+    fns = {FLOOR: lambda: floor(items, table, batch)}
+    contexts, info = {}, {FLOOR: (0, 0.0)}
+    for label, model, rank in models:
+        r = ranker(model)
+        cache = r.cache(ctx_index, ctx_weight)
+        cached = r.score(cache, items, item_weight, batch)
+        diff = float((cached - model(*full_rows)).abs().max())
+        name = f"{label} ρ={rank}" if rank else f"{label} (cached)"
+        if label in ("FM", "FwFM"):
+            full = f"{label} (full pass)"
+            fns[full] = lambda model=model: chunked(
+                lambda a, b: model(full_rows[0][a:b], full_rows[1][a:b]), n_items, batch
+            )
+            info[full] = (rank, 0.0)
+        fns[name] = lambda r=r, cache=cache: r.score(cache, items, item_weight, batch)
+        contexts[name] = lambda r=r: r.cache(ctx_index, ctx_weight)
+        info[name] = (rank, diff)
+    return fns, contexts, info
+
+
 def ranking_benchmark(
     schemas,
-    ranks=(1, 2, 3, 4),
-    n_items: int = 2000,
+    sizes=SIZES,
+    ranks=(1, 2, 4),
     dim: int = 16,
-    repeats: int = 7,
+    repeats: int = 5,
+    batch: int = BATCH,
     seed: int = 0,
-    threads: int | None = 1,
     progress=None,
 ) -> pd.DataFrame:
-    """Per-item ranking latency of FM, FwFM (full pass and cached context), pruned FwFM and DPLR.
+    """Per-item cost of every scorer for each (catalogue size, schema), measured in two back-to-back runs.
 
-    ``schemas``: list of (name, Schema). For each, one query (a random context) and ``n_items``
-    random items are scored; the median over ``repeats`` of the item-scoring time, divided by
-    ``n_items``, is the per-item latency (µs). The context's one-off cost is reported apart.
-    ``ratio_to_fm`` divides by the cached FM of the same schema measured in the same run.
-    ``max_abs_diff`` checks every cached score against the full forward pass.
+    ``schemas``: list of (name, Schema). Columns: per_item_us with per_item_q1/q3 (both runs'
+    rounds pooled), run1_us and run2_us (each run's median), agree (the runs' IQRs overlap),
+    x_floor with x_floor_q1/q3 (per-round ratio to the floor), context_us (the context cache's
+    one-off cost per query) and max_abs_diff (cached scores against the full forward pass).
     """
-    for name, value in (("n_items", n_items), ("repeats", repeats)):
+    for name, value in (("repeats", repeats), ("batch", batch), *(("size", s) for s in sizes)):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
     old_threads = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(1)  # the same thread setting for every scorer
     rows = []
     try:
-        gen = torch.Generator().manual_seed(seed)
-        for name, schema in schemas:
-            lay = layout(schema)
-            ctx_index, ctx_weight = (t[0] for t in _random_rows(schema, lay.context_slots, 1, gen))
-            item_index, item_weight = _random_rows(schema, lay.item_slots, n_items, gen)
-            full = assemble(lay, ctx_index, ctx_weight, item_index, item_weight)
-            fns, info = {}, {}
-            for label, model, rank in benchmark_models(schema, ranks, dim, seed):
-                r = ranker(model)
-                cache = r.cache(ctx_index, ctx_weight)
-                diff = float((r.score(cache, item_index, item_weight) - model(*full)).abs().max())
-                if label == "FwFM":
-                    fns["FwFM (full pass)"] = lambda model=model, full=full: model(*full)
-                    info["FwFM (full pass)"] = (rank, diff, None)
-                    label = "FwFM (cached context)"
-                elif label != "FM":
-                    label = f"{label} ρ={rank}"
-                fns[label] = lambda r=r, cache=cache, i=item_index, w=item_weight: r.score(cache, i, w)
-                info[label] = (rank, diff, lambda r=r, i=ctx_index, w=ctx_weight: r.cache(i, w))
-            item_seconds = _interleaved_medians(fns, repeats)
-            context_seconds = _interleaved_medians({k: c for k, (_, _, c) in info.items() if c}, repeats)
-            for label, (rank, diff, _) in info.items():
-                rows.append(
-                    {
-                        "schema": name,
-                        "m": schema.num_fields,
-                        "item_fields": len(lay.item_fields),
-                        "model": label,
-                        "rank": rank,
-                        "per_item_us": 1e6 * item_seconds[label] / n_items,
-                        "context_us": 1e6 * context_seconds.get(label, 0.0),
-                        "max_abs_diff": diff,
-                    }
-                )
-            if progress is not None:
-                progress(name)
+        for n_items in sizes:
+            loops = math.ceil(MIN_ITEMS / n_items)
+            for name, schema in schemas:
+                fns, contexts, info = _scorers(schema, n_items, ranks, dim, seed, batch)
+                with torch.no_grad():
+                    runs = [timings(fns, repeats, loops) for _ in range(2)]
+                    context_s = timings(contexts, repeats, loops)
+                for label, (rank, diff) in info.items():
+                    per_item = [1e6 * run[label] / n_items for run in runs]
+                    ratio = np.concatenate([run[label] / run[FLOOR] for run in runs])
+                    pooled, x_floor = spread(np.concatenate(per_item)), spread(ratio)
+                    first, second = spread(per_item[0]), spread(per_item[1])
+                    rows.append(
+                        {
+                            "items": n_items,
+                            "schema": name,
+                            "m": schema.num_fields,
+                            "item_fields": len(layout(schema).item_fields),
+                            "model": label,
+                            "rank": rank,
+                            "per_item_us": pooled[0],
+                            "per_item_q1": pooled[1],
+                            "per_item_q3": pooled[2],
+                            "run1_us": first[0],
+                            "run2_us": second[0],
+                            "agree": overlap(first, second),
+                            "x_floor": x_floor[0],
+                            "x_floor_q1": x_floor[1],
+                            "x_floor_q3": x_floor[2],
+                            "context_us": 1e6 * float(np.median(context_s[label])) if label in contexts else 0.0,
+                            "max_abs_diff": diff,
+                        }
+                    )
+                if progress is not None:
+                    progress(f"{n_items} items, {name}")
     finally:
         torch.set_num_threads(old_threads)
-    df = pd.DataFrame(rows)
-    fm = df[df.model == "FM"].set_index("schema")["per_item_us"]
-    df["ratio_to_fm"] = df["per_item_us"] / df["schema"].map(fm)
-    return df[
-        ["schema", "m", "item_fields", "model", "rank", "per_item_us", "ratio_to_fm", "context_us", "max_abs_diff"]
-    ]
+    return pd.DataFrame(rows)
 
 
-FIELD_SWEEP = (8, 16, 24, 32, 40, 48, 64)
-ITEM_SWEEP = (5, 10, 30, 35)  # at m = 40; 20 is in the field sweep
+def headline(df: pd.DataFrame) -> dict:
+    """The targets at m = 40, |I| = 20 for each catalogue size: × floor, DPLR ρ=2 vs FwFM's full pass and FM."""
+    m, i = HEADLINE
+    out = {}
+    for n_items, group in df[(df.m == m) & (df.item_fields == i)].groupby("items"):
+        g = group.set_index("model")
+        if "DPLR ρ=2" not in g.index:
+            continue
+        dplr = g.loc["DPLR ρ=2", "per_item_us"]
+        out[int(n_items)] = {
+            "x_floor": {k: round(float(g.loc[k, "x_floor"]), 2) for k in ("FM (cached)", "DPLR ρ=2")},
+            "dplr_faster_than_fwfm_full": round(float(g.loc["FwFM (full pass)", "per_item_us"] / dplr), 2),
+            "dplr_over_fm": round(float(dplr / g.loc["FM (cached)", "per_item_us"]), 2),
+        }
+    return out
 
 
-def default_schemas(movielens_name: str | None = "ml-100k"):
-    schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in FIELD_SWEEP]
-    schemas += [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in ITEM_SWEEP]
-    if movielens_name:
-        from ..data import movielens
+def cache_payoff(df: pd.DataFrame, n_items: int) -> str:
+    """One sentence, from the measured numbers, on when caching the context pays off (FwFM, cached vs full)."""
+    g = df[(df["items"] == n_items) & df.schema.str.startswith("synthetic")]
+    full = g[g.model == "FwFM (full pass)"].set_index("schema")
+    cached = g[g.model == "FwFM (cached)"].set_index("schema")
+    gain = (full.per_item_us / cached.per_item_us).dropna()
+    context = full.m - full.item_fields
+    best, worst = gain.idxmax(), gain.idxmin()
+    return (
+        f"At {n_items:,} items, caching the context made FwFM {gain[best]:.1f}× cheaper per item with "
+        f"{context[best]} context fields (m = {full.m[best]}), but only {gain[worst]:.1f}× with "
+        f"{context[worst]} (m = {full.m[worst]}): the cache removes the context's share of the pairs, "
+        "so it pays off when many fields are context fields and hardly at all when few are."
+    )
 
-        schemas.append((movielens_name, movielens.load(movielens_name).schema))
-    return schemas
+
+@torch.no_grad()
+def query_timing(model, context_index, context_weight, item_index, item_weight, repeats: int = 7) -> dict:
+    """Seconds per query on equal terms (warm-up, ``repeats`` interleaved rounds, one thread).
+
+    "cached" includes building the context cache; "full" includes assembling the full rows.
+    Returns {"cached": (median, q1, q3), "full": (median, q1, q3)}.
+    """
+    from ..ranking import full_pass, rank_items
+
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        times = timings(
+            {
+                "cached": lambda: rank_items(model, context_index, context_weight, item_index, item_weight),
+                "full": lambda: full_pass(model, context_index, context_weight, item_index, item_weight),
+            },
+            repeats,
+        )
+    finally:
+        torch.set_num_threads(old_threads)
+    return {name: spread(t) for name, t in times.items()}
 
 
 def add_arguments(p):
-    p.add_argument("--items", type=positive_int, default=4000, help="items ranked per query")
-    p.add_argument("--repeats", type=positive_int, default=15, help="timings per model; the median is kept")
-    p.add_argument("--dim", type=positive_int, default=16, help="embedding size k")
-    p.add_argument("--ranks", type=positive_int_list, default="1,2,3,4", help="comma-separated ranks ρ")
     p.add_argument(
-        "--dataset",
-        default="ml-100k",
-        choices=["ml-100k", "ml-1m", "none"],
-        help="MovieLens schema to include ('none' to skip)",
+        "--sizes", type=positive_int_list, default=",".join(map(str, SIZES)), help="catalogue sizes (items per query)"
     )
+    p.add_argument("--large", action="store_true", help=f"also a catalogue of {LARGE:,} items")
+    p.add_argument("--repeats", type=positive_int, default=5, help="timed rounds per run (after one warm-up round)")
+    p.add_argument("--batch", type=positive_int, default=BATCH, help="items scored per chunk")
+    p.add_argument("--dim", type=positive_int, default=16, help="embedding size k")
+    p.add_argument("--ranks", type=positive_int_list, default="1,2,4", help="comma-separated ranks ρ")
+    p.add_argument("--fields", type=positive_int_list, default=",".join(map(str, FIELD_SWEEP)), help="m of the sweep")
     p.add_argument("--out", default="artifacts", help="output directory for ranking_bench.csv")
 
 
+def _figure(value, q1, q3, unit="") -> str:
+    return f"{value:.3f}{unit} [{q1:.3f}–{q3:.3f}]"
+
+
 def run(args) -> int:
-    schemas = default_schemas(None if args.dataset == "none" else args.dataset)
+    if min(args.fields) < 2:
+        raise ValueError(f"--fields: every m must be >= 2, got {args.fields}")
+    sizes = tuple(args.sizes) + ((LARGE,) if args.large else ())
     df = ranking_benchmark(
-        schemas,
+        sweep_schemas(args.fields),
+        sizes,
         args.ranks,
-        n_items=args.items,
         dim=args.dim,
         repeats=args.repeats,
+        batch=args.batch,
         progress=lambda name: print(f"timed {name}", file=sys.stderr, flush=True),
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "ranking_bench.csv", index=False)
-    print(f"per-item latency (µs, median of {args.repeats}, {args.items} items, 1 thread); ratio = / FM")
-    for name, group in df.groupby("schema", sort=False):
-        print(f"\n{name}")
+    print(
+        f"per-item cost, µs: median [IQR] of 2 runs × {args.repeats} rounds (after a warm-up), 1 thread, "
+        f"chunks of {args.batch} items, k = {args.dim}; × floor = per-round ratio to an embedding_bag sum "
+        "of the item's rows; run 1 / run 2 medians, ✓ when their IQRs overlap"
+    )
+    for (n_items, name), group in df.groupby(["items", "schema"], sort=False):
+        print(f"\n{n_items:,} items · {name}")
         for row in group.itertuples():
             print(
-                f"  {row.model:<24}{row.per_item_us:9.3f} µs  ×{row.ratio_to_fm:6.2f}"
-                f"   (max |cached − full| {row.max_abs_diff:.1e})"
+                f"  {row.model:<22}{_figure(row.per_item_us, row.per_item_q1, row.per_item_q3, ' µs'):>30}"
+                f"  ×{_figure(row.x_floor, row.x_floor_q1, row.x_floor_q3):>22} floor"
+                f"  runs {row.run1_us:.3f}/{row.run2_us:.3f} {'✓' if row.agree else '✗'}"
+                f"  (context {row.context_us:.0f} µs, max |cached − full| {row.max_abs_diff:.0e})"
             )
-    print(f"\nwritten: {out / 'ranking_bench.csv'}", file=sys.stderr)
+    print(f"\n{cache_payoff(df, max(sizes))}")
+    m, i = HEADLINE
+    rows = df[(df.m == m) & (df.item_fields == i)]
+    print(
+        json.dumps(
+            {
+                "bench": "ranking",
+                "m": m,
+                "item_fields": i,
+                "batch": args.batch,
+                "threads": 1,
+                "repeats": args.repeats,
+                "headline": headline(df),
+                "rows": rows[
+                    ["items", "model", "per_item_us", "per_item_q1", "per_item_q3", "run1_us", "run2_us", "agree"]
+                    + ["x_floor", "x_floor_q1", "x_floor_q3"]
+                ]
+                .round(4)
+                .to_dict("records"),
+            },
+            ensure_ascii=False,
+        )
+    )
+    print(f"written: {out / 'ranking_bench.csv'}", file=sys.stderr)
     return 0
