@@ -9,14 +9,16 @@ O(mk) gradient of fm-gradient-odk-note.md: with Z = Σ_f e_f computed once in th
 ∂φ/∂e_f = Z − e_f (the note's eq. 8 in field form, with the coefficient corrected from 2 to 1:
 the note's eq. 7 drops the P_ij inside Z; see the Derivations page). Each slot's embedding
 row then receives weight · (Z − e_f) and its linear weight receives weight. Single-valued
-slots always weigh 1, so when every field is single-valued the weights are not multiplied in.
+slots always weigh 1, so when every field is single-valued the weights are not multiplied in;
+a multi-valued field is the weighted sum of its contiguous slots (``base.sum_slots``), and its
+gradient goes back to every slot by an index along the slot axis — no slot-to-field matrix.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .base import FieldEmbeddingModel
+from .base import FieldEmbeddingModel, spread_slots, sum_slots
 
 
 def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
@@ -25,34 +27,40 @@ def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
 
 
 class FMFunction(torch.autograd.Function):
-    """Σ_s weight_s w[index_s] + Σ_{f<g}⟨e_f, e_g⟩ with the memoised O(mk) backward pass."""
+    """Σ_s weight_s w[index_s] + Σ_{f<g}⟨e_f, e_g⟩ with the memoised O(mk) backward pass.
+
+    ``runs`` (``base.slot_runs``) says which columns are multi-valued fields, summed into one
+    field each; None when every field is single-valued (slots are fields, weights are 1).
+    """
 
     @staticmethod
-    def forward(ctx, linear, embedding, index, weight, slot_to_field):
+    def forward(ctx, linear, embedding, index, weight, runs):
         """Σ_i w_i x_i + ½(‖Z‖² − Σ_f ‖e_f‖²) with Z = Σ_f e_f (DPLR eqs. 1–2), Z kept for backward."""
         flat = index.reshape(-1)
         e = embedding.index_select(0, flat).view(*index.shape, -1)  # (B, S, k) slot embeddings
-        if slot_to_field is not None:  # multi-valued fields: weighted sum of slots into fields
-            e = torch.einsum("bsk,bs,sf->bfk", e, weight, slot_to_field)
-        z = e.sum(1)  # Z, memoised for the backward pass
-        ctx.save_for_backward(index, weight, e, z, slot_to_field)
-        ctx.shapes = (linear.shape, embedding.shape)
         first = linear.index_select(0, flat).view(index.shape)
-        first = (first if slot_to_field is None else first * weight).sum(1)
-        return first + 0.5 * (z.pow(2).sum(1) - e.pow(2).sum((1, 2)))
+        if runs is not None:  # multi-valued fields: weighted sum of their slots
+            e = sum_slots(e, weight, runs)
+            first = first * weight
+        z = e.sum(1)  # Z, memoised for the backward pass
+        ctx.save_for_backward(index, weight, e, z)
+        ctx.runs = runs
+        ctx.shapes = (linear.shape, embedding.shape)
+        return first.sum(1) + 0.5 * (z.pow(2).sum(1) - e.pow(2).sum((1, 2)))
 
     @staticmethod
     def backward(ctx, grad):
-        """∂φ/∂e_f = Z − e_f from the memoised Z (fm-gradient-odk-note eq. 8, coefficient corrected)."""
-        index, weight, e, z, slot_to_field = ctx.saved_tensors
+        """∂φ/∂e_f = Z − e_f from the memoised Z (fm-gradient-odk-note eq. 8, coefficient corrected);
+        slot s of field f gets weight_s · ∂φ/∂e_f."""
+        index, weight, e, z = ctx.saved_tensors
         d_e = grad[:, None, None] * (z.unsqueeze(1) - e)  # ∂/∂e_f = Z − e_f
         d_first = grad[:, None].expand_as(index)
-        if slot_to_field is not None:  # back from fields to their slots, times the slot weights
-            d_e = torch.einsum("bfk,bs,sf->bsk", d_e, weight, slot_to_field)
+        if ctx.runs is not None:  # back from fields to their slots, times the slot weights
+            d_e = spread_slots(d_e, weight, ctx.runs)
             d_first = d_first * weight
         flat = index.reshape(-1)
-        d_embedding = torch.zeros(ctx.shapes[1], dtype=e.dtype).index_add_(0, flat, d_e.reshape(flat.numel(), -1))
-        d_linear = torch.zeros(ctx.shapes[0], dtype=e.dtype).index_add_(0, flat, d_first.reshape(-1, 1))
+        d_embedding = e.new_zeros(ctx.shapes[1]).index_add_(0, flat, d_e.reshape(flat.numel(), -1))
+        d_linear = e.new_zeros(ctx.shapes[0]).index_add_(0, flat, d_first.reshape(-1, 1))
         return d_linear, d_embedding, None, None, None
 
 
@@ -62,5 +70,5 @@ class FM(FieldEmbeddingModel):
         return fm_pairwise(e)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        slot_to_field = None if self._single else self.slot_to_field
-        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight, slot_to_field)
+        runs = None if self._single else self.runs
+        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight, runs)
