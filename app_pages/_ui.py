@@ -14,6 +14,12 @@ from fmlib.runs import RunStore
 PAGES = [
     ("app_pages/home.py", "Home", ":material/home:", ""),
     (
+        "app_pages/lesson.py",
+        "Lesson",
+        ":material/school:",
+        "A 50-minute class in eight stops: goal, a guess before each answer, and a link to the page that shows it.",
+    ),
+    (
         "app_pages/train.py",
         "Train",
         ":material/model_training:",

@@ -1,0 +1,88 @@
+"""AppTest of the Lesson page: stops from the URL, Next/Back, guess before reveal, prepared links, bad files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apptest import app_page
+
+from app_pages._ui import PAGES
+from fmlib.lessons import lesson_files, load_lesson
+
+LESSON = "app_pages/lesson.py"
+
+
+def lesson_page(stop: str | None = None, **state):
+    """The Lesson page inside the frame (page links need the frame's navigation)."""
+    at = app_page("app.py", dataset="synthetic", **state)
+    at.run()
+    at.switch_page(LESSON)
+    if stop is not None:
+        at.query_params["stop"] = stop
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_lesson_is_the_first_page_after_home():
+    assert [p[0] for p in PAGES[:2]] == ["app_pages/home.py", LESSON]
+
+
+def test_every_stop_links_to_a_page_of_the_app():
+    pages = {Path(p[0]).stem for p in PAGES}
+    for path in lesson_files():
+        for stop in load_lesson(path).stops:
+            assert stop.page in pages, (path, stop.title)
+
+
+def test_the_stop_comes_from_the_url_and_next_back_move_it():
+    at = lesson_page(stop="3")
+    assert at.session_state["stop"] == 3 and "Stop 3 of 8" in at.get("progress")[0].proto.text
+    at.button(key="lesson_next").click().run()
+    assert at.session_state["stop"] == 4 and at.query_params["stop"] == "4"
+    at.button(key="lesson_back").click().run()
+    at.button(key="lesson_back").click().run()
+    assert at.session_state["stop"] == 2 and not at.exception
+
+
+def test_last_stop_disables_next_and_first_disables_back():
+    at = lesson_page(stop="8")
+    assert at.button(key="lesson_next").disabled and not at.button(key="lesson_back").disabled
+    at = lesson_page()
+    assert at.button(key="lesson_back").disabled
+
+
+def test_reveal_needs_a_guess_then_shows_the_answer_and_a_prepared_link():
+    at = lesson_page(stop="3")
+    assert at.button(key="reveal_intro_3").disabled, "no guess yet: nothing to reveal"
+    assert not at.get("page_link")[-1:] or "prepared" not in at.get("page_link")[-1].proto.label
+    at.radio(key="guess_intro_3").set_value(66).run()
+    at.button(key="reveal_intro_3").click().run()
+    assert not at.exception
+    assert "the answer is **26**" in at.warning[0].value
+    assert any("ρ(m+1) = 2·13 = 26" in m.value for m in at.markdown), "the answer is computed by fmlib"
+    link = at.get("page_link")[-1].proto
+    assert link.page == "field_interactions" and link.query_string == "dataset=ml-100k&rho=2&method=eig"
+
+
+def test_a_right_guess_is_confirmed():
+    at = lesson_page(stop="4")
+    at.radio(key="guess_intro_4").set_value("once").run()
+    at.button(key="reveal_intro_4").click().run()
+    assert "Your guess, once, is right." in at.success[0].value
+
+
+def test_a_malformed_lesson_file_shows_a_message_naming_file_and_field(tmp_path, monkeypatch):
+    bad = tmp_path / "broken.toml"
+    bad.write_text(load_lesson(lesson_files()[0]).path.read_text().replace("minutes = 6", "minutes = -1", 1))
+    monkeypatch.setenv("FMLIB_LESSONS", str(tmp_path))
+    at = lesson_page()
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "broken.toml" in message and "stop 1, field 'minutes'" in message and "1..50" in message
+
+
+def test_a_stop_out_of_range_in_the_url_falls_back_without_an_exception():
+    for stop in ("99", "-3", "x"):
+        at = lesson_page(stop=stop)
+        assert 1 <= at.session_state["stop"] <= 8
