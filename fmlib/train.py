@@ -169,13 +169,30 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
     )
 
 
+def fit_by_sampling(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None) -> Run:
+    """Train a model that draws its own posterior samples (Bayesian FM's Gibbs sweeps, ``model.fit_gibbs``)
+    instead of taking Adam steps; ``config.epochs`` is the number of sweeps."""
+    start = time.perf_counter()
+    history = model.fit_gibbs(train, valid, config, callback)
+    config_dict = {
+        "model": model_name(model),
+        "hp": model.hparams(),
+        "train": asdict(config),
+        "dataset": train.name,
+        "data_source": train.source,
+    }
+    metrics = {"valid": evaluate(model, valid, config.task)}
+    return Run(model=model, config=config_dict, history=history, metrics=metrics, seconds=time.perf_counter() - start)
+
+
 def train_model(name: str, data: Split, config: TrainConfig, callback=None, **hp) -> Run:
     """Build model ``name`` (seeded), fit it and add test metrics: what the CLI and the Train page do."""
     torch.manual_seed(config.seed)
     if "counts" in hyperparameters(name) and hp.get("counts") is None:  # RaFM: ranks from train counts
         hp["counts"] = data.train.feature_counts().tolist()
     model = build_model(name, data.schema, **hp)
-    run = fit(model, data.train, data.valid, config, callback)
+    trainer = fit_by_sampling if hasattr(model, "fit_gibbs") else fit
+    run = trainer(model, data.train, data.valid, config, callback)
     run.config["split"] = {"seed": data.seed, "min_count": data.min_count}
     run.metrics["test"] = evaluate(run.model, data.test, config.task)
     return run

@@ -12,6 +12,7 @@ MODELS = {
     "dplr": "fmlib.models.dplr:DPLR",
     "rfm": "fmlib.models.rfm:RFM",
     "rafm": "fmlib.models.rafm:RaFM",
+    "bfm": "fmlib.models.bfm:BayesianFM",
 }
 
 

@@ -1,0 +1,274 @@
+"""Bayesian factorization machine: Rendle's MCMC FM, trained by Gibbs sampling ([Rendle2012], libFM's MCMC).
+
+Model (the field form of fmlib's FM, DPLR eq. 2), with e_f = Σ_{s in f} x_s v_{i_s} and slot values x_s:
+    ŷ = w0 + Σ_s x_s w_{i_s} + Σ_{f<g} ⟨e_f, e_g⟩,        y ~ N(ŷ, 1/α).
+Priors per field group g ([Rendle2012] §MCMC): w_i ~ N(μ_w[g], 1/λ_w[g]), v_{i,c} ~ N(μ_v[g,c], 1/λ_v[g,c]),
+w0 ~ N(μ0, 1/γ0); hyperpriors α, λ ~ Γ(α0/2, β0/2) (shape, rate) and μ | λ ~ N(μ0, 1/(γ0 λ)), with
+α0 = β0 = γ0 = 1, μ0 = 0 as in libFM.
+
+Multilinearity ([Rendle2012]): for each single parameter θ, ŷ = g_θ + θ h_θ where h_θ does not
+depend on θ:  h_{w0} = 1,  h_{w_i} = x_i,  h_{v_{i,c}} = x_i (q_c − e_{f(i),c}) with q_c = Σ_f e_{f,c}
+(e_f's own part cancels in the field form, so features of one field never interact). Hence the
+conditional of θ given everything else is Gaussian ([Rendle2012], the MCMC update of θ):
+    precision = α Σ_n h_n² + λ_θ,   mean = (α Σ_n h_n (r_n + θ h_n) + λ_θ μ_θ) / precision,
+where r = y − ŷ is the residual, cached and updated after every draw (as libFM caches e and q).
+
+Blocked, vectorised Gibbs: in the field form h of a feature never depends on its own field's
+parameters, so ŷ is jointly linear in all w of one field (and in one factor column of all v of one
+field), and that block is drawn from its joint Gaussian conditional in one step. For a
+single-valued field the block's features never share a sample: the joint is a product of the
+scalar conditionals libFM draws one by one, computed for the whole field with one ``bincount``.
+A multi-valued field (genres) gets one small joint Gaussian. Predictions average the posterior
+samples kept after ``burn_in`` sweeps; the model stores them and its ``forward`` is that
+posterior-mean prediction.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from scipy import sparse
+from torch import nn
+
+from ..data.schema import Schema
+
+# hyperprior constants of libFM's MCMC ([Rendle2012]): Γ(α0/2, β0/2) for α and every λ, μ | λ ~ N(μ0, 1/(γ0 λ))
+ALPHA0, BETA0, GAMMA0, MU0 = 1.0, 1.0, 1.0, 0.0
+
+
+class FieldDesign:
+    """The columns of one field in the design matrix: X_f (N × F, CSR) holds sample n's value x of
+    feature ``offset + j`` at (n, j), X_fᵀ (F × N, CSR) its transpose. The field's parameters enter ŷ
+    jointly linearly (h of a feature does not depend on its own field), so each sweep draws a
+    field's w, and each factor column of its V, as one block: independent scalars for a
+    single-valued field, whose features never share a sample (HᵀH is diagonal), one joint
+    Gaussian for a multi-valued field (genres), whose features co-occur."""
+
+    def __init__(self, g: int, field, index: np.ndarray, x: np.ndarray, starts: np.ndarray):
+        self.g, self.single, self.size = g, field.kind == "single", field.cardinality
+        self.features = slice(field.offset, field.offset + field.cardinality)
+        local = index[:, starts[g] : starts[g] + field.slots] - field.offset
+        values = x[:, starts[g] : starts[g] + field.slots]
+        n = len(index)
+        row, slot = np.nonzero(values)
+        self.X = sparse.csr_matrix((values[row, slot], (row, local[row, slot])), shape=(n, self.size))
+        self.XT = self.X.T.tocsr()
+        self.XT_squared = self.XT.multiply(self.XT).tocsr()  # x², for the diagonal of HᵀH
+        if not self.single:  # (HᵀH)_jl = Σ_n X_nj X_nl d_n²: a sum over the pairs of nonzero slots of a sample
+            pairs = [
+                (s, t, np.flatnonzero(values[:, s] * values[:, t]))
+                for s in range(field.slots)
+                for t in range(field.slots)
+            ]
+            self.pair_code = np.concatenate([local[r, s] * self.size + local[r, t] for s, t, r in pairs])
+            self.pair_x = np.concatenate([values[r, s] * values[r, t] for s, t, r in pairs])
+            self.pair_row = np.concatenate([r for _, _, r in pairs])
+
+    def gram(self, d: np.ndarray) -> np.ndarray:
+        """HᵀH for h_n = X_n d_n: its diagonal (F,) for a single-valued field, else (F, F)."""
+        if self.single:
+            return self.XT_squared @ (d * d)
+        weights = self.pair_x * (d * d)[self.pair_row]
+        return np.bincount(self.pair_code, weights, minlength=self.size**2).reshape(self.size, self.size)
+
+
+def gaussian_conditional(gram, hr, theta, alpha, lam, mu):
+    """Mean and covariance of the block θ | rest for ŷ = g + Hθ, y ~ N(ŷ, 1/α), θ ~ N(μ, 1/λ):
+    precision P = α HᵀH + λI, mean = P⁻¹ (α Hᵀ(r + Hθ) + λμ) with r = y − ŷ the residual
+    (the multilinearity update of [Rendle2012], jointly for a block). ``gram`` is HᵀH, or its
+    diagonal when it is diagonal (then the covariance returned is the diagonal too)."""
+    if gram.ndim == 1:
+        precision = alpha * gram + lam
+        return (alpha * (hr + gram * theta) + lam * mu) / precision, 1.0 / precision
+    cov = np.linalg.inv(alpha * gram + lam * np.eye(len(theta)))
+    return cov @ (alpha * (hr + gram @ theta) + lam * mu), cov
+
+
+def normal_gamma_conditional(theta: np.ndarray, mu):
+    """λ | μ, θ ~ Γ(shape, rate) and μ | λ, θ ~ N(mean, 1/(scale λ)) for the Normal-Gamma hyperprior
+    of [Rendle2012] over the n values θ (axis 0) of one group:
+    shape (α0 + n + 1)/2, rate (β0 + γ0(μ − μ0)² + Σ(θ − μ)²)/2, mean (γ0 μ0 + Σθ)/(γ0 + n), scale γ0 + n."""
+    n = theta.shape[0]
+    rate = (BETA0 + GAMMA0 * (mu - MU0) ** 2 + ((theta - mu) ** 2).sum(0)) / 2
+    return (ALPHA0 + n + 1) / 2, rate, (GAMMA0 * MU0 + theta.sum(0)) / (GAMMA0 + n), GAMMA0 + n
+
+
+def field_embeddings(V: np.ndarray, index: np.ndarray, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """e_f = Σ_{s in f} x_s v_{i_s} for every sample and field: (N, m, k) (fields are contiguous slots)."""
+    return np.add.reduceat(V[index] * x[..., None], starts, axis=1)
+
+
+def fm_predict(w0, w, V, index, x, starts) -> np.ndarray:
+    """ŷ = w0 + Σ_s x_s w_{i_s} + ½(‖Σ_f e_f‖² − Σ_f ‖e_f‖²) (DPLR eqs. 1–2) for one parameter sample."""
+    e = field_embeddings(V, index, x, starts)
+    return w0 + (w[index] * x).sum(1) + 0.5 * ((e.sum(1) ** 2).sum(1) - (e**2).sum((1, 2)))
+
+
+class GibbsSampler:
+    """State (w0, w, V, α, μ, λ) of the MCMC FM on one training set, with libFM's caches:
+    the residual r = y − ŷ and, per factor column c, the field embeddings e_{f,c} and q_c = Σ_f e_{f,c}."""
+
+    def __init__(self, schema: Schema, index, weight, y, dim: int, init_std: float, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.index, self.x, self.y = np.asarray(index), np.asarray(weight, np.float64), np.asarray(y, np.float64)
+        self.starts = np.cumsum([0] + [f.slots for f in schema.fields[:-1]])
+        self.fields = [FieldDesign(g, f, self.index, self.x, self.starts) for g, f in enumerate(schema.fields)]
+        m, n = schema.num_fields, schema.num_features
+        self.w0, self.w = 0.0, np.zeros(n)
+        self.V = self.rng.normal(0.0, init_std, (n, dim))
+        self.alpha = 1.0
+        self.mu_w, self.lam_w = np.zeros(m), np.ones(m)
+        self.mu_v, self.lam_v = np.zeros((m, dim)), np.ones((m, dim))
+        self.e = np.ascontiguousarray(field_embeddings(self.V, self.index, self.x, self.starts).transpose(2, 1, 0))
+        self.q = self.e.sum(1)  # (k, N)
+        self.r = self.y - self.predict(self.index, self.x)
+
+    def predict(self, index, x) -> np.ndarray:
+        return fm_predict(self.w0, self.w, self.V, index, np.asarray(x, np.float64), self.starts)
+
+    def _normal(self, mean, cov):
+        z = self.rng.standard_normal(np.shape(mean))
+        return mean + (np.sqrt(cov) * z if np.ndim(cov) == np.ndim(mean) else np.linalg.cholesky(cov) @ z)
+
+    def sweep(self):
+        """One Gibbs sweep in libFM's order: α, w0, (λ_w, μ_w), w, (λ_v, μ_v), then V column by column."""
+        self.alpha = self.rng.gamma((ALPHA0 + len(self.y)) / 2, 2 / (BETA0 + self.r @ self.r))
+        mean, var = gaussian_conditional(
+            np.array([len(self.y)]), np.array([self.r.sum()]), np.array([self.w0]), self.alpha, GAMMA0, MU0
+        )
+        new = float(self._normal(mean, var)[0])
+        self.r -= new - self.w0
+        self.w0 = new
+        self.lam_w, self.mu_w = self._draw_hyper(self.w, self.mu_w)
+        for f in self.fields:
+            self.w[f.features] = self._draw_block(f, self.w[f.features], 1.0, self.lam_w[f.g], self.mu_w[f.g])
+        self.lam_v, self.mu_v = self._draw_hyper(self.V, self.mu_v)
+        for c in range(self.V.shape[1]):
+            for f in self.fields:
+                d = self.q[c] - self.e[c, f.g]  # h_{v_{i,c}} = x_i (q_c − e_{f,c})
+                self.V[f.features, c] = self._draw_block(
+                    f, self.V[f.features, c], d, self.lam_v[f.g, c], self.mu_v[f.g, c], c
+                )
+
+    def conditional(self, f: FieldDesign, theta, d, lam, mu):
+        """Mean and covariance of a field's block θ | rest when h_n = X_n d_n (d = 1 for w)."""
+        d = np.broadcast_to(d, self.r.shape)
+        return gaussian_conditional(f.gram(d), f.XT @ (d * self.r), theta, self.alpha, lam, mu)
+
+    def _draw_block(self, f: FieldDesign, theta, d, lam, mu, c: int | None = None):
+        new = self._normal(*self.conditional(f, theta, d, lam, mu))
+        change = f.X @ (new - theta)
+        self.r -= d * change
+        if c is not None:  # a factor column moved: its field embedding and q move with it
+            self.e[c, f.g] += change
+            self.q[c] += change
+        return new
+
+    def _draw_hyper(self, values, mu):
+        """λ then μ of every field group (per factor column for V): Normal-Gamma conditionals."""
+        lam, new_mu = np.empty_like(mu), np.empty_like(mu)
+        for f in self.fields:
+            shape, rate, mean, scale = normal_gamma_conditional(values[f.features], mu[f.g])
+            lam[f.g] = self.rng.gamma(shape, 1 / rate)
+            new_mu[f.g] = self._normal(mean, 1 / (scale * lam[f.g]))
+        return lam, new_mu
+
+
+class BayesianFM(nn.Module):
+    """Posterior-mean FM: ``forward`` averages the FM prediction over the kept Gibbs samples.
+
+    Buffers (not gradient-trained parameters): ``w0`` (S,), ``w`` (S, n), ``V`` (S, n, k), one
+    row per kept sample. ``fit_gibbs`` draws them; a loaded run gets however many were saved.
+    """
+
+    def __init__(self, schema: Schema, dim: int = 10, burn_in: int = 10, init_std: float = 0.1):
+        super().__init__()
+        if dim < 1:
+            raise ValueError(f"dim must be >= 1, got {dim}")
+        if burn_in < 0:
+            raise ValueError(f"burn_in must be >= 0, got {burn_in}")
+        self.schema, self.dim, self.burn_in, self.init_std = schema, dim, burn_in, init_std
+        n = schema.num_features
+        self.register_buffer("w0", torch.zeros(0))
+        self.register_buffer("w", torch.zeros(0, n))
+        self.register_buffer("V", torch.zeros(0, n, dim))
+        self.register_buffer("slot_to_field", torch.tensor(schema.slot_fields()), persistent=False)
+
+    def hparams(self) -> dict:
+        return {"dim": self.dim, "burn_in": self.burn_in}
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        for name in ("w0", "w", "V"):  # as many posterior samples as were saved
+            if prefix + name in state_dict:
+                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def forward(self, index: torch.Tensor, weight: torch.Tensor, chunk: int = 16) -> torch.Tensor:
+        """(1/S) Σ_samples ŷ_s: the linear part of the mean sample plus the mean pairwise part."""
+        samples = self.V.shape[0]
+        if samples == 0:
+            raise RuntimeError("bfm has no posterior samples: train it with train_model (Gibbs sampling) first")
+        first = self.w0.mean() + (self.w.mean(0)[index] * weight).sum(1)
+        fields = self.schema.num_fields
+        pair = torch.zeros(index.shape[0])
+        for start in range(0, samples, chunk):
+            v = self.V[start : start + chunk][:, index] * weight[None, :, :, None]  # (c, B, S, k)
+            e = torch.zeros(v.shape[0], v.shape[1], fields, self.dim).index_add_(2, self.slot_to_field, v)
+            pair += 0.5 * (e.sum(2).pow(2) - e.pow(2).sum(2)).sum((0, 2))
+        return first + pair / samples
+
+    def fit_gibbs(self, train, valid, config, callback=None) -> list[dict]:
+        """Run ``config.epochs`` Gibbs sweeps on ``train``; keep the samples after ``burn_in``.
+
+        After each sweep ``callback(record)`` gets the train MSE of the current sample and the
+        validation RMSE/MAE of the running posterior mean (of the current sample during burn-in).
+        Returns the records."""
+        if config.task != "rating":
+            raise ValueError(
+                f"model 'bfm' samples a Gaussian likelihood and trains the rating task only, got task {config.task!r}"
+            )
+        if config.epochs <= self.burn_in:
+            raise ValueError(f"epochs (Gibbs sweeps) must exceed burn_in={self.burn_in}, got {config.epochs}")
+        start = time.perf_counter()
+        sampler = GibbsSampler(
+            train.schema,
+            train.index.numpy(),
+            train.weight.numpy(),
+            train.rating.numpy(),
+            self.dim,
+            self.init_std,
+            config.seed,
+        )
+        valid_index, valid_x, valid_y = (
+            valid.index.numpy(),
+            valid.weight.numpy().astype(np.float64),
+            valid.rating.numpy(),
+        )
+        low, high = valid.rating_range or (-np.inf, np.inf)
+        kept, valid_sum, history = [], np.zeros(len(valid_y)), []
+        for sweep in range(1, config.epochs + 1):
+            sampler.sweep()
+            prediction = sampler.predict(valid_index, valid_x)
+            if sweep > self.burn_in:
+                kept.append((sampler.w0, sampler.w.copy(), sampler.V.copy()))
+                valid_sum += prediction
+                prediction = valid_sum / len(kept)
+            err = np.clip(prediction, low, high) - valid_y
+            record = {
+                "epoch": sweep,
+                "epochs": config.epochs,
+                "train_loss": float(sampler.r @ sampler.r / len(sampler.r)),
+                "valid_rmse": float(np.sqrt(np.mean(err**2))),
+                "valid_mae": float(np.mean(np.abs(err))),
+                "seconds": time.perf_counter() - start,
+                "best": sweep == config.epochs,  # the model keeps the average of every kept sample
+            }
+            history.append(record)
+            if callback is not None:
+                callback(record)
+        self.w0 = torch.tensor([s[0] for s in kept], dtype=torch.float32)
+        self.w = torch.tensor(np.stack([s[1] for s in kept]), dtype=torch.float32)
+        self.V = torch.tensor(np.stack([s[2] for s in kept]), dtype=torch.float32)
+        return history
