@@ -1,19 +1,27 @@
 """Run store: trained runs on disk, one directory each.
 
     <root>/<run_id>/model.safetensors   weights (safetensors: no pickle)
-    <root>/<run_id>/run.json            config, schema, history, metrics, seconds
+    <root>/<run_id>/run.json            config, schema, history, metrics, seconds, author
 
 A run is written into a temporary directory and renamed into place, so a crash never leaves
 a half-written run. ``load`` rebuilds the model from the saved schema and hyperparameters.
+
+Runs shared by a class: a run saved with an ``author`` is that author's; a run saved without
+one (the command line, the teacher) is shared. A session's default run is its author's newest,
+else the newest shared one (``default_id``), never another author's. A quota on the number of
+runs and their bytes (``Quota``: ``FMLIB_MAX_RUNS``, ``FMLIB_MAX_RUN_BYTES``) refuses a save
+that would pass it, and nothing is written then.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from safetensors.torch import load_file, save_file
@@ -22,27 +30,85 @@ from .data.schema import Schema
 from .models import build_model
 from .train import Run
 
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+AUTHOR = re.compile(r"\w[\w .'-]{0,39}")
+
 
 class RunError(RuntimeError):
-    """A run directory that is missing, incomplete or corrupt."""
+    """A run directory that is missing, incomplete or corrupt, or a run id that cannot name one."""
+
+
+class QuotaError(ValueError):
+    """Saving would pass the run store's quota."""
 
 
 def default_root() -> Path:
     return Path(os.environ.get("FMLIB_RUNS", "runs"))
 
 
-class RunStore:
-    def __init__(self, root: str | Path | None = None):
-        self.root = Path(root) if root is not None else default_root()
+def check_run_id(run_id) -> str:
+    """A run id is a plain directory name: letters, digits, '-', '_', '.', not starting with '.'."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise ValueError(
+            f"run name {run_id!r}: use 1 to 80 letters, digits, '-', '_' and '.' (not first), no '/' or spaces"
+        )
+    return run_id
 
-    def save(self, run: Run, name: str | None = None) -> str:
-        """Save a run; returns its id (``<model>-<dataset>-<time>`` unless ``name`` is given)."""
-        run_id = name or f"{run.config['model']}-{run.config['dataset']}-{time.strftime('%Y%m%d-%H%M%S')}"
-        if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            raise ValueError(f"run name {run_id!r}: use letters, digits, '-', '_' and '.' only")
+
+def check_author(author) -> str:
+    """An author name: 1 to 40 letters, digits, spaces, '.', "'", '-' or '_', starting with a letter or digit."""
+    if not isinstance(author, str) or not AUTHOR.fullmatch(author):
+        raise ValueError(f"author {author!r}: use 1 to 40 letters, digits, spaces, '.', \"'\", '-' and '_'")
+    return author
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{name} must be a positive integer, got {text!r}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """The most runs, and bytes in all, the store holds."""
+
+    runs: int = 300
+    bytes: int = 1 << 30
+
+    @classmethod
+    def from_env(cls) -> Quota:
+        return cls(_env_int("FMLIB_MAX_RUNS", cls.runs), _env_int("FMLIB_MAX_RUN_BYTES", cls.bytes))
+
+
+def _bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+class RunStore:
+    def __init__(self, root: str | Path | None = None, quota: Quota | None = None):
+        self.root = Path(root) if root is not None else default_root()
+        self.quota = quota if quota is not None else Quota.from_env()
+
+    def save(self, run: Run, name: str | None = None, author: str | None = None) -> str:
+        """Save a run; returns its id (``<model>-<dataset>-<time>`` unless ``name`` is given).
+
+        ``author`` makes it that author's run; without one it is shared. QuotaError when the store
+        is full; nothing is written then."""
+        run_id = check_run_id(name or f"{run.config['model']}-{run.config['dataset']}-{time.strftime('%Y%m%d-%H%M%S')}")
+        if author is not None:
+            check_author(author)
         final = self.root / run_id
         if final.exists():
             raise ValueError(f"a run named {run_id!r} already exists in {self.root}")
+        held = self.ids()
+        if len(held) >= self.quota.runs:
+            raise QuotaError(
+                f"the run store is full: {len(held)} of {self.quota.runs} runs (FMLIB_MAX_RUNS); "
+                "nothing was saved — ask the teacher to delete some"
+            )
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}-", dir=self.root))
         try:
@@ -50,6 +116,7 @@ class RunStore:
             save_file(state, tmp / "model.safetensors")
             meta = {
                 "run_id": run_id,
+                "author": author,
                 "config": run.config,
                 "schema": run.model.schema.to_dict(),
                 "history": run.history,
@@ -58,6 +125,13 @@ class RunStore:
                 "created": time.strftime("%Y-%m-%d %H:%M:%S"),
             }
             (tmp / "run.json").write_text(json.dumps(meta, indent=1))
+            size, used = _bytes(tmp), sum(_bytes(self.root / i) for i in held)
+            if used + size > self.quota.bytes:
+                raise QuotaError(
+                    f"the run store is full: this run needs {size / 2**20:.1f} MiB, {used / 2**20:.1f} of "
+                    f"{self.quota.bytes / 2**20:.1f} MiB are used (FMLIB_MAX_RUN_BYTES); nothing was saved — "
+                    "ask the teacher to delete some"
+                )
             tmp.rename(final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -70,9 +144,39 @@ class RunStore:
         dirs = [d for d in self.root.iterdir() if d.is_dir() and not d.name.startswith(".")]
         return [d.name for d in sorted(dirs, key=lambda d: d.stat().st_mtime, reverse=True)]
 
+    def by_author(self) -> dict[str | None, list[str]]:
+        """Run ids per author (None: shared runs), each newest first."""
+        groups: dict[str | None, list[str]] = {}
+        for run_id in self.ids():
+            try:
+                author = self.info(run_id).get("author")
+            except RunError:  # a corrupt run is listed with the shared ones; picking it says why
+                author = None
+            groups.setdefault(author, []).append(run_id)
+        return groups
+
+    def default_id(self, author: str | None = None) -> str | None:
+        """The author's newest run, else the newest shared run, else None — never another author's."""
+        groups = self.by_author()
+        mine = groups.get(author) if author is not None else None
+        return (mine or groups.get(None) or [None])[0]
+
+    def delete(self, run_id: str) -> None:
+        """Remove a saved run (the app offers this to the teacher only)."""
+        path = self._dir(run_id)
+        if not path.is_dir():
+            raise RunError(f"run {run_id!r}: no such run in {self.root}")
+        shutil.rmtree(path)
+
+    def _dir(self, run_id: str) -> Path:
+        try:
+            return self.root / check_run_id(run_id)
+        except ValueError as err:
+            raise RunError(str(err)) from None
+
     def info(self, run_id: str) -> dict:
-        """The run's metadata (config, history, metrics) without loading weights."""
-        path = self.root / run_id / "run.json"
+        """The run's metadata (config, history, metrics, author) without loading weights."""
+        path = self._dir(run_id) / "run.json"
         try:
             meta = json.loads(path.read_text())
             meta["config"]["model"], meta["metrics"]
