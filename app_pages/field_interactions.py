@@ -1,7 +1,6 @@
 """Field interactions: learned R, pruned R vs DPLR at equal budget, spectra, Table 1 (DPLR paper)."""
 
 import re
-from pathlib import Path
 
 import streamlit as st
 
@@ -17,6 +16,7 @@ from fmlib.analysis.interactions import (
     spectrum,
 )
 from fmlib.plots.interactions import eigen_spectrum_figure, error_spectra_figure, interaction_heatmaps
+from fmlib.results import results_dir
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
 
@@ -159,12 +159,12 @@ with right:
     )
 
 st.subheader("Trained DPLR vs pruned FwFM: Table 1 on MovieLens")
-tables = sorted(Path("artifacts").glob("dplr_*.md"))
+tables = sorted(results_dir().glob("dplr_*.md"))
 if tables:
     chosen = st.selectbox("result", tables, format_func=lambda p: p.stem, key="table")
     st.markdown(re.sub(r"^(#+) ", r"###\1 ", chosen.read_text(), flags=re.M))  # file headings below this section's
 else:
     st.info(
         "No results yet. Run `python -m fmlib reproduce dplr --dataset ml-100k --seeds 3` "
-        "(about 30 trainings); it writes artifacts/dplr_ml-100k_rating.md, shown here."
+        f"(about 30 trainings); it writes {results_dir() / 'dplr_ml-100k_rating.md'}, shown here."
     )

@@ -1,7 +1,6 @@
 """Ranking with a cached context: score every movie for one user (DPLR paper §3.1, Alg. 1)."""
 
 import time
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -12,6 +11,7 @@ from fmlib.bench.ranking import ranking_benchmark, synthetic_schema
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
 from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items
+from fmlib.results import read_csv, results_dir
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
 
@@ -26,7 +26,7 @@ st.markdown(
 
 
 st.subheader("Per-item cost as the number of fields grows")
-saved = Path("artifacts") / "ranking_bench.csv"
+saved = results_dir() / "ranking_bench.csv"
 bench = st.session_state.get("ranking_bench")
 if bench is None and st.button("Run a quick benchmark here (m = 8 … 64, a few seconds)", key="bench"):
     schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in (8, 16, 32, 64)]
@@ -37,13 +37,13 @@ if bench is None and st.button("Run a quick benchmark here (m = 8 … 64, a few 
 if bench is not None:
     st.caption(
         "From the quick benchmark run here (1000 items, median of 3 repeats). "
-        "`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv."
+        f"`python -m fmlib bench ranking` writes the full benchmark to {saved}."
     )
 elif saved.exists():
-    bench = pd.read_csv(saved)
+    bench = read_csv(saved, columns=("schema", "m", "item_fields", "model", "per_item_us", "ratio_to_fm"))
     st.caption(f"From {saved} (`python -m fmlib bench ranking`).")
 else:
-    st.caption("`python -m fmlib bench ranking` writes the full benchmark to artifacts/ranking_bench.csv.")
+    st.caption(f"`python -m fmlib bench ranking` writes the full benchmark to {saved}.")
 if bench is not None:
     synthetic = bench[bench.schema.str.startswith("synthetic")]
     by_m = synthetic[synthetic.item_fields * 2 == synthetic.m]

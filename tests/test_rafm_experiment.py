@@ -77,5 +77,5 @@ def test_save_is_atomic_and_load_names_the_problem(tmp_path):
     with pytest.raises(FileNotFoundError, match="reproduce rafm"):
         rafm_experiment.load(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text('{"ranks": [4, 16]}')
-    with pytest.raises(ValueError, match="not a RaFM results file"):
+    with pytest.raises(ValueError, match="bad.json .*lacks summary, seeds"):
         rafm_experiment.load(tmp_path / "bad.json")

@@ -36,6 +36,7 @@ from ..models.dplr import DPLR
 from ..models.fm import FM
 from ..models.fwfm import FwFM
 from ..ranking import BATCH, assemble, chunked, layout, ranker
+from ..results import results_dir, write_csv
 
 SIZES = (1_000, 10_000, 100_000)
 LARGE = 1_000_000
@@ -284,7 +285,7 @@ def add_arguments(p):
     p.add_argument("--dim", type=positive_int, default=16, help="embedding size k")
     p.add_argument("--ranks", type=positive_int_list, default="1,2,4", help="comma-separated ranks ρ")
     p.add_argument("--fields", type=positive_int_list, default=",".join(map(str, FIELD_SWEEP)), help="m of the sweep")
-    p.add_argument("--out", default="artifacts", help="output directory for ranking_bench.csv")
+    p.add_argument("--out", default=None, help="output directory for ranking_bench.csv (default: $FMLIB_RESULTS)")
 
 
 def _figure(value, q1, q3, unit="") -> str:
@@ -304,9 +305,8 @@ def run(args) -> int:
         batch=args.batch,
         progress=lambda name: print(f"timed {name}", file=sys.stderr, flush=True),
     )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "ranking_bench.csv", index=False)
+    out = Path(args.out or results_dir())
+    write_csv(out / "ranking_bench.csv", df)
     print(
         f"per-item cost, µs: median [IQR] of 2 runs × {args.repeats} rounds (after a warm-up), 1 thread, "
         f"chunks of {args.batch} items, k = {args.dim}; × floor = per-round ratio to an embedding_bag sum "

@@ -31,6 +31,7 @@ from ..analysis.interactions import (
     with_R,
 )
 from ..arguments import add_data_arguments, add_train_arguments, positive_int, positive_int_list, train_config
+from ..results import results_dir, write_csv, write_text
 from ..train import TrainConfig, evaluate, fit, train_model
 
 LOWER_IS_BETTER = {"rmse": True, "mae": True, "logloss": True, "auc": False}
@@ -203,7 +204,7 @@ def add_arguments(p):
         default=10,
         help="features seen fewer times in train go to the rare bucket (the paper: 10)",
     )
-    p.add_argument("--out", default="artifacts", help="output directory for the CSV and markdown")
+    p.add_argument("--out", default=None, help="output directory for the CSV and markdown (default: $FMLIB_RESULTS)")
 
 
 def run(args) -> int:
@@ -231,12 +232,10 @@ def run(args) -> int:
         f"Post-hoc DPLR: the trained FwFM with R replaced by its rank-ρ DPLR approximation, no retraining. "
         f"Wall time {time.perf_counter() - start:.0f} s."
     )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"dplr_{args.dataset}_{args.task}"
-    df.to_csv(stem.with_suffix(".csv"), index=False)
+    stem = Path(args.out or results_dir()) / f"dplr_{args.dataset}_{args.task}"
+    write_csv(stem.with_suffix(".csv"), df)
     text = markdown(df, args.dataset, args.task, note)
-    stem.with_suffix(".md").write_text(text)
+    write_text(stem.with_suffix(".md"), text)
     print(text)
     print(f"written: {stem.with_suffix('.csv')}, {stem.with_suffix('.md')}", file=sys.stderr)
     return 0

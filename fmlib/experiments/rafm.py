@@ -18,9 +18,6 @@ default: on a shared 2-core machine more threads slow every run down and make ra
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -33,12 +30,12 @@ from ..arguments import add_data_arguments, add_train_arguments, int_list, posit
 from ..data import split as split_data
 from ..models import build_model
 from ..models.rafm_ranks import check_ranks
+from ..results import read_json, results_dir, write_json
 from ..train import MONITOR, TrainConfig, evaluate, fit, predict
 
 
 def results_path(dataset: str, root: str | Path | None = None) -> Path:
-    root = Path(root if root is not None else os.environ.get("FMLIB_RESULTS", "artifacts"))
-    return root / f"rafm-{dataset}.json"
+    return Path(root if root is not None else results_dir()) / f"rafm-{dataset}.json"
 
 
 class LevelOutput(nn.Module):
@@ -164,29 +161,12 @@ def compare(data, ranks, seeds, config: TrainConfig, log=None) -> dict:
 
 
 def save(result: dict, path: Path) -> Path:
-    """Write atomically: a temporary file renamed into place (never a half-written file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(result, f, indent=1)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+    return write_json(path, result)
 
 
 def load(path: Path) -> dict:
     """Saved results, or a clear error naming the file."""
-    try:
-        result = json.loads(Path(path).read_text())
-        result["summary"], result["ranks"], result["seeds"]
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no RaFM results at {path}: run `python -m fmlib reproduce rafm`") from None
-    except (ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path} is not a RaFM results file ({err})") from None
-    return result
+    return read_json(path, keys=("summary", "ranks", "seeds"), made_by="python -m fmlib reproduce rafm")
 
 
 def format_table(result: dict) -> str:

@@ -14,13 +14,13 @@ committed table otherwise.
 from __future__ import annotations
 
 import io
-import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
+
+from ..results import results_dir, write_text
 
 HEADER_KEYS = ("command", "commit", "date")
 
@@ -31,7 +31,7 @@ def committed_root() -> Path:
 
 
 def artifacts_root() -> Path:
-    return Path(os.environ.get("FMLIB_RESULTS", "artifacts"))
+    return results_dir()
 
 
 def git_commit() -> str:
@@ -52,18 +52,7 @@ def git_commit() -> str:
 def write(frame: pd.DataFrame, path: Path, command: str) -> Path:
     """Write ``frame`` with the header atomically (a temporary file renamed into place)."""
     header = {"command": command, "commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write("".join(f"# {k}: {v}\n" for k, v in header.items()))
-            frame.to_csv(f, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+    return write_text(path, "".join(f"# {k}: {v}\n" for k, v in header.items()) + frame.to_csv(index=False))
 
 
 def read(path: Path, columns=()) -> tuple[pd.DataFrame, dict]:
