@@ -79,7 +79,7 @@ def gaussian_conditional(gram, hr, theta, alpha, lam, mu):
     precision P = α HᵀH + λI, mean = P⁻¹ (α Hᵀ(r + Hθ) + λμ) with r = y − ŷ the residual
     (the multilinearity update of [Rendle2012], jointly for a block). ``gram`` is HᵀH, or its
     diagonal when it is diagonal (then the covariance returned is the diagonal too)."""
-    if gram.ndim == 1:
+    if np.ndim(gram) < 2:
         precision = alpha * gram + lam
         return (alpha * (hr + gram * theta) + lam * mu) / precision, 1.0 / precision
     cov = np.linalg.inv(alpha * gram + lam * np.eye(len(theta)))
@@ -121,8 +121,12 @@ class GibbsSampler:
         self.alpha = 1.0
         self.mu_w, self.lam_w = np.zeros(m), np.ones(m)
         self.mu_v, self.lam_v = np.zeros((m, dim)), np.ones((m, dim))
+        self.refresh()
+
+    def refresh(self):
+        """Recompute the caches from the state: e (k, m, N), q (k, N), r (N,)."""
         self.e = np.ascontiguousarray(field_embeddings(self.V, self.index, self.x, self.starts).transpose(2, 1, 0))
-        self.q = self.e.sum(1)  # (k, N)
+        self.q = self.e.sum(1)
         self.r = self.y - self.predict(self.index, self.x)
 
     def predict(self, index, x) -> np.ndarray:
@@ -135,10 +139,7 @@ class GibbsSampler:
     def sweep(self):
         """One Gibbs sweep in libFM's order: α, w0, (λ_w, μ_w), w, (λ_v, μ_v), then V column by column."""
         self.alpha = self.rng.gamma((ALPHA0 + len(self.y)) / 2, 2 / (BETA0 + self.r @ self.r))
-        mean, var = gaussian_conditional(
-            np.array([len(self.y)]), np.array([self.r.sum()]), np.array([self.w0]), self.alpha, GAMMA0, MU0
-        )
-        new = float(self._normal(mean, var)[0])
+        new = float(self._normal(*gaussian_conditional(len(self.y), self.r.sum(), self.w0, self.alpha, GAMMA0, MU0)))
         self.r -= new - self.w0
         self.w0 = new
         self.lam_w, self.mu_w = self._draw_hyper(self.w, self.mu_w)
