@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
-from scipy.stats import rankdata
 from torch import nn
 
 from .data.dataset import TASKS, Dataset, Split
@@ -69,6 +68,8 @@ def predict(model: nn.Module, data: Dataset, batch_size: int = 8192) -> torch.Te
 
 def auc(y: np.ndarray, score: np.ndarray) -> float:
     """Area under the ROC curve by the Mann–Whitney rank statistic (ties get mean ranks)."""
+    from scipy.stats import rankdata  # imported here: scipy.stats takes a second to import
+
     pos = y == 1
     n_pos, n_neg = pos.sum(), (~pos).sum()
     if n_pos == 0 or n_neg == 0:

@@ -68,6 +68,29 @@ def test_fallback_order_cache_and_source_reporting(monkeypatch, tmp_path):
     assert not [p for p in cache.iterdir() if p.name.startswith(".")], "no temporary leftovers"
 
 
+def test_encoded_tensors_are_cached_beside_the_frames(monkeypatch, tmp_path):
+    _fake_sources(monkeypatch, tmp_path)
+    cache = tmp_path / "cache"
+    first = movielens.load("ml-100k", cache_dir=cache)
+    monkeypatch.setattr(movielens, "encode", lambda raw: pytest.fail("the cached tensors must be used"))
+    second = movielens.load("ml-100k", cache_dir=cache)
+    assert second.schema == first.schema
+    assert torch.equal(second.index, first.index) and torch.equal(second.weight, first.weight)
+    (cached,) = (cache / "ml-100k").glob("encoded-*.pt")
+    assert cached == movielens.encoded_cache_file("ml-100k", cache)
+    assert not [p for p in (cache / "ml-100k").iterdir() if p.name.startswith(".")], "no temporary leftovers"
+
+
+def test_a_corrupt_encoded_cache_is_encoded_again(monkeypatch, tmp_path):
+    _fake_sources(monkeypatch, tmp_path)
+    cache = tmp_path / "cache"
+    first = movielens.load("ml-100k", cache_dir=cache)
+    movielens.encoded_cache_file("ml-100k", cache).write_bytes(b"half-written")
+    again = movielens.load("ml-100k", cache_dir=cache)
+    assert torch.equal(again.index, first.index)
+    assert movielens.encoded_cache_file("ml-100k", cache).stat().st_size > len(b"half-written")
+
+
 def test_corrupt_cache_is_detected_and_fetched_again(monkeypatch, tmp_path):
     calls = _fake_sources(monkeypatch, tmp_path)
     cache = tmp_path / "cache"

@@ -47,12 +47,14 @@ class Dataset:
     def subset(self, rows) -> "Dataset":
         rows = torch.as_tensor(rows, dtype=torch.long)
         frame = None if self.frame is None else self.frame.iloc[rows.numpy()].reset_index(drop=True)
-        return replace(self, index=self.index[rows], weight=self.weight[rows], rating=self.rating[rows], frame=frame)
+        index, weight, rating = (t.index_select(0, rows) for t in (self.index, self.weight, self.rating))
+        return replace(self, index=index, weight=weight, rating=rating, frame=frame)
 
     def feature_counts(self) -> np.ndarray:
         """Occurrences of every feature row (multi-valued values count once each)."""
-        present = self.weight > 0
-        return np.bincount(self.index[present].numpy(), minlength=self.schema.num_features)
+        present = (self.weight > 0).reshape(-1).double()  # padding slots (weight 0) do not count
+        counts = torch.bincount(self.index.reshape(-1), weights=present, minlength=self.schema.num_features)
+        return counts.long().numpy()
 
 
 @dataclass
@@ -80,10 +82,15 @@ def split(
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     n_train, n_valid = int(fractions[0] * n), int(fractions[1] * n)
     parts = perm[:n_train], perm[n_train : n_train + n_valid], perm[n_train + n_valid :]
-    counts = data.subset(parts[0]).feature_counts()
-    old_to_new, schema = _reencode(data.schema, counts, min_count)
-    train, valid, test = (replace(data.subset(p), schema=schema, index=old_to_new[data.index[p]]) for p in parts)
-    return Split(train, valid, test, seed, min_count)
+    train, valid, test = (data.subset(p) for p in parts)
+    old_to_new, schema = _reencode(data.schema, train.feature_counts(), min_count)
+
+    def reencoded(part: Dataset) -> Dataset:
+        return replace(
+            part, schema=schema, index=old_to_new.index_select(0, part.index.reshape(-1)).view_as(part.index)
+        )
+
+    return Split(reencoded(train), reencoded(valid), reencoded(test), seed, min_count)
 
 
 def _reencode(schema: Schema, counts: np.ndarray, min_count: int):

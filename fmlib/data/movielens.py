@@ -418,10 +418,49 @@ def encode(raw: pd.DataFrame, fields=FIELDS):
     )
 
 
-def load(name: str = "ml-100k", data_dir=None, cache_dir=None, log=None) -> Dataset:
-    """MovieLens as a Dataset of all ratings, every value of every field encoded."""
-    frames, source = load_frames(name, data_dir, cache_dir, log)
+ENCODING = 1  # bump when fields_frame/encode change, so cached tensors of an old encoding are not used
+
+
+def _encoded(frames: Frames, cache_file: Path | None):
+    """(schema, index, weight) of ``encode(fields_frame(frames))``, read from ``cache_file`` when
+    it exists (its name carries the checksums of the cached frames and ``ENCODING``), else
+    computed and written there atomically (a temporary file renamed into place)."""
+    if cache_file is not None and cache_file.exists():
+        try:
+            saved = torch.load(cache_file)
+            return Schema.from_dict(saved["schema"]), saved["index"], saved["weight"]
+        except Exception:  # unreadable or partial: encode again and overwrite it
+            pass
     schema, index, weight = encode(fields_frame(frames))
+    if cache_file is not None:
+        fd, tmp = tempfile.mkstemp(prefix=".encoded-", dir=cache_file.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                torch.save({"schema": schema.to_dict(), "index": index, "weight": weight}, out)
+            os.replace(tmp, cache_file)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return schema, index, weight
+
+
+def encoded_cache_file(name: str, root: Path) -> Path | None:
+    """Where the encoded tensors of the cached ``name`` live: beside its frames, keyed by the
+    frames' checksums (manifest.json) and ``ENCODING``; None when there is no cache."""
+    manifest = root / name / "manifest.json"
+    if not manifest.exists():
+        return None
+    key = hashlib.sha256(manifest.read_bytes() + str(ENCODING).encode()).hexdigest()[:16]
+    return root / name / f"encoded-{key}.pt"
+
+
+def load(name: str = "ml-100k", data_dir=None, cache_dir=None, log=None) -> Dataset:
+    """MovieLens as a Dataset of all ratings, every value of every field encoded.
+
+    When the frames come from the cache, the encoded tensors are cached beside them."""
+    frames, source = load_frames(name, data_dir, cache_dir, log)
+    from_cache = not (data_dir or os.environ.get("FMLIB_DATA_DIR"))
+    root = Path(cache_dir) if cache_dir else cache_root()
+    schema, index, weight = _encoded(frames, encoded_cache_file(name, root) if from_cache else None)
     return Dataset(
         schema=schema,
         index=index,
