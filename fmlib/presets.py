@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from .results import write_text
 from .train import TrainConfig
 
 TRAIN_KEYS = ("lr", "weight_decay", "batch_size", "epochs", "patience")  # what a preset fixes
@@ -45,17 +45,7 @@ def preset_path(dataset: str, model: str, rank=None, task: str = "rating", root=
 
 def save(preset: dict, path: Path) -> Path:
     """Write ``preset`` atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(preset, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+    return write_text(path, json.dumps(preset, indent=1) + "\n")
 
 
 def load(dataset: str, model: str, rank=None, task: str = "rating", root=None) -> dict:
