@@ -1,6 +1,7 @@
 """Command line: ``python -m fmlib <command> ...``.
 
     train --model fm|fwfm|dplr|rafm|rfm [...]         train, print one JSON line
+    tune --model M --trials N [...]                     tune on the validation split, write presets/...
     data info | data fetch                              which source serves the data, its fields
     bench train                                         fmlib vs torchfm seconds per epoch
 and the topic commands listed in TOPIC_COMMANDS. Bad input: one line on stderr, exit code 2.
@@ -77,6 +78,14 @@ def cmd_train(args) -> int:
                     f"--{key} does not apply to model {args.model!r} (its hyperparameters: {', '.join(accepted)})"
                 )
             hp[key] = value
+    if args.preset == "tuned":  # the preset's settings and split; --seed, --task and the size flags pick it
+        from . import presets
+
+        size = presets.RANK_HP.get(args.model)
+        preset = presets.load(args.dataset, args.model, hp.get(size), args.task)
+        config = presets.train_config(preset, seed=args.seed)
+        hp = {**presets.hyperparameters(preset), **hp}
+        args.min_count = preset["min_count"]
 
     def log(msg):
         return print(msg, file=sys.stderr)
@@ -152,8 +161,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rank", type=positive_int, default=None, help="DPLR: rank ρ of R (1..m-1)")
     p.add_argument("--ranks", type=int_list, default=None, help="RaFM: rank set D_1 < ... < D_m, e.g. 8,32")
     p.add_argument("--hp", default="{}", help="extra model hyperparameters as JSON, e.g. '{\"rank\": 2}'")
+    p.add_argument(
+        "--preset",
+        choices=["tuned"],
+        default=None,
+        help="tuned: lr, weight decay, epochs, hyperparameters and min count from presets/<dataset>/<model>[-<size>].json",
+    )
     p.add_argument("--runs-dir", default=None, help="run store (default: $FMLIB_RUNS or ./runs)")
     p.set_defaults(func=cmd_train)
+
+    from .experiments import tune
+
+    p = sub.add_parser("tune", help="tune a model on the validation split (Optuna) and write its preset")
+    tune.add_arguments(p)
+    p.set_defaults(func=tune.run)
 
     data = sub.add_parser("data", help="MovieLens data").add_subparsers(dest="data_command", required=True)
     for name, func, text in [

@@ -75,3 +75,54 @@ def test_preset_round_trip_and_mismatch(tmp_path, small_split):
     (tmp_path / "synthetic" / "fwfm.json").write_text("{")
     with pytest.raises(ValueError, match="corrupt"):
         presets.load("synthetic", "fwfm", root=tmp_path)
+
+
+def _cli(args, capsys):
+    from fmlib.cli import main
+
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1"]
+    code, out, err = _cli(args, capsys)
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    path = tmp_path / "presets" / "ml-100k" / "fm-8.json"
+    assert result["preset"] == str(path) and result["finished_trials"] == 2
+    preset = json.loads(path.read_text())
+    assert preset["hp"] == {"dim": 8} and "--rank 8" in preset["tuning"]["command"]
+    code, out, _ = _cli([*args[:6], "3", *args[7:]], capsys)  # resumes: one more trial
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["finished_trials"] == 3
+    code, out, _ = _cli(["train", "--model", "fm", "--dim", "8", "--preset", "tuned", "--seed", "1"], capsys)
+    assert code == 0
+    config = json.loads(out)["config"]
+    assert config["train"]["lr"] == json.loads(path.read_text())["train"]["lr"] and config["train"]["seed"] == 1
+
+
+def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    good = tmp_path / "presets" / "ml-100k" / "fm-8.json"
+    good.parent.mkdir(parents=True)
+    good.write_text(json.dumps({"model": "fwfm", "dataset": "ml-100k", "task": "rating"}))
+    code, _, err = _cli(["train", "--model", "fm", "--dim", "8", "--preset", "tuned"], capsys)
+    assert code == 2 and "corrupt" in err and len(err.strip().splitlines()) == 1
+    before = good.read_text()
+    study = tmp_path / "runs" / ".studies" / "ml-100k" / "fm-8-seed0.sqlite3"
+    study.parent.mkdir(parents=True)
+    study.write_bytes(b"garbage" * 200)
+    code, _, err = _cli(["tune", "--model", "fm", "--rank", "8", "--trials", "2"], capsys)
+    assert code == 2 and "corrupt" in err and len(err.strip().splitlines()) == 1
+    assert good.read_text() == before
+    for args, message in [
+        (["tune", "--model", "fm", "--trials", "0"], "--trials"),
+        (["tune", "--model", "fm", "--dim", "8", "--trials", "1"], "--dim applies to dplr only"),
+        (["tune", "--model", "fm", "--ranks", "8,32", "--trials", "1"], "--ranks does not apply"),
+        (["train", "--model", "fm", "--preset", "best"], "--preset"),
+        (["train", "--model", "dplr", "--rank", "3", "--preset", "tuned"], "no tuned preset dplr-3"),
+    ]:
+        code, _, err = _cli(args, capsys)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
