@@ -5,10 +5,12 @@ Not a page itself (st.navigation lists only PAGES). Pages import it as ``app_pag
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import streamlit as st
 
 from fmlib.data import movielens, split, synthetic
-from fmlib.runs import RunStore
+from fmlib.runs import RunError, RunStore
 
 # (file, title, icon, one line for the home page). Add one line per page.
 PAGES = [
@@ -61,6 +63,12 @@ PAGES = [
         ":material/lock_open:",
         "Recover the input of an attention layer from its weights and output (GD vs Newton, the regulariser's trade-off), then hidden first movies of MovieLens users from a tiny transformer.",
     ),
+    (
+        "app_pages/teacher.py",
+        "Teacher",
+        ":material/admin_panel_settings:",
+        "For the teacher, behind a passcode: the class's saved runs, the store's quota, deleting runs.",
+    ),
 ]
 DATASETS = [*movielens.SPECS, "synthetic"]
 
@@ -90,3 +98,53 @@ def run_store() -> RunStore:
 def selected_run_id() -> str | None:
     """The run picked in the sidebar, if any."""
     return st.session_state.get("run_id")
+
+
+def fail(err) -> NoReturn:
+    """Show ``err`` as an error (its message, no traceback) and stop the page."""
+    st.error(str(err))
+    st.stop()
+
+
+@st.cache_resource(show_spinner="Loading the run ...")
+def load_run(run_id: str):
+    return run_store().load(run_id)
+
+
+def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, train_quick):
+    """The run picked in the sidebar if ``usable(run)``, else a quick run trained here on a click.
+
+    ``advice``: what to do instead, shown when the picked run is not usable; ``quick_name``: the
+    quick run, e.g. "quick FwFM"; ``train_quick(dataset, progress)`` trains it (``progress`` is
+    ``fit``'s per-epoch callback); it is kept in ``st.session_state[quick_key]``. Returns
+    ``(run, source)``, source saying where the run comes from; stops the page until there is a run.
+    """
+    run_id = selected_run_id()
+    if run_id is not None:
+        try:
+            run = load_run(run_id)
+        except RunError as err:
+            st.error(str(err))
+        else:
+            if usable(run):
+                return run, f"saved run **{run_id}** ({run.config['model']} on {run.config['dataset']})"
+            st.warning(f"Run {run_id} is an **{run.config['model']}** model: {advice}")
+    quick = st.session_state.get(quick_key)
+    if quick is None:
+        name = dataset_name()
+        if run_id is None:
+            st.info(
+                f"No saved run is selected in the sidebar. Train a {quick_name} on {name} here, "
+                "or train and save a run on the Train page and pick it in the sidebar."
+            )
+        if not st.button(f"Train a {quick_name} on {name}", type="primary", key="quick_train"):
+            st.stop()
+        bar = st.progress(0.0, text="training ...")
+        try:
+            quick = train_quick(
+                name, lambda record: bar.progress(record["epoch"] / record["epochs"], text=f"epoch {record['epoch']}")
+            )
+        except Exception as err:  # no data source, bad settings: say why, no traceback
+            fail(err)
+        st.session_state[quick_key] = quick
+    return quick, f"a {quick_name} trained here on {quick.config['dataset']} (not saved)"

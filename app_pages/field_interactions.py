@@ -4,7 +4,7 @@ import re
 
 import streamlit as st
 
-from app_pages._ui import dataset_name, load_split, run_store, selected_run_id
+from app_pages._ui import fail, load_split, saved_or_quick_run
 from fmlib.analysis.interactions import (
     budget,
     dplr_posthoc,
@@ -17,7 +17,6 @@ from fmlib.analysis.interactions import (
 )
 from fmlib.plots.interactions import eigen_spectrum_figure, error_spectra_figure, interaction_heatmaps
 from fmlib.results import results_dir
-from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
 
 st.title("Field interactions")
@@ -28,62 +27,27 @@ st.markdown(
 )
 
 
-@st.cache_resource(show_spinner="Loading the run ...")
-def load_run(run_id: str):
-    return run_store().load(run_id)
-
-
 @st.cache_data(show_spinner="Approximating R ...")
 def approximations(R, rank: int, method: str):
     keep = budget(R.shape[0], rank)
     return prune(R, keep), dplr_posthoc(R, rank, method).R
 
 
-model, source = None, None
-run_id = selected_run_id()
-if run_id is not None:
-    try:
-        run = load_run(run_id)
-    except RunError as err:
-        st.error(str(err))
-    else:
-        if hasattr(run.model, "R"):
-            model, source = run.model, f"saved run **{run_id}** ({run.config['model']} on {run.config['dataset']})"
-        else:
-            st.warning(
-                f"Run {run_id} is an **{run.config['model']}** model: it has no field interaction "
-                "matrix R (an FM is the FwFM with R = 11ᵀ − I fixed). Pick an fwfm or dplr run in "
-                "the sidebar, or train a quick FwFM here."
-            )
-quick = st.session_state.get("interactions_quick_run")
-if model is None and quick is not None:
-    model, source = quick.model, f"a quick FwFM trained here on {quick.config['dataset']} (not saved)"
-if model is None:
-    if run_id is None:
-        st.info(
-            "No saved run is selected in the sidebar. Train a quick FwFM on the current dataset "
-            "to see its R (or train and save an fwfm/dplr run on the Train page)."
-        )
-    name = dataset_name()
-    if st.button(f"Train a quick FwFM on {name}", type="primary", key="quick_train"):
-        bar = st.progress(0.0, text="training ...")
-        config = TrainConfig(epochs=8 if name == "synthetic" else 4, lr=1e-2, patience=2)
-        try:
-            quick = train_model(
-                "fwfm",
-                load_split(name, 0),
-                config,
-                dim=8,
-                callback=lambda r: bar.progress(r["epoch"] / r["epochs"], text=f"epoch {r['epoch']}"),
-            )
-        except Exception as err:  # no data source, bad settings: say why, no traceback
-            st.error(str(err))
-            st.stop()
-        st.session_state["interactions_quick_run"] = quick
-        model, source = quick.model, f"a quick FwFM trained here on {name} (not saved)"
-    else:
-        st.stop()
-
+run, source = saved_or_quick_run(
+    lambda run: hasattr(run.model, "R"),
+    "it has no field interaction matrix R (an FM is the FwFM with R = 11ᵀ − I fixed). "
+    "Pick an fwfm or dplr run in the sidebar, or train a quick FwFM here.",
+    "quick FwFM",
+    "interactions_quick_run",
+    lambda name, progress: train_model(
+        "fwfm",
+        load_split(name, 0),
+        TrainConfig(epochs=8 if name == "synthetic" else 4, lr=1e-2, patience=2),
+        progress,
+        dim=8,
+    ),
+)
+model = run.model
 R = interaction_matrix(model)
 m, names = R.shape[0], model.schema.names
 is_dplr = hasattr(model, "U")
@@ -110,8 +74,7 @@ method = right.radio(
 try:
     pruned, posthoc = approximations(R, rank, method)
 except ValueError as err:
-    st.error(str(err))
-    st.stop()
+    fail(err)
 keep = budget(m, rank)
 left_pct = percent_left(m, keep)
 st.plotly_chart(

@@ -6,13 +6,12 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app_pages._ui import dataset_name, load_split, run_store, selected_run_id
+from app_pages._ui import load_split, saved_or_quick_run
 from fmlib.bench.ranking import ranking_benchmark, synthetic_schema
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
 from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items
 from fmlib.results import read_csv, results_dir
-from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
 
 RANKABLE = ("fm", "fwfm", "dplr")
@@ -60,49 +59,20 @@ if bench is not None:
 st.subheader("Rank every movie for one user")
 
 
-@st.cache_resource(show_spinner="Loading the run ...")
-def load_run(run_id: str):
-    return run_store().load(run_id)
-
-
-run, source = None, None
-run_id = selected_run_id()
-if run_id is not None:
-    try:
-        candidate = load_run(run_id)
-    except RunError as err:
-        st.error(str(err))
-    else:
-        if candidate.config["model"] in RANKABLE:
-            run, source = candidate, f"saved run **{run_id}**"
-        else:
-            st.warning(
-                f"Run {run_id} is an **{candidate.config['model']}** model; cached-context ranking "
-                f"is implemented for {', '.join(RANKABLE)}. Pick one of those, or train a quick DPLR here."
-            )
-if run is None and "ranking_quick_run" in st.session_state:
-    run, source = st.session_state["ranking_quick_run"], "a quick DPLR (ρ = 2) trained here (not saved)"
-if run is None:
-    if run_id is None:
-        st.info("No saved run is selected in the sidebar. Train a quick DPLR-FwFM (ρ = 2) on the current dataset.")
-    name = dataset_name()
-    if not st.button(f"Train a quick DPLR on {name}", type="primary", key="quick_train"):
-        st.stop()
-    with st.spinner("training ..."):
-        try:
-            run = train_model(
-                "dplr",
-                load_split(name, 0),
-                TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2),
-                dim=8,
-                rank=2,
-            )
-        except Exception as err:  # no data source, bad settings: say why, no traceback
-            st.error(str(err))
-            st.stop()
-    st.session_state["ranking_quick_run"] = run
-    source = "a quick DPLR (ρ = 2) trained here (not saved)"
-
+run, source = saved_or_quick_run(
+    lambda run: run.config["model"] in RANKABLE,
+    f"cached-context ranking is implemented for {', '.join(RANKABLE)}. Pick one of those, or train a quick DPLR here.",
+    "quick DPLR (ρ = 2)",
+    "ranking_quick_run",
+    lambda name, progress: train_model(
+        "dplr",
+        load_split(name, 0),
+        TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2),
+        progress,
+        dim=8,
+        rank=2,
+    ),
+)
 model = run.model.eval()
 split_cfg = run.config.get("split", {"seed": 0, "min_count": 1})
 data = load_split(run.config["dataset"], split_cfg["seed"], split_cfg["min_count"])
