@@ -50,7 +50,7 @@ def git_commit() -> str:
 
 
 def write(frame: pd.DataFrame, path: Path, command: str) -> Path:
-    """Write ``frame`` with the header atomically (a temporary file renamed into place)."""
+    """Write ``frame`` under its header, atomically."""
     header = {"command": command, "commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     return write_text(path, "".join(f"# {k}: {v}\n" for k, v in header.items()) + frame.to_csv(index=False))
 
@@ -78,7 +78,7 @@ def read(path: Path, columns=()) -> tuple[pd.DataFrame, dict]:
 def newest(name: str, artifacts=None, committed=None) -> Path | None:
     """The later-dated of ``<artifacts>/<name>`` and ``<results>/<name>``, or None if neither exists."""
     found = []
-    for root in (artifacts or artifacts_root(), committed or committed_root()):
+    for root in (artifacts or results_dir(), committed or committed_root()):
         path = Path(root) / name
         if path.exists():
             try:

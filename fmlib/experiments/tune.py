@@ -146,10 +146,12 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeou
 
     missing = trials - len(finished(study))
     if missing > 0:
-        study.optimize(objective, n_trials=missing, timeout=timeout, catch=(RuntimeError,), show_progress_bar=progress)
+        study.optimize(
+            objective, n_trials=missing, timeout=timeout, catch=(RuntimeError, ValueError), show_progress_bar=progress
+        )
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
-        raise RuntimeError(f"study {study.study_name}: no trial finished without error; no preset written")
+        raise RuntimeError(f"study {study.study_name}: every trial failed (diverged?); no preset written")
     return study.best_trial.params, study.best_value
 
 
