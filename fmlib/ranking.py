@@ -17,8 +17,8 @@ own rows. Per-item cost, k the embedding size:
 * FM (eq. 2c) is the same computation with R_FM = 11ᵀ − I, i.e. ρ = 1, U = 1ᵀ, e = 1, d = −1
   (eq. 7): per item ½‖s_C + Σ_I v_i‖² − ½‖s_C‖² − ½ Σ_I ‖v_i‖² + Σ_I w_i, O(|I|k).
 * A multi-valued item field (genres) has e_f = Σ_s weight_s v_s, whose ‖e_f‖² is not a sum over
-  rows: its d_f ‖e_f‖² is added from its own ``embedding_bag`` per item. Single-valued slots
-  weigh 1 (``Dataset``), so their rows need no weights.
+  rows: its own weighted ``embedding_bag`` gives e_f, which adds U_:f e_fᵀ to P and ½ d_f ‖e_f‖².
+  Single-valued slots weigh 1 (``Dataset``), so their rows need no weights.
 * FwFM: the paper counts O(m²k) per item (§3.2), which is what a full forward pass costs. A
   cache helps here too: the context-item terms Σ_c Σ_i R_ci ⟨v_c, v_i⟩ = Σ_i ⟨v_i, w_i⟩ with
   w_i = Σ_c R_ic v_c computed once per query, so the per-item cost is O(|I|k + |I|²k) — quadratic
@@ -132,17 +132,21 @@ class LowRankRanker(_Ranker):
         schema, k = model.schema, model.dim
         self.U_C, self.e, self.d_C = U[:, lay.context_fields], e, d[lay.context_fields]
         self.coef = e.repeat_interleave(k)  # e_r for every entry of P_r,: (flattened ρ×k)
-        # the table T (one row per feature): (U_1f v_j, …, U_ρf v_j, w_j + ½ d_f ‖v_j‖²), f the field of row j;
-        # a multi-valued field's ½ d_f ‖e_f‖² is not a sum over rows, so its rows carry w_j only
+        # the table T, one row per feature j of field f: (U_1f v_j, …, U_ρf v_j, w_j + ½ d_f ‖v_j‖²)
         field = torch.repeat_interleave(torch.tensor([f.cardinality for f in schema.fields]))
-        single = torch.tensor([f.slots == 1 for f in schema.fields])
         v, w = model.embedding.weight.detach(), model.linear.weight.detach()[:, 0]
         scaled = (U.T[field].unsqueeze(-1) * v.unsqueeze(1)).reshape(len(v), -1)  # (rows, ρk)
-        self.table = torch.cat([scaled, (w + 0.5 * single[field] * d[field] * v.pow(2).sum(1))[:, None]], 1)
-        # multi-valued item fields: (d_f, the columns of the item slots that make up field f)
+        self.table = torch.cat([scaled, (w + 0.5 * d[field] * v.pow(2).sum(1))[:, None]], 1)
+        # a multi-valued field's d_f ‖e_f‖² is not a sum over rows: its rows come from (v_j, w_j) with
+        # their weights, and e_f adds U_:f e_fᵀ to P and ½ d_f ‖e_f‖² to the score
+        self.vw = torch.cat([v, w[:, None]], 1)
         slot_field = torch.tensor(schema.slot_fields())[lay.item_slots]
+        single = torch.tensor([schema.fields[f].slots == 1 for f in slot_field.tolist()])
+        self.single_cols = None if single.all() else single.nonzero()[:, 0]
         self.multi = [
-            (float(d[f]), (slot_field == f).nonzero()[:, 0]) for f in lay.item_fields.tolist() if not single[f]
+            (U[:, f], float(d[f]), (slot_field == f).nonzero()[:, 0])
+            for f in lay.item_fields.tolist()
+            if schema.fields[f].slots > 1
         ]
 
     def context(self, V_C, first) -> dict:
@@ -151,17 +155,18 @@ class LowRankRanker(_Ranker):
 
     def items(self, cache, item_index, item_weight) -> torch.Tensor:
         """Algorithm 1 steps 2–3, halved (eq. 5): one gather-sum of T per item, then ½ Σ_r e_r ‖P_r,:‖²."""
-        rows = F.embedding_bag(
-            item_index, self.table, per_sample_weights=None if self.item_single else item_weight, mode="sum"
-        )
+        single = item_index if self.single_cols is None else item_index[:, self.single_cols]
+        if single.shape[1]:
+            rows = F.embedding_bag(single, self.table, mode="sum")  # (N, ρk + 1): U_I V_I and the scalars
+        else:
+            rows = torch.zeros(len(item_index), self.table.shape[1])
+        for U_f, d_f, cols in self.multi:
+            g = F.embedding_bag(item_index[:, cols], self.vw, per_sample_weights=item_weight[:, cols], mode="sum")
+            e_f = g[:, :-1]
+            rows[:, :-1].unflatten(1, (len(U_f), -1)).add_(U_f[:, None] * e_f[:, None, :])
+            rows[:, -1] += g[:, -1] + 0.5 * d_f * e_f.pow(2).sum(1)
         P = rows[:, :-1].add_(cache["P_C"]).square_()  # (P_C + U_I V_I)², flattened (N, ρk)
-        scores = torch.addmv(rows[:, -1] + cache["const"], P, self.coef, alpha=0.5)
-        for d_f, cols in self.multi:
-            e_f = F.embedding_bag(
-                item_index[:, cols], self.model.embedding.weight, per_sample_weights=item_weight[:, cols], mode="sum"
-            )
-            scores += 0.5 * d_f * e_f.pow(2).sum(1)
-        return scores
+        return torch.addmv(rows[:, -1] + cache["const"], P, self.coef, alpha=0.5)
 
 
 class FwFMRanker(_Ranker):

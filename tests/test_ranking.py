@@ -17,6 +17,7 @@ from fmlib.bench.ranking import (
     query_timing,
     ranking_benchmark,
     spread,
+    sweep_rows,
     sweep_schemas,
     synthetic_schema,
 )
@@ -24,6 +25,7 @@ from fmlib.cli import main
 from fmlib.data import movielens
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
+from fmlib.plots.ranking import log_ticks, per_item_cost_figure
 from fmlib.ranking import (
     assemble,
     context_of,
@@ -93,6 +95,16 @@ def test_cached_context_equals_full_forward(name, hp, batch):
         full = model(*assemble(lay, ctx_index, ctx_weight, items, item_weight))
     assert torch.allclose(cached, full, atol=1e-5, rtol=0)
     assert torch.allclose(full_pass(model, ctx_index, ctx_weight, items, item_weight, batch), full, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("name, hp", [("fm", {}), ("dplr", {"rank": 1})])
+def test_only_a_multi_valued_item_field(name, hp):
+    schema = Schema.build([("user", "context", "single", 9, 1), ("genres", "item", "multi", 8, 3)])
+    model = randomised(name, schema, **hp)
+    index = torch.stack([torch.randint(0, 9, (20,)), *(9 + torch.randint(0, 8, (3, 20)))], 1)
+    weight = torch.tensor([1.0, 0.5, 0.5, 0.0]).expand(20, 4)
+    args = (index[0, :1], weight[0, :1], index[:, 1:], weight[:, 1:])
+    assert torch.allclose(rank_items(model, *args), full_pass(model, *args), atol=1e-5, rtol=0)
 
 
 def test_the_fm_table_is_algorithm_1_with_r_fm():
@@ -293,3 +305,20 @@ def test_bench_cli(tmp_path, capsys):
     assert (tmp_path / "ranking_bench.csv").exists()
     assert main(["bench", "ranking", "--ranks", "0"]) == 2
     assert main(["bench", "ranking", "--fields", "1"]) == 2
+
+
+def test_log_ticks_are_labelled_in_full():
+    ticks = log_ticks(0.03, 7)
+    assert ticks == pytest.approx([0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10])
+    with pytest.raises(ValueError, match="0 < low <= high"):
+        log_ticks(0, 1)
+
+
+def test_per_item_cost_figure_has_spread_bars_title_and_units():
+    df = ranking_benchmark(sweep_schemas((8, 12), ()), sizes=(40,), ranks=(1,), repeats=2)
+    fig = per_item_cost_figure(sweep_rows(df, 40, "m"), "m", title="cost per item")
+    assert fig.layout.title.text == "cost per item" and "µs" in fig.layout.yaxis.title.text
+    assert fig.layout.xaxis.title.text.startswith("number of fields m")
+    floor = next(t for t in fig.data if t.name == FLOOR)
+    assert list(floor.x) == [8, 12] and (floor.error_y.array >= 0).all() and (floor.error_y.arrayminus >= 0).all()
+    assert list(fig.layout.yaxis.ticktext) == [f"{t:g}" for t in fig.layout.yaxis.tickvals]

@@ -1,40 +1,73 @@
-"""Figures for cached-context ranking: per-item latency against m and |I| (DPLR §4.2.2)."""
+"""Figures for cached-context ranking: per-item cost against m and |I| (DPLR §4.2.2, Algorithm 1)."""
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 
-def per_item_cost_figure(df: pd.DataFrame, x: str = "m", log_y: bool = True) -> go.Figure:
-    """Per-item latency (µs) of every model against ``x`` ("m" or "item_fields"), one line each.
+def log_ticks(low: float, high: float) -> list[float]:
+    """Tick values 1, 2, 5 × 10ⁿ covering [low, high] (both > 0), labelled in full on a log axis."""
+    if not 0 < low <= high:
+        raise ValueError(f"log ticks need 0 < low <= high, got {low}, {high}")
+    ticks = []
+    for n in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+        ticks += [c * 10.0**n for c in (1, 2, 5)]
+    inside = [t for t in ticks if low <= t <= high]
+    below = [t for t in ticks if t < low][-1:]
+    above = [t for t in ticks if t > high][:1]
+    return below + inside + above  # one tick past each end, so the axis is labelled at both ends
 
-    ``df`` is a ``ranking_benchmark`` frame already restricted to one sweep.
+
+def per_item_cost_figure(df: pd.DataFrame, x: str = "m", title: str = "") -> go.Figure:
+    """Per-item cost (µs, median with IQR bars) of every scorer against ``x`` ("m" or "item_fields").
+
+    ``df``: the rows of one sweep at one catalogue size of a ``ranking_benchmark`` frame.
     """
     if x not in ("m", "item_fields"):
         raise ValueError(f"x must be 'm' or 'item_fields', got {x!r}")
     fig = go.Figure()
-    palette = qualitative.Dark24  # a distinct colour per line: there are more models than the default 10 colours
+    palette = qualitative.Dark24  # a distinct colour per line: there are more scorers than the default 10 colours
     for i, (model, group) in enumerate(df.groupby("model", sort=False)):
         group = group.sort_values(x)
         fig.add_trace(
             go.Scatter(
                 x=group[x],
                 y=group["per_item_us"],
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=group["per_item_q3"] - group["per_item_us"],
+                    arrayminus=group["per_item_us"] - group["per_item_q1"],
+                ),
                 name=model,
                 mode="lines+markers",
                 line_color=palette[i % len(palette)],
-                customdata=group["ratio_to_fm"],
-                hovertemplate="%{y:.3f} µs (×%{customdata:.2f} FM)<extra>" + model + "</extra>",
+                line_dash="dot" if model.startswith("floor") else "solid",
+                customdata=group[["per_item_q1", "per_item_q3", "x_floor"]],
+                hovertemplate="%{y:.3f} µs [IQR %{customdata[0]:.3f}–%{customdata[1]:.3f}], "
+                "×%{customdata[2]:.1f} floor<extra>" + model + "</extra>",
             )
         )
+    ticks = log_ticks(float(df["per_item_q1"].min()), float(df["per_item_q3"].max()))
     fig.update_layout(
-        xaxis_title={"m": "number of fields m", "item_fields": "number of item fields |I|"}[x],
-        yaxis_title="per-item latency (µs)",
-        yaxis_type="log" if log_y else "linear",
-        height=380,
-        margin=dict(t=30),
+        title=title,
+        xaxis_title={
+            "m": "number of fields m (half of them item fields)",
+            "item_fields": "item fields |I| (of m = 40)",
+        }[x],
+        yaxis=dict(
+            title="per-item cost (µs, log scale)",
+            type="log",
+            tickvals=ticks,
+            ticktext=[f"{t:g}" for t in ticks],
+            range=[math.log10(ticks[0]), math.log10(ticks[-1])],
+        ),
+        height=420,
+        margin=dict(t=60),
         legend=dict(orientation="h", y=-0.25),
     )
     return fig
