@@ -13,7 +13,7 @@ from dataclasses import MISSING, fields
 from typing import get_type_hints
 
 from .data.dataset import TASKS
-from .train import TrainConfig
+from .train import DEVICES, TrainConfig
 
 
 class BadValue(argparse.ArgumentTypeError, ValueError):
@@ -70,11 +70,12 @@ def positive_int_list(text: str) -> tuple[int, ...]:
 TRAIN_FIELDS = {
     "task": {"choices": TASKS, "help": "rating: predict the stars (MSE); click: rating >= 4 (logistic loss)"},
     "epochs": {"type": positive_int, "help": "max epochs (early stopping)"},
-    "batch_size": {"type": positive_int},
+    "batch_size": {"type": positive_int, "help": "minibatch size; when not given, 1024 on cpu and 16384 on cuda"},
     "lr": {"type": positive_float, "help": "Adam's learning rate"},
     "weight_decay": {"type": non_negative_float, "help": "L2 on embedding tables and weight matrices"},
     "patience": {"type": positive_int, "help": "epochs without a better validation metric before stopping"},
     "seed": {"type": int, "help": "seeds the split, the init and the batches"},
+    "device": {"choices": DEVICES, "help": "where to train: cpu, or cuda (an NVIDIA GPU)"},
 }
 
 

@@ -7,7 +7,7 @@ Click task (rating >= 4): logistic loss on the score as a logit; logloss and AUC
 
 from __future__ import annotations
 
-import copy
+import math
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -19,21 +19,32 @@ from .data.dataset import TASKS, Dataset, Split
 from .models import build_model, hyperparameters, model_name
 
 MONITOR = {"rating": "rmse", "click": "logloss"}  # early-stopping metric, lower is better
+DEVICES = ("cpu", "cuda")
+# default minibatch per device: on a CPU small batches cost little per step; a GPU is bound by
+# kernel launches at small batches, so it takes bigger ones
+BATCH_SIZE = {"cpu": 1024, "cuda": 16384}
 
 
 @dataclass
 class TrainConfig:
     task: str = "rating"
     epochs: int = 30
-    batch_size: int = 1024
+    batch_size: int | None = None  # None: BATCH_SIZE[device]
     lr: float = 5e-3
     weight_decay: float = 3e-4
     patience: int = 3
     seed: int = 0
+    device: str = "cpu"
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device cuda: torch sees no CUDA GPU on this machine; use device cpu")
+        if self.batch_size is None:
+            self.batch_size = BATCH_SIZE[self.device]
         for name in ("epochs", "batch_size", "patience"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
@@ -58,10 +69,12 @@ def loss_fn(task: str):
 
 @torch.no_grad()
 def predict(model: nn.Module, data: Dataset, batch_size: int = 8192) -> torch.Tensor:
-    """Scores for every sample (ratings, or click logits)."""
+    """Scores for every sample (ratings, or click logits), on the CPU; computed on the model's device."""
     model.eval()
+    device = next(model.parameters()).device
     out = [
-        model(data.index[i : i + batch_size], data.weight[i : i + batch_size]) for i in range(0, len(data), batch_size)
+        model(data.index[i : i + batch_size].to(device), data.weight[i : i + batch_size].to(device)).cpu()
+        for i in range(0, len(data), batch_size)
     ]
     return torch.cat(out) if out else torch.zeros(0)
 
@@ -105,42 +118,60 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]
 
 
 def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None) -> Run:
-    """Train with Adam; stop when the validation metric has not improved for ``patience`` epochs
-    and restore the best weights. Deterministic for a given ``config.seed``."""
+    """Train with Adam on ``config.device``; stop when the validation metric has not improved for
+    ``patience`` epochs and restore the best weights. Deterministic for a given ``config.seed``.
+
+    The step loop never waits on a number: the epoch's loss is summed on the device and read
+    once per epoch. A training loss that is not finite stops training with a message."""
+    if config.batch_size > len(train):
+        raise ValueError(
+            f"batch_size {config.batch_size} is larger than the {len(train)} training samples: "
+            f"choose a batch size of at most {len(train)}"
+        )
+    device = torch.device(config.device)
     torch.manual_seed(config.seed)
     order = torch.Generator().manual_seed(config.seed)
+    model.to(device)
     optimizer = torch.optim.Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr, fused=True)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
-    y = train.target(config.task)
+    index, weight, y = (t.to(device) for t in (train.index, train.weight, train.target(config.task)))
     if config.task == "rating":  # start the global bias w0 at the mean rating
         with torch.no_grad():
             model.bias.fill_(float(y.mean()))
+    extra_loss = getattr(model, "extra_loss", None)  # RaFM: Algorithm 1's consistency terms (eq. 12b)
     best, best_state, stale, history = float("inf"), None, 0, []
     start = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
         model.train()
-        perm = torch.randperm(len(train), generator=order)
-        total = 0.0
+        perm = torch.randperm(len(train), generator=order).to(device)
+        total = torch.zeros((), device=device)
         for i in range(0, len(train), config.batch_size):
             rows = perm[i : i + config.batch_size]
             optimizer.zero_grad()
-            loss = criterion(model(train.index[rows], train.weight[rows]), y[rows])
-            if hasattr(model, "extra_loss"):  # RaFM: Algorithm 1's consistency terms (eq. 12b)
-                loss = loss + model.extra_loss(criterion)
+            loss = criterion(model(index[rows], weight[rows]), y[rows])
+            if extra_loss is not None:
+                loss = loss + extra_loss(criterion)
             loss.backward()
             optimizer.step()
-            total += loss.item() * len(rows)
+            total += loss.detach() * len(rows)
+        train_loss = float(total) / len(train)
+        if not math.isfinite(train_loss):
+            raise ValueError(
+                f"the training loss became {train_loss} in epoch {epoch} (training diverged): "
+                f"lower the learning rate lr (now {config.lr})"
+            )
         metrics = evaluate(model, valid, config.task)
         record = {
             "epoch": epoch,
             "epochs": config.epochs,
-            "train_loss": total / len(train),
+            "train_loss": train_loss,
             **{f"valid_{k}": v for k, v in metrics.items()},
             "seconds": time.perf_counter() - start,
         }
         history.append(record)
         if metrics[key] < best:
-            best, best_state, stale = metrics[key], copy.deepcopy(model.state_dict()), 0
+            best, stale = metrics[key], 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         else:
             stale += 1
         record["best"] = stale == 0
@@ -149,11 +180,13 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
         if stale >= config.patience:
             break
     if best_state is None:  # no epoch had a finite validation metric: nothing to restore
-        raise RuntimeError(
+        raise ValueError(
             f"validation {key} was NaN or infinite after every epoch (training diverged): "
             f"lower the learning rate lr (now {config.lr})"
         )
     model.load_state_dict(best_state)
+    valid_metrics = evaluate(model, valid, config.task)
+    model.cpu()  # runs are saved and analysed on the CPU
     config_dict = {
         "model": model_name(model),
         "hp": model.hparams(),
@@ -165,7 +198,7 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
         model=model,
         config=config_dict,
         history=history,
-        metrics={"valid": evaluate(model, valid, config.task)},
+        metrics={"valid": valid_metrics},
         seconds=time.perf_counter() - start,
     )
 
