@@ -3,8 +3,8 @@
 import streamlit as st
 import torch
 
-from app_pages._ui import DATASETS, PAGES, load_data, run_store
-from fmlib.runs import RunError
+from app_pages._classroom import run_picker
+from app_pages._ui import DATASETS, PAGES, load_data
 
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
 st.set_page_config(page_title="fmlib explainer", page_icon=":material/hub:", layout="wide")
@@ -24,20 +24,6 @@ with st.sidebar:
         st.caption(f"Served by: {load_data(st.session_state['dataset']).source}")
     except Exception as err:  # the data error lists every source tried
         st.error(str(err))
-    store = run_store()
-    ids = store.ids()
-    if ids:
-        run_id = st.selectbox("Saved run", ids, key="run_id")
-        try:
-            info = store.info(run_id)
-            test = info["metrics"].get("test", {})
-            st.caption(
-                f"{info['config']['model']} on {info['config']['dataset']} · "
-                + ", ".join(f"test {k} {v:.4f}" for k, v in test.items())
-            )
-        except RunError as err:
-            st.error(str(err))
-    else:
-        st.caption("No saved runs yet: train one on the Train page.")
+    run_picker()
 
 page.run()

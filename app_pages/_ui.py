@@ -63,6 +63,12 @@ PAGES = [
         ":material/lock_open:",
         "Recover the input of an attention layer from its weights and output (GD vs Newton, the regulariser's trade-off), then hidden first movies of MovieLens users from a tiny transformer.",
     ),
+    (
+        "app_pages/teacher.py",
+        "Teacher",
+        ":material/admin_panel_settings:",
+        "For the teacher, behind a passcode: the class's saved runs, the store's quota, deleting runs.",
+    ),
 ]
 DATASETS = [*movielens.SPECS, "synthetic"]
 

@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from app_pages._ui import dataset_name, load_split, run_store
+from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
+from app_pages._ui import dataset_name, load_split
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
 from fmlib.models import MODELS, hyperparameters
 from fmlib.plots.training import learning_curves
-from fmlib.train import MONITOR, TrainConfig, train_model
+from fmlib.train import TrainConfig
 
 st.title("Train a model")
 st.markdown(
@@ -74,32 +75,9 @@ if st.button("Train", type="primary"):
     except Exception as err:  # bad settings or no data source: say why, no traceback
         st.error(str(err))
         st.stop()
-    bar = st.progress(0.0, text="starting ...")
-    chart = st.empty()
-    history = []
-    metric = MONITOR[task]
+    submit_training(model, data, config, hp)
 
-    def progress(record):
-        history.append(record)
-        bar.progress(
-            record["epoch"] / record["epochs"],
-            text=f"epoch {record['epoch']}/{record['epochs']} · valid {metric} {record['valid_' + metric]:.4f}",
-        )
-        chart.plotly_chart(learning_curves(history), key=f"live_{record['epoch']}")
-
-    try:
-        run = train_model(model, data, config, progress, **hp)
-    except ValueError as err:
-        st.error(str(err))
-        st.stop()
-    chart.empty()  # the final curves are drawn below with the metrics
-    bar.progress(
-        1.0,
-        text=f"done: {len(run.history)} epochs in {run.seconds:.1f} s "
-        f"(best epoch {max(r['epoch'] for r in run.history if r['best'])})",
-    )
-    st.session_state["trained"] = run
-
+follow_training()
 run = st.session_state.get("trained")
 if run is not None:
     st.subheader(f"{run.config['model']} on {run.config['dataset']}")
@@ -113,10 +91,7 @@ if run is not None:
         f"config {run.config['train']} · hyperparameters {shown_hp}"
     )
     with st.form("save"):
-        run_name = st.text_input("Run name (optional)", placeholder="e.g. fm-k16-seed0")
-        if st.form_submit_button("Save run"):
-            try:
-                saved = run_store().save(run, run_name or None)
-                st.success(f"Saved as {saved}: it appears in the sidebar's run picker.")
-            except (ValueError, OSError) as err:
-                st.error(str(err))
+        st.text_input("Run name (optional)", placeholder="e.g. fm-k16-seed0", key="save_name")
+        st.text_input("Your name", value=author() or "", key="save_author", help="Your saved runs are listed under it.")
+        st.form_submit_button("Save run", on_click=save_run, args=(run,))
+    save_message()

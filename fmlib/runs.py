@@ -125,7 +125,7 @@ class RunStore:
                 "created": time.strftime("%Y-%m-%d %H:%M:%S"),
             }
             (tmp / "run.json").write_text(json.dumps(meta, indent=1))
-            size, used = _bytes(tmp), sum(_bytes(self.root / i) for i in held)
+            size, used = _bytes(tmp), sum(self.size(i) for i in held)
             if used + size > self.quota.bytes:
                 raise QuotaError(
                     f"the run store is full: this run needs {size / 2**20:.1f} MiB, {used / 2**20:.1f} of "
@@ -160,6 +160,10 @@ class RunStore:
         groups = self.by_author()
         mine = groups.get(author) if author is not None else None
         return (mine or groups.get(None) or [None])[0]
+
+    def size(self, run_id: str) -> int:
+        """Bytes on disk of a saved run."""
+        return _bytes(self._dir(run_id))
 
     def delete(self, run_id: str) -> None:
         """Remove a saved run (the app offers this to the teacher only)."""

@@ -21,3 +21,15 @@ def app_page(path: str, timeout: float = 120, **state) -> AppTest:
 def figure(at: AppTest, k: int) -> dict:
     """The k-th plotly figure of the page as JSON (AppTest has no plotly accessor)."""
     return json.loads(at.get("plotly_chart")[k].proto.spec)
+
+
+def wait_for_training(at: AppTest, timeout: float = 120) -> AppTest:
+    """Rerun the page until the training it queued has ended (the page polls its job every 0.5 s)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while "train_job" in at.session_state:
+        assert time.monotonic() < deadline, "the training did not end in time"
+        time.sleep(0.2)
+        at.run()
+    return at

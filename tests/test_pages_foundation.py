@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from apptest import app_page as page
+from apptest import wait_for_training
 
 from fmlib.runs import RunStore
 
@@ -31,13 +32,15 @@ def test_train_page_trains_shows_metrics_and_saves():
     assert not at.exception
     at.number_input(key="epochs").set_value(3)
     at.number_input(key="lr").set_value(0.02)
-    at.button[0].click().run()
+    wait_for_training(at.button[0].click().run())
     assert not at.exception and not at.error
+    assert "in line" in at.success[0].value
     table = at.table[0].value
     assert list(table.columns) == ["valid", "test"] and "rmse" in table.index
     spec = at.get("plotly_chart")[-1].proto.spec
     assert '"train loss"' in spec
-    at.text_input[0].input("teaching-run")
+    at.text_input(key="save_name").input("teaching-run")
+    at.text_input(key="save_author").input("Ada")
     at.button[1].click().run()
     assert not at.exception
     assert "Saved as teaching-run" in at.success[0].value

@@ -13,7 +13,7 @@ def run():
     from fmlib.data import split, synthetic
 
     data = synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0)
-    return train_model("fm", split(data, seed=0), TrainConfig(epochs=1), dim=2)
+    return train_model("fm", split(data, seed=0), TrainConfig(epochs=1, batch_size=256), dim=2)
 
 
 def listing(root):

@@ -1,0 +1,74 @@
+"""Teacher: actions that change what the whole class sees, behind the teacher's passcode."""
+
+import pandas as pd
+import streamlit as st
+
+from app_pages._classroom import passcode_ok, teacher_passcode
+from app_pages._ui import run_store
+from fmlib.runs import RunError
+
+st.title("Teacher")
+st.markdown(
+    "Students save runs under their own names and cannot remove anyone's. Deleting runs is for the "
+    "teacher, who unlocks this page with the passcode set on the server."
+)
+
+if teacher_passcode() is None:
+    st.info(
+        "Teacher actions are off on this server: set the environment variable FMLIB_TEACHER_PASSCODE, "
+        "or `teacher_passcode` in `.streamlit/secrets.toml`, and restart the app."
+    )
+    st.stop()
+
+if not st.session_state.get("teacher"):
+    with st.form("unlock"):
+        given = st.text_input("Passcode", type="password", key="teacher_given")
+        unlocked = st.form_submit_button("Unlock")
+    if unlocked and passcode_ok(given):
+        st.session_state["teacher"] = True
+        st.rerun()
+    if unlocked:
+        st.error("Wrong passcode: nothing was changed.")
+    st.stop()
+
+store = run_store()
+if st.button("Lock", key="teacher_lock"):
+    st.session_state["teacher"] = False
+    st.rerun()
+
+ids = store.ids()
+used = sum(store.size(i) for i in ids)
+st.caption(
+    f"Run store {store.root}: {len(ids)} of {store.quota.runs} runs, {used / 2**20:.1f} of "
+    f"{store.quota.bytes / 2**20:.0f} MiB (FMLIB_MAX_RUNS, FMLIB_MAX_RUN_BYTES)."
+)
+rows = []
+for run_id in ids:
+    try:
+        info = store.info(run_id)
+        rows.append({"run": run_id, "author": info.get("author") or "shared", "model": info["config"]["model"]})
+    except RunError as err:
+        rows.append({"run": run_id, "author": "?", "model": str(err)})
+if rows:
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def delete_chosen():
+    deleted, errors = [], []
+    for run_id in st.session_state.get("teacher_delete", []):
+        try:
+            store.delete(run_id)
+            deleted.append(run_id)
+        except RunError as err:  # deleted meanwhile, or a tampered id
+            errors.append(str(err))
+    st.session_state["teacher_delete"] = []
+    st.session_state["teacher_message"] = (deleted, errors)
+
+
+chosen = st.multiselect("Runs to delete", ids, key="teacher_delete")
+st.button("Delete these runs", key="teacher_delete_button", disabled=not chosen, on_click=delete_chosen)
+deleted, errors = st.session_state.pop("teacher_message", ([], []))
+if deleted:
+    st.success(f"Deleted {len(deleted)} run(s): {', '.join(deleted)}.")
+for error in errors:
+    st.error(error)

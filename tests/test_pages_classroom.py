@@ -1,0 +1,162 @@
+"""AppTest of a class on one server: the training queue, saving under a name, the run picker, the Teacher page."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from apptest import app_page, wait_for_training
+
+from app_pages._classroom import job_queue
+from fmlib.runs import RunStore
+from fmlib.train import TrainConfig, train_model
+
+
+@pytest.fixture(scope="module")
+def run():
+    from fmlib.data import split, synthetic
+
+    data = synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0)
+    return train_model("fm", split(data, seed=0), TrainConfig(epochs=1, batch_size=256), dim=2)
+
+
+@pytest.fixture
+def busy_server(monkeypatch):
+    """One training at a time, and that one is taken until the test ends."""
+    monkeypatch.setenv("FMLIB_TRAIN_WORKERS", "1")
+    gate = threading.Event()
+    queue = job_queue()
+    blocker = queue.submit(lambda job: gate.wait(60))
+    yield queue
+    gate.set()
+    queue.cancel(blocker)
+
+
+def train_page(**state):
+    at = app_page("app_pages/train.py", dataset="synthetic", **state)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_a_busy_server_shows_the_place_in_line_and_cancel_drops_the_training(busy_server):
+    first, second = train_page(), train_page()
+    first.button[0].click().run()
+    second.button[0].click().run()
+    assert "Queued, position 1" in first.info[0].value and "Queued, position 2" in second.info[0].value
+    first.button(key="cancel_training").click().run()
+    assert "Training cancelled." in first.info[0].value and "trained" not in first.session_state
+    second.run()
+    assert "Queued, position 1" in second.info[0].value, "the line moved up"
+    second.button(key="cancel_training").click().run()
+    assert busy_server.waiting() == 0
+
+
+def test_a_queued_training_runs_when_the_server_frees_up(monkeypatch):
+    monkeypatch.setenv("FMLIB_TRAIN_WORKERS", "1")
+    at = train_page()
+    at.number_input(key="epochs").set_value(2)
+    wait_for_training(at.button[0].click().run())
+    assert "Done: 2 epochs" in at.success[0].value and at.session_state["trained"] is not None
+
+
+def save(at, name: str, author: str):
+    at.text_input(key="save_name").input(name)
+    at.text_input(key="save_author").input(author)
+    at.button[1].click().run()
+    assert not at.exception
+    return at
+
+
+def test_saving_needs_a_name_and_files_the_run_under_it(run):
+    at = save(train_page(trained=run), "r1", "")
+    assert "Your name: required" in at.error[0].value and RunStore().ids() == []
+    at = save(at, "r1", "Ada")
+    assert "Saved as r1" in at.success[0].value
+    assert RunStore().by_author() == {"Ada": ["r1"]}
+    assert at.session_state["run_owner"] == "Ada" and at.session_state["run_id"] == "r1", "the sidebar picks it"
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden"])
+def test_a_run_name_with_path_characters_is_refused_and_nothing_is_written(run, name):
+    at = save(train_page(trained=run), name, "Ada")
+    assert "run name" in at.error[0].value and RunStore().ids() == []
+
+
+def test_a_full_store_says_so_and_writes_nothing(run, monkeypatch):
+    monkeypatch.setenv("FMLIB_MAX_RUNS", "1")
+    RunStore().save(run, "first")
+    at = save(train_page(trained=run), "second", "Ada")
+    assert "the run store is full: 1 of 1 runs" in at.error[0].value and RunStore().ids() == ["first"]
+
+
+def frame(**state):
+    at = app_page("app.py", dataset="synthetic", **state)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_a_fresh_session_defaults_to_the_shared_run_never_another_authors_latest(run):
+    store = RunStore()
+    store.save(run, "bos-run", author="Bo")
+    at = frame()
+    assert at.sidebar.selectbox(key="run_owner").value is None and "run_id" not in at.session_state
+    store.save(run, "shared-run")
+    store.save(run, "bos-newer", author="Bo")
+    at = frame()
+    assert at.sidebar.selectbox(key="run_owner").value == "" and at.session_state["run_id"] == "shared-run"
+
+
+def test_a_session_with_its_own_runs_defaults_to_its_newest(run):
+    store = RunStore()
+    store.save(run, "shared-run")
+    store.save(run, "ada-old", author="Ada")
+    store.save(run, "ada-new", author="Ada")
+    store.save(run, "bos-newest", author="Bo")
+    at = frame(classroom_author="Ada")
+    assert at.sidebar.selectbox(key="run_owner").value == "Ada" and at.session_state["run_id"] == "ada-new"
+    at.sidebar.selectbox(key="run_owner").set_value("Bo").run()
+    assert at.session_state["run_id"] == "bos-newest" and not at.exception
+
+
+def teacher(monkeypatch, passcode: str | None):
+    if passcode is None:
+        monkeypatch.delenv("FMLIB_TEACHER_PASSCODE", raising=False)
+    else:
+        monkeypatch.setenv("FMLIB_TEACHER_PASSCODE", passcode)
+    at = app_page("app_pages/teacher.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def unlock(at, given: str):
+    at.text_input(key="teacher_given").input(given)
+    at.button[0].click().run()
+    assert not at.exception
+    return at
+
+
+def test_without_a_passcode_teacher_actions_are_off(monkeypatch):
+    at = teacher(monkeypatch, None)
+    assert "Teacher actions are off" in at.info[0].value and not at.multiselect
+
+
+def test_a_wrong_passcode_is_refused_and_nothing_changes(run, monkeypatch):
+    RunStore().save(run, "kept", author="Ada")
+    at = unlock(teacher(monkeypatch, "s3cret"), "guess")
+    assert "Wrong passcode" in at.error[0].value and not at.multiselect
+    assert RunStore().ids() == ["kept"]
+
+
+def test_the_teacher_deletes_runs_after_unlocking(run, monkeypatch):
+    store = RunStore()
+    for name in ("a", "b", "c"):
+        store.save(run, name, author="Ada")
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    assert "3 of" in at.caption[0].value
+    at.multiselect(key="teacher_delete").set_value(["a", "c"]).run()
+    at.button(key="teacher_delete_button").click().run()
+    assert not at.exception and "Deleted 2 run(s): a, c." in at.success[0].value
+    assert store.ids() == ["b"]
