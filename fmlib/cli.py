@@ -29,6 +29,12 @@ TOPIC_COMMANDS = [
     ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench.ranking"),
     (
         "bench",
+        "quality",
+        "test RMSE/MAE and fit seconds: fmlib FM and Bayesian FM vs Surprise SVD and myFM, same splits",
+        "fmlib.bench.quality",
+    ),
+    (
+        "bench",
         "inversion",
         "attention inversion: success vs γ, GD vs Newton, MovieLens recovery",
         "fmlib.bench.inversion",

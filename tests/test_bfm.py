@@ -163,4 +163,4 @@ def test_bad_input_is_named():
         train_model("bfm", data, TrainConfig(epochs=3), burn_in=3)
     with pytest.raises(RuntimeError, match="no posterior samples"):
         build_model("bfm", data.schema)(data.test.index, data.test.weight)
-    assert hyperparameters("bfm") == {"dim": 10, "burn_in": 10}
+    assert hyperparameters("bfm") == {"dim": 10, "burn_in": 5}

@@ -180,11 +180,12 @@ class GibbsSampler:
 class BayesianFM(nn.Module):
     """Posterior-mean FM: ``forward`` averages the FM prediction over the kept Gibbs samples.
 
-    Buffers (not gradient-trained parameters): ``w0`` (S,), ``w`` (S, n), ``V`` (S, n, k), one
-    row per kept sample. ``fit_gibbs`` draws them; a loaded run gets however many were saved.
+    Parameters ``w0`` (S,), ``w`` (S, n), ``V`` (S, n, k), one row per kept sample, drawn by
+    ``fit_gibbs`` and never trained by gradient (``requires_grad`` is off); a loaded run gets
+    however many samples were saved.
     """
 
-    def __init__(self, schema: Schema, dim: int = 10, burn_in: int = 10, init_std: float = 0.1):
+    def __init__(self, schema: Schema, dim: int = 10, burn_in: int = 5, init_std: float = 0.1):
         super().__init__()
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
@@ -192,18 +193,19 @@ class BayesianFM(nn.Module):
             raise ValueError(f"burn_in must be >= 0, got {burn_in}")
         self.schema, self.dim, self.burn_in, self.init_std = schema, dim, burn_in, init_std
         n = schema.num_features
-        self.register_buffer("w0", torch.zeros(0))
-        self.register_buffer("w", torch.zeros(0, n))
-        self.register_buffer("V", torch.zeros(0, n, dim))
+        self._set_samples(torch.zeros(0), torch.zeros(0, n), torch.zeros(0, n, dim))
         self.register_buffer("slot_to_field", torch.tensor(schema.slot_fields()), persistent=False)
 
     def hparams(self) -> dict:
         return {"dim": self.dim, "burn_in": self.burn_in}
 
+    def _set_samples(self, w0: torch.Tensor, w: torch.Tensor, V: torch.Tensor):
+        for name, value in (("w0", w0), ("w", w), ("V", V)):
+            setattr(self, name, nn.Parameter(value.float(), requires_grad=False))
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        for name in ("w0", "w", "V"):  # as many posterior samples as were saved
-            if prefix + name in state_dict:
-                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
+        if all(prefix + name in state_dict for name in ("w0", "w", "V")):  # as many samples as were saved
+            self._set_samples(*(torch.empty_like(state_dict[prefix + name]) for name in ("w0", "w", "V")))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor, chunk: int = 16) -> torch.Tensor:
@@ -213,10 +215,10 @@ class BayesianFM(nn.Module):
             raise RuntimeError("bfm has no posterior samples: train it with train_model (Gibbs sampling) first")
         first = self.w0.mean() + (self.w.mean(0)[index] * weight).sum(1)
         fields = self.schema.num_fields
-        pair = torch.zeros(index.shape[0])
+        pair = torch.zeros(index.shape[0], device=index.device)
         for start in range(0, samples, chunk):
             v = self.V[start : start + chunk][:, index] * weight[None, :, :, None]  # (c, B, S, k)
-            e = torch.zeros(v.shape[0], v.shape[1], fields, self.dim).index_add_(2, self.slot_to_field, v)
+            e = v.new_zeros(v.shape[0], v.shape[1], fields, self.dim).index_add_(2, self.slot_to_field, v)
             pair += 0.5 * (e.sum(2).pow(2) - e.pow(2).sum(2)).sum((0, 2))
         return first + pair / samples
 
@@ -269,7 +271,6 @@ class BayesianFM(nn.Module):
             history.append(record)
             if callback is not None:
                 callback(record)
-        self.w0 = torch.tensor([s[0] for s in kept], dtype=torch.float32)
-        self.w = torch.tensor(np.stack([s[1] for s in kept]), dtype=torch.float32)
-        self.V = torch.tensor(np.stack([s[2] for s in kept]), dtype=torch.float32)
+        w0, w, V = zip(*kept)
+        self._set_samples(torch.tensor(w0), torch.from_numpy(np.stack(w)), torch.from_numpy(np.stack(V)))
         return history

@@ -1,0 +1,209 @@
+"""``python -m fmlib bench quality``: test RMSE/MAE and fit seconds of fmlib's FMs, Surprise SVD and myFM, side by side.
+
+On each split ``split(movielens.load(dataset), seed=s)`` every method fits on the train part:
+  * fmlib FM with the defaults, and with each tuned FM preset (``presets/<dataset>/fm-*.json``);
+  * fmlib's Bayesian FM (``bfm``: Gibbs sampling, [Rendle2012]) at ``--dim`` and ``--iterations``;
+  * Surprise SVD (user × movie only), its factors, epochs and regularisation chosen on the
+    validation part over a small grid;
+  * myFM's Bayesian FM on the same 12 fields, as a sparse matrix built from the same index/weight
+    encoding (genres weighted 1/len), one prior group per field, same rank and iterations.
+Choices use the validation part only; the test part is read once per final model, after every
+choice. Predictions are clipped to [1, 5]. scikit-surprise and myfm are bench extras: a missing
+one is named with the pip command that installs it, and the other methods still run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import sparse
+
+from .. import presets
+from ..arguments import add_data_arguments, int_list, positive_int
+from ..data import movielens, split
+from ..data.dataset import Dataset, Split
+from ..train import TrainConfig, train_model
+
+EXTRAS = {"surprise": "scikit-surprise==1.1.5", "myfm": "myfm==0.4.0 setuptools==80.9.0"}
+SVD_GRID = {"n_factors": (50, 100), "n_epochs": (30, 60), "reg_all": (0.05, 0.1), "lr_all": (0.005,)}
+
+
+@dataclass
+class Fitted:
+    """A method fitted on one split: ``test()`` -> its test metrics, fit seconds, what it chose on valid."""
+
+    test: object
+    seconds: float
+    chose: str = ""
+
+
+def add_arguments(p):
+    add_data_arguments(p)
+    p.add_argument("--splits", type=int_list, default=(0, 1, 2), help="split seeds, e.g. 0,1,2 (default: 0,1,2)")
+    p.add_argument("--dim", type=positive_int, default=10, help="rank of both Bayesian FMs (default: 10)")
+    p.add_argument(
+        "--iterations", type=positive_int, default=300, help="Gibbs sweeps of both Bayesian FMs (default: 300)"
+    )
+
+
+def optional_module(name: str):
+    """The bench extra ``name``, or None with a line saying how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:  # myfm 0.4.0 also needs pkg_resources (setuptools < 81)
+        print(f"skipping {name}: {err}; install the bench extra with `pip install {EXTRAS[name]}`")
+        return None
+
+
+def clipped_metrics(prediction: np.ndarray, data: Dataset) -> dict:
+    """RMSE and MAE of predictions clipped to the rating range."""
+    err = np.clip(prediction, *data.rating_range) - data.rating.numpy()
+    return {"rmse": float(np.sqrt(np.mean(err**2))), "mae": float(np.mean(np.abs(err)))}
+
+
+def fmlib_method(name: str, config: TrainConfig, **hp):
+    def fit(data: Split) -> Fitted:
+        run = train_model(name, data, config, **hp)  # early stopping on valid; test metrics once at the end
+        return Fitted(lambda: run.metrics["test"], run.seconds)
+
+    return fit
+
+
+def design_matrix(data: Dataset) -> sparse.csr_matrix:
+    """X (N × n): X[n, index[n, s]] += weight[n, s] — the 12 fields as one sparse row per sample."""
+    n, slots = data.index.shape
+    rows = np.repeat(np.arange(n), slots)
+    values = data.weight.numpy().ravel().astype(np.float64)
+    X = sparse.csr_matrix((values, (rows, data.index.numpy().ravel())), shape=(n, data.schema.num_features))
+    X.eliminate_zeros()
+    return X
+
+
+def myfm_method(myfm, dim: int, iterations: int, seed: int):
+    def fit(data: Split) -> Fitted:
+        groups = [g for g, f in enumerate(data.schema.fields) for _ in range(f.cardinality)]
+        start = time.perf_counter()
+        model = myfm.MyFMRegressor(rank=dim, random_seed=seed)
+        model.fit(design_matrix(data.train), data.train.rating.numpy(), n_iter=iterations, grouping=groups)
+        seconds = time.perf_counter() - start
+        return Fitted(lambda: clipped_metrics(model.predict(design_matrix(data.test)), data.test), seconds)
+
+    return fit
+
+
+def user_item(data: Dataset) -> list[tuple[int, int]]:
+    """(user row, movie row) of every sample, from the shared index (unseen ones share their rare bucket)."""
+    users = data.index[:, data.schema.names.index("user_id")].tolist()
+    items = data.index[:, data.schema.names.index("movie_id")].tolist()
+    return list(zip(users, items))
+
+
+def svd_method(surprise, seed: int):
+    """Surprise SVD fitted on train for every grid point; the lowest validation RMSE wins."""
+
+    def fit(data: Split) -> Fitted:
+        users, items = zip(*user_item(data.train))
+        frame = pd.DataFrame({"user": users, "item": items, "rating": data.train.rating.numpy()})
+        reader = surprise.Reader(rating_scale=data.train.rating_range)
+        trainset = surprise.Dataset.load_from_df(frame, reader).build_full_trainset()
+        best = None
+        for values in itertools.product(*SVD_GRID.values()):
+            params = dict(zip(SVD_GRID, values))
+            start = time.perf_counter()
+            algo = surprise.SVD(random_state=seed, **params).fit(trainset)
+            seconds = time.perf_counter() - start
+            rmse = clipped_metrics(_svd_predict(algo, data.valid), data.valid)["rmse"]
+            if best is None or rmse < best[0]:
+                best = (rmse, algo, seconds, params)
+        _, algo, seconds, params = best
+        chose = ", ".join(f"{k} {v}" for k, v in params.items())
+        test = lambda: clipped_metrics(_svd_predict(algo, data.test), data.test)  # noqa: E731
+        return Fitted(test, seconds, f"{chose} (valid RMSE {best[0]:.4f})")
+
+    return fit
+
+
+def _svd_predict(algo, data: Dataset) -> np.ndarray:
+    return np.array([algo.predict(u, i).est for u, i in user_item(data)])
+
+
+def methods(args, seed: int, surprise, myfm) -> dict:
+    """Method name -> (min_count of its split, fit(split)) for split seed ``seed``; a missing extra
+    (None) is left out."""
+    found = {"fmlib FM (defaults)": (1, fmlib_method("fm", TrainConfig(seed=seed)))}
+    for path in sorted((presets.default_root() / args.dataset).glob("fm-*.json")):
+        rank = path.stem.removeprefix("fm-")
+        if rank.isdigit():
+            preset = presets.load(args.dataset, "fm", int(rank))
+            config = presets.train_config(preset, seed=seed)
+            fit = fmlib_method("fm", config, **presets.hyperparameters(preset))
+            found[f"fmlib FM (preset {path.stem})"] = (preset["min_count"], fit)
+    bfm = fmlib_method("bfm", TrainConfig(epochs=args.iterations, seed=seed), dim=args.dim)
+    found["fmlib BFM (Gibbs)"] = (1, bfm)
+    if surprise is not None:
+        found["Surprise SVD (valid-tuned)"] = (1, svd_method(surprise, seed))
+    if myfm is not None:
+        found["myFM Bayesian FM"] = (1, myfm_method(myfm, args.dim, args.iterations, seed))
+    return found
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def run(args) -> int:
+    torch.set_num_threads(1)
+    data = movielens.load(args.dataset, data_dir=args.data_dir)
+    extras = optional_module("surprise"), optional_module("myfm")
+    results: dict[str, dict[str, list]] = {}
+    for seed in args.splits:
+        fitted = {}
+        for name, (min_count, fit) in methods(args, seed, *extras).items():
+            fitted[name] = fit(split(data, seed=seed, min_count=min_count))
+            if fitted[name].chose:
+                print(f"split {seed}: {name} chose {fitted[name].chose}")
+        for name, model in fitted.items():  # the test part, once per final model, after every choice
+            metrics = model.test()
+            row = results.setdefault(name, {"rmse": [], "mae": [], "fit_s": []})
+            row["rmse"].append(metrics["rmse"])
+            row["mae"].append(metrics["mae"])
+            row["fit_s"].append(model.seconds)
+            print(
+                f"split {seed}: {name:<28} test RMSE {metrics['rmse']:.4f}  MAE {metrics['mae']:.4f}  "
+                f"fit {model.seconds:6.1f} s",
+                flush=True,
+            )
+    print(f"\n{args.dataset}, splits {','.join(map(str, args.splits))}: mean ± std over splits")
+    print(f"{'method':<30}{'test RMSE':>18}{'test MAE':>18}{'fit s':>14}")
+    summary = {}
+    for name, row in results.items():
+        stats = {k: mean_std(v) for k, v in row.items()}
+        summary[name] = {k: [round(x, 4) for x in v] for k, v in row.items()}
+        summary[name].update({f"{k}_mean": round(m, 4) for k, (m, _) in stats.items()})
+        summary[name].update({f"{k}_std": round(s, 4) for k, (_, s) in stats.items()})
+        (r, rs), (a, as_), (f, fs) = stats["rmse"], stats["mae"], stats["fit_s"]
+        print(f"{name:<30}{r:>10.4f} ± {rs:.4f}{a:>10.4f} ± {as_:.4f}{f:>8.1f} ± {fs:.1f}")
+    if "myFM Bayesian FM" in results:
+        gaps = [b - m for b, m in zip(results["fmlib BFM (Gibbs)"]["rmse"], results["myFM Bayesian FM"]["rmse"])]
+        print(f"\nBFM − myFM test RMSE per split: {', '.join(f'{g:+.4f}' for g in gaps)}")
+    print(
+        json.dumps(
+            {
+                "bench": "quality",
+                "dataset": args.dataset,
+                "splits": list(args.splits),
+                "dim": args.dim,
+                "iterations": args.iterations,
+                "methods": summary,
+            }
+        )
+    )
+    return 0
