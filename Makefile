@@ -2,8 +2,9 @@
 PY      := .venv/bin/python
 STAMP   := .venv/.installed
 PORT    ?= 8501
+ADDRESS ?= 0.0.0.0
 
-.PHONY: venv app test lint bench browser-deps clean
+.PHONY: venv app serve test lint bench browser-deps clean
 
 venv: $(STAMP)
 
@@ -21,6 +22,13 @@ browser-deps:
 app: venv
 	$(PY) -m fmlib data fetch
 	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
+
+# For a class: reachable from the room's network (ADDRESS, PORT), no browser, no file watcher.
+# Trainings queue server-wide (FMLIB_TRAIN_WORKERS); the Teacher page needs FMLIB_TEACHER_PASSCODE.
+serve: venv
+	$(PY) -m fmlib data fetch
+	$(PY) -m streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
+		--server.fileWatcherType none --server.runOnSave false
 
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
