@@ -66,12 +66,22 @@ def test_data_directory_with_missing_files(tmp_path):
     assert "missing file(s) u.user" in done.stderr
 
 
-def test_bench_train_runs_both_libraries_and_ends_with_json():
-    done = cli("bench", "train", "--epochs", "1", "--dim", "4")
+def test_bench_train_times_models_and_baselines_and_ends_with_json():
+    done = cli("bench", "train", "--repeats", "1", "--models", "fm,rafm")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["fields"] == 11 and out["fmlib_s_per_epoch"] > 0 and out["torchfm_s_per_epoch"] > 0
-    assert out["ratio"] == pytest.approx(out["fmlib_s_per_epoch"] / out["torchfm_s_per_epoch"], rel=0.01)
+    assert set(out["seconds"]) == {
+        "fm",
+        "rafm",
+        "plain FM",
+        "fm, 11 fields",
+        "torchfm, 11 fields",
+        "eval FM, dim 32",
+        "eval rafm",
+    }
+    fm, plain = out["seconds"]["fm"], out["seconds"]["plain FM"]
+    assert out["ratios"]["fm"]["median"] == pytest.approx(fm["median"] / plain["median"], rel=0.01)
+    assert cli("bench", "train", "--models", "bfm").returncode == 2
 
 
 def test_model_specific_flags(tmp_path):

@@ -1,11 +1,22 @@
-"""``python -m fmlib bench train``: seconds per training epoch of fmlib's FM vs torchfm's.
+"""``python -m fmlib bench train``: seconds per training epoch of every model, against baselines.
 
-Both train an FM on MovieLens' 11 single-valued fields (click task, so torchfm's sigmoid
-output fits its BCE loss), on the same pre-encoded tensors, the same shuffled batches of
-1024, the same embedding size and thread count, in one process. fmlib runs the step that
-``fmlib.train.fit`` runs (its FM with the memoised O(mk) backward pass, fused Adam); torchfm
-runs its FactorizationMachineModel with torch's default Adam, as its examples do. Epochs
-alternate between the two so that machine load hits both alike; the median is reported.
+What users run: every fmlib model's default training step (the step of ``fmlib.train.fit``:
+the model's defaults, its Adam parameter groups, fused Adam, MSE on ratings, the default batch
+of the device) on MovieLens' 12 fields, genres multi-valued. Two baselines, in the same process:
+
+* **plain FM**: an FM written the way a PyTorch user would: ``nn.Embedding`` per single-valued
+  field, ``nn.EmbeddingBag(mode="mean")`` for the genres (padding excluded), Rendle's identity
+  (DPLR eq. 1) on the stacked field embeddings, autograd, ``torch.optim.Adam``; same 12 fields,
+  same rating target, same batches. Every fmlib model's ratio is taken to it.
+* **torchfm**: torchfm's FactorizationMachineModel on the 11 single-valued fields (click task,
+  so its sigmoid output fits its BCE loss), beside fmlib's FM on the same 11 fields.
+
+Evaluation (RaFM Corollary 4): seconds to score the training rows without gradients, RaFM
+against the FM of its largest rank D_m, on the 12 fields.
+
+Every measured thing runs once to warm up, then ``--repeats`` times; repeats alternate between
+all entries so machine load hits them alike. The table and the JSON line give the median and
+the min–max of the seconds, and of each ratio taken repeat by repeat.
 """
 
 from __future__ import annotations
@@ -15,93 +26,204 @@ import statistics
 import time
 
 import torch
+from torch import nn
 
-from ..arguments import positive_int
+from ..arguments import add_data_arguments, positive_int
 from ..data import movielens, split
 from ..data.schema import Schema
-from ..models import build_model
-from ..train import TrainConfig
+from ..models import MODELS, build_model, hyperparameters
+from ..models.fm import fm_pairwise
+from ..train import BATCH_SIZE, DEVICES, TrainConfig, loss_fn, param_groups
 
 
 def add_arguments(p):
-    p.add_argument("--dataset", default="ml-100k", choices=list(movielens.SPECS))
-    p.add_argument("--epochs", type=positive_int, default=5, help="timed epochs per library (after one warm-up)")
-    p.add_argument("--dim", type=positive_int, default=16)
+    add_data_arguments(p)
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed epochs per entry (after one warm-up)")
     p.add_argument("--threads", type=positive_int, default=1)
-    p.add_argument("--batch-size", type=positive_int, default=TrainConfig.batch_size)
+    p.add_argument("--device", choices=DEVICES, default="cpu")
+    p.add_argument("--batch-size", type=positive_int, default=None, help="default: the device's training default")
+    p.add_argument(
+        "--models",
+        default=",".join(m for m in MODELS if m != "bfm"),
+        help="fmlib models to time, comma-separated (bfm samples instead of taking Adam steps: not timed here)",
+    )
 
 
-def _epoch(step, n, batch_size, seed):
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+class PlainFM(nn.Module):
+    """An FM as a PyTorch user writes it: a table per field, genres averaged by an EmbeddingBag."""
+
+    def __init__(self, cardinalities: list[int], genres: int, dim: int):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(1))
+        self.embed = nn.ModuleList(nn.Embedding(c, dim) for c in cardinalities)
+        self.linear = nn.ModuleList(nn.Embedding(c, 1) for c in cardinalities)
+        self.genre_embed = nn.EmbeddingBag(genres + 1, dim, mode="mean", padding_idx=genres)
+        self.genre_linear = nn.EmbeddingBag(genres + 1, 1, mode="mean", padding_idx=genres)
+        for table in [*self.embed, self.genre_embed]:
+            nn.init.normal_(table.weight, std=0.01)
+
+    def forward(self, x: torch.Tensor, genres: torch.Tensor) -> torch.Tensor:
+        e = [table(x[:, j]) for j, table in enumerate(self.embed)] + [self.genre_embed(genres)]
+        w = [table(x[:, j]) for j, table in enumerate(self.linear)] + [self.genre_linear(genres)]
+        return self.bias + torch.cat(w, 1).sum(1) + fm_pairwise(torch.stack(e, 1))
+
+
+def _check(args, models: list[str]) -> None:
+    unknown = [m for m in models if m not in MODELS or m == "bfm"]
+    if unknown:
+        allowed = ", ".join(m for m in MODELS if m != "bfm")
+        raise ValueError(f"--models: {', '.join(unknown)} cannot be timed; choose from {allowed}")
+    TrainConfig(device=args.device)  # a clear error when cuda is asked for and absent
+
+
+def _timed(fn, device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     start = time.perf_counter()
-    for i in range(0, n, batch_size):
-        step(perm[i : i + batch_size])
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     return time.perf_counter() - start
 
 
 def run(args) -> int:
     from torchfm.model.fm import FactorizationMachineModel
 
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    _check(args, models)
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    batch = args.batch_size or BATCH_SIZE[args.device]
     torch.manual_seed(0)
-    data = split(movielens.load(args.dataset), seed=0).train
-    fields = tuple(f for f in data.schema.fields if f.kind == "single")
-    if data.schema.fields[: len(fields)] != fields:  # the slicing below needs them in the first columns
-        raise RuntimeError(
-            f"bench train needs the single-valued fields first; the schema's order is {data.schema.names}"
-        )
-    schema = Schema(fields)
-    index = data.index[:, : len(fields)].contiguous()  # single-valued fields come first
-    weight = data.weight[:, : len(fields)].contiguous()
-    local = index - torch.tensor([f.offset for f in fields])  # torchfm adds its own offsets
-    y = data.target("click")
+    data = split(movielens.load(args.dataset, data_dir=args.data_dir), seed=0)
+    train = data.train
+    if batch > len(train):
+        raise ValueError(f"--batch-size {batch} is larger than the {len(train)} training rows")
+    schema = train.schema
+    single = [f for f in schema.fields if f.kind == "single"]
+    if [f.kind for f in schema.fields] != ["single"] * len(single) + ["multi"]:
+        raise RuntimeError(f"bench train needs the single-valued fields first, then genres; got {schema.names}")
+    n_single = len(single)
+    index, weight = train.index.to(device), train.weight.to(device)
+    rating, click = train.target("rating").to(device), train.target("click").to(device)
+    local = (train.index[:, :n_single] - torch.tensor([f.offset for f in single])).to(device)
+    genre_field = schema.fields[-1]
+    genres = torch.where(  # EmbeddingBag input: local genre ids, padding -> its own index
+        train.weight[:, n_single:] > 0, train.index[:, n_single:] - genre_field.offset, genre_field.cardinality
+    ).to(device)
+    criterion = loss_fn("rating")
 
-    ours = build_model("fm", schema, dim=args.dim)
-    ours_opt = torch.optim.Adam(ours.parameters(), lr=1e-3, fused=True)
-    ours_loss = torch.nn.BCEWithLogitsLoss()
-    theirs = FactorizationMachineModel([f.cardinality for f in fields], args.dim)
-    theirs_opt = torch.optim.Adam(theirs.parameters(), lr=1e-3)
-    theirs_loss = torch.nn.BCELoss()
+    def adam_step(model, optimizer, forward, target, loss):
+        def step(rows):
+            optimizer.zero_grad()
+            out = loss(forward(rows), target[rows])
+            if hasattr(model, "extra_loss"):  # RaFM: Algorithm 1's consistency terms
+                out = out + model.extra_loss(loss)
+            out.backward()
+            optimizer.step()
 
-    def ours_step(rows):
-        ours_opt.zero_grad()
-        ours_loss(ours(index[rows], weight[rows]), y[rows]).backward()
-        ours_opt.step()
+        return step
 
-    def theirs_step(rows):
-        theirs_opt.zero_grad()
-        theirs_loss(theirs(local[rows]), y[rows]).backward()
-        theirs_opt.step()
+    config = TrainConfig()
+    steps = {}
+    for name in models:
+        hp = {"counts": train.feature_counts().tolist()} if "counts" in hyperparameters(name) else {}
+        model = build_model(name, schema, **hp).to(device).train()
+        opt = torch.optim.Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr, fused=True)
+        steps[name] = adam_step(model, opt, lambda r, m=model: m(index[r], weight[r]), rating, criterion)
+    plain = PlainFM([f.cardinality for f in single], genre_field.cardinality, 16).to(device)
+    steps["plain FM"] = adam_step(
+        plain,
+        torch.optim.Adam(plain.parameters(), lr=config.lr),
+        lambda r: plain(local[r], genres[r]),
+        rating,
+        criterion,
+    )
+    ours11 = build_model("fm", Schema(tuple(single))).to(device)
+    index11, weight11 = index[:, :n_single].contiguous(), weight[:, :n_single].contiguous()
+    steps["fm, 11 fields"] = adam_step(
+        ours11,
+        torch.optim.Adam(ours11.parameters(), lr=config.lr, fused=True),
+        lambda r: ours11(index11[r], weight11[r]),
+        click,
+        nn.BCEWithLogitsLoss(),
+    )
+    theirs = FactorizationMachineModel([f.cardinality for f in single], 16).to(device)
+    steps["torchfm, 11 fields"] = adam_step(
+        theirs, torch.optim.Adam(theirs.parameters(), lr=config.lr), lambda r: theirs(local[r]), click, nn.BCELoss()
+    )
 
-    times = {"fmlib": [], "torchfm": []}
-    for epoch in range(args.epochs + 1):  # epoch 0 warms up
-        for name, step in (("fmlib", ours_step), ("torchfm", theirs_step)):
-            seconds = _epoch(step, len(y), args.batch_size, seed=epoch)
-            if epoch:
+    def epoch(step, seed):
+        perm = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed)).to(device)
+        return lambda: [step(perm[i : i + batch]) for i in range(0, len(train), batch)]
+
+    evals = {}
+    if "rafm" in models:
+        rafm = build_model("rafm", schema, counts=train.feature_counts().tolist()).to(device).eval()
+        fm_top = build_model("fm", schema, dim=rafm.ranks[-1]).to(device).eval()
+        for label, model in ((f"FM, dim {rafm.ranks[-1]}", fm_top), ("rafm", rafm)):
+            evals[f"eval {label}"] = lambda m=model: _predict(m, index, weight)
+
+    times = {name: [] for name in [*steps, *evals]}
+    for repeat in range(args.repeats + 1):  # repeat 0 warms up
+        for name, step in steps.items():
+            seconds = _timed(epoch(step, repeat), device)
+            if repeat:
                 times[name].append(seconds)
-        if epoch:
-            print(f"epoch {epoch}: fmlib {times['fmlib'][-1]:.3f} s, torchfm {times['torchfm'][-1]:.3f} s")
-    fmlib_s, torchfm_s = statistics.median(times["fmlib"]), statistics.median(times["torchfm"])
+        for name, fn in evals.items():
+            seconds = _timed(fn, device)
+            if repeat:
+                times[name].append(seconds)
+    report(times, args, len(train), batch, n_single, evals)
+    return 0
+
+
+@torch.no_grad()
+def _predict(model, index, weight, batch: int = 8192) -> None:
+    for i in range(0, len(index), batch):
+        model(index[i : i + batch], weight[i : i + batch])
+
+
+def _spread(values: list[float]) -> dict:
+    return {"median": round(statistics.median(values), 4), "min": round(min(values), 4), "max": round(max(values), 4)}
+
+
+def report(times: dict, args, rows: int, batch: int, n_single: int, evals: dict) -> None:
+    """Print the table and one JSON line: seconds and ratios, median and min–max over repeats."""
+    plain, torchfm = times["plain FM"], times["torchfm, 11 fields"]
+    ratios = {}
+    for name, ts in times.items():
+        if name in evals:
+            continue
+        base = torchfm if name == "fm, 11 fields" else plain
+        ratios[name] = [t / b for t, b in zip(ts, base)]
+    if len(evals) == 2:
+        fm_top, rafm = evals
+        ratios["eval rafm"] = [r / f for r, f in zip(times[rafm], times[fm_top])]
     print(
-        f"\n{len(fields)} single-valued fields, {len(y)} rows, batch {args.batch_size}, dim {args.dim}, "
-        f"{args.threads} thread(s)"
+        f"\n{rows} training rows, {n_single + 1} fields (genres multi-valued) unless marked, batch {batch}, "
+        f"device {args.device}, {args.threads} thread(s), {args.repeats} repeats"
     )
-    print(
-        f"seconds/epoch (median of {args.epochs}): fmlib {fmlib_s:.3f}, torchfm {torchfm_s:.3f}, "
-        f"ratio fmlib/torchfm {fmlib_s / torchfm_s:.2f}"
-    )
+    print(f"{'entry':<22}{'s/epoch median':>16}{'min–max':>18}{'ratio':>8}{'min–max':>14}  to")
+    for name, ts in times.items():
+        s = _spread(ts)
+        line = f"{name:<22}{s['median']:>16.3f}{s['min']:>10.3f}–{s['max']:<7.3f}"
+        if name in ratios and name != "plain FM":
+            r = _spread(ratios[name])
+            to = "torchfm" if name == "fm, 11 fields" else ("FM of D_m" if name == "eval rafm" else "plain FM")
+            line += f"{r['median']:>8.2f}{r['min']:>8.2f}–{r['max']:<5.2f}  {to}"
+        print(line)
     print(
         json.dumps(
             {
                 "bench": "train",
-                "fields": len(fields),
-                "rows": len(y),
-                "dim": args.dim,
+                "rows": rows,
+                "batch_size": batch,
+                "device": args.device,
                 "threads": args.threads,
-                "fmlib_s_per_epoch": round(fmlib_s, 4),
-                "torchfm_s_per_epoch": round(torchfm_s, 4),
-                "ratio": round(fmlib_s / torchfm_s, 3),
+                "repeats": args.repeats,
+                "seconds": {name: _spread(ts) for name, ts in times.items()},
+                "ratios": {name: _spread(rs) for name, rs in ratios.items() if name != "plain FM"},
             }
         )
     )
-    return 0
