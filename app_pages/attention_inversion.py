@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from app_pages._ui import fail
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.plots import inversion as plots
@@ -22,10 +23,7 @@ GAMMAS = [0.0, 1e-4, 1e-2, 1.0, 100.0]
 @st.cache_data(show_spinner=False)
 def run_pair(n, d, R, gamma, start, seed, steps, lr):
     inst = planted_instance(n, d, R, seed)
-    X0 = None
-    if start == "near":
-        noise = torch.randn(d, n, generator=torch.Generator().manual_seed(1000 + seed), dtype=torch.float64)
-        X0 = inst.X_true + 0.3 * noise
+    X0 = attack.near_start(inst.X_true, 0.3, seed) if start == "near" else None
     gd = invert(inst.W, inst.V, inst.B, "gd", gamma, steps=steps, seed=seed, lr=lr, X_true=inst.X_true, X0=X0)
     newton = invert(
         inst.W, inst.V, inst.B, "newton", gamma, steps=min(steps, 100), seed=seed, X_true=inst.X_true, X0=X0
@@ -55,8 +53,7 @@ start = "near" if start_label.startswith("near") else "random"
 try:
     inst, gd, newton = run_pair(n, d, R, float(gamma), start, int(seed), steps, lr)
 except ValueError as err:
-    st.error(str(err))
-    st.stop()
+    fail(err)
 
 for note in gd.notes + newton.notes:
     st.warning(note)
@@ -104,14 +101,12 @@ if st.button("Run trials", type="primary"):
             "**Both outcomes at γ = 0**: one instance where Newton recovered the secret, "
             "one where it stopped elsewhere (same method, same settings)."
         )
-        shown = {}
-        for label, row in (("recovered", win.iloc[0]), ("stalled", lose.iloc[0])):
-            inst_k = planted_instance(n, d, R, int(row["trial"]))
-            draw = attack.trial_noise(n, d, count)[int(row["start"]) * count + int(row["trial"])]
-            X0 = draw if noise is None else inst_k.X_true + noise * draw
-            shown[f"{label} (instance {int(row['trial'])})"] = invert(
-                inst_k.W, inst_k.V, inst_k.B, "newton", 0.0, steps=60, X0=X0, X_true=inst_k.X_true
+        shown = {
+            f"{label} (instance {int(row['trial'])})": attack.replay_trial(
+                n, d, R, int(row["trial"]), int(row["start"]), count, start_noise=noise
             )
+            for label, row in (("recovered", win.iloc[0]), ("stalled", lose.iloc[0]))
+        }
         st.plotly_chart(plots.convergence_figure(shown))
 
 st.subheader("The paper's gradient, checked")
@@ -152,14 +147,10 @@ def movielens_attack(users, attack_steps):
     from fmlib.inversion import movielens as twist
 
     exp = movielens_experiment()
-    rows = {"training users": exp.train_rows[:users], "held-out users": exp.heldout_rows[:users]}
-    ranking = twist.popularity_guess(exp.seqs.tokens[exp.train_rows], 2, len(exp.titles))
-    out = {}
-    for label, r in rows.items():
-        tokens = exp.seqs.tokens[r]
-        rec = twist.recover(exp.model, tokens, hidden=2, steps=attack_steps, seed=0)
-        out[label] = (twist.recovery_summary(rec, tokens, ranking), twist.trajectory_table(rec, tokens, 0, exp.titles))
-    return out
+    return {
+        label: (done.summary, twist.trajectory_table(done.recovery, done.tokens, 0, exp.titles))
+        for label, done in twist.attack_users(exp, users, attack_steps).items()
+    }
 
 
 if st.button("Train the tiny transformer and attack"):

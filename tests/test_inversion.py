@@ -6,7 +6,15 @@ import pytest
 import torch
 
 from fmlib.inversion import attention_output, gamma_bound, gradient, hessian, invert, loss, planted_instance
-from fmlib.inversion.attack import assumption_R, descend, first_hit, success_rates, trials
+from fmlib.inversion.attack import (
+    assumption_R,
+    descend,
+    first_hit,
+    near_start,
+    replay_trial,
+    success_rates,
+    trials,
+)
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 
 D64 = torch.float64
@@ -178,3 +186,19 @@ def test_descend_batches_independent_problems():
     Xb, _ = descend(X0, *(torch.stack([getattr(a, k), getattr(b, k)]) for k in ("W", "V", "B")), 0.0, "newton", 5, 1.0)
     one = invert(b.W, b.V, b.B, "newton", steps=5, X0=X0[1])
     torch.testing.assert_close(Xb[1], one.X)
+
+
+def test_replay_trial_reruns_one_row_of_the_trials_table():
+    table = trials(3, 2, 1.0, [0.0], count=4, steps=30, seed=3)
+    assert table["success"].any() and not table["success"].all()
+    for row in table.itertuples():
+        again = replay_trial(3, 2, 1.0, row.trial, row.start, 4, steps=30, seed=3)
+        secret = planted_instance(3, 2, 1.0, 3 + row.trial).X_true
+        assert again.trajectory["dist"].iloc[-1] / secret.norm().item() == pytest.approx(row.rel_error, abs=1e-6)
+
+
+def test_near_start_is_the_secret_plus_scaled_seeded_noise():
+    X = rand(3, 4, seed=2)
+    a, b = near_start(X, 0.3, seed=1) - X, near_start(X, 0.1, seed=1) - X
+    torch.testing.assert_close(a, 3 * b)
+    assert not torch.equal(near_start(X, 0.3, seed=2), near_start(X, 0.3, seed=1))

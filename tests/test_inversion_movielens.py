@@ -7,6 +7,7 @@ import torch
 
 from fmlib.inversion.movielens import (
     TinyTransformer,
+    attack_users,
     next_movie_loss,
     popularity_guess,
     prepare,
@@ -87,3 +88,14 @@ def test_recovery_beats_chance_and_popularity(experiment):
 def test_recover_rejects_bad_hidden(experiment):
     with pytest.raises(ValueError, match="hidden must be between"):
         recover(experiment.model, experiment.seqs.tokens[:3], hidden=8)
+
+
+def test_attack_users_attacks_training_and_heldout_users_alike(experiment):
+    attacked = attack_users(experiment, users=5, steps=20)
+    assert list(attacked) == ["training users", "held-out users"]
+    ranking = popularity_guess(experiment.seqs.tokens[experiment.train_rows], 2, 30)
+    for done, rows in zip(attacked.values(), (experiment.train_rows, experiment.heldout_rows)):
+        tokens = experiment.seqs.tokens[rows[:5]]
+        assert torch.equal(done.tokens, tokens)
+        alone = recover(experiment.model, tokens, hidden=2, steps=20, seed=0)
+        pd.testing.assert_frame_equal(done.summary, recovery_summary(alone, tokens, ranking))

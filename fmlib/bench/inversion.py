@@ -90,14 +90,12 @@ def bench_movielens(users: int, seed: int) -> None:
         f"parameters, training loss {exp.losses[0]:.2f} → {exp.losses[-1]:.2f} "
         f"({time.perf_counter() - t0:.0f} s)"
     )
-    ranking = twist.popularity_guess(exp.seqs.tokens[exp.train_rows], 2, len(exp.titles))
-    for label, rows in (("training users", exp.train_rows), ("held-out users", exp.heldout_rows)):
-        rows = rows[:users]
-        t0 = time.perf_counter()
-        rec = twist.recover(exp.model, exp.seqs.tokens[rows], hidden=2, steps=300, seed=seed)
-        summary = twist.recovery_summary(rec, exp.seqs.tokens[rows], ranking)
-        print(f"{label}: {len(rows)} users, 2 hidden movies each, 300 Adam steps ({time.perf_counter() - t0:.0f} s)")
-        for r in summary.itertuples():
+    t0 = time.perf_counter()
+    attacked = twist.attack_users(exp, users, steps=300, seed=seed)
+    print(f"attack: 2 hidden movies per user, 300 Adam steps ({time.perf_counter() - t0:.0f} s for both groups)")
+    for label, done in attacked.items():
+        print(f"{label}: {len(done.tokens)} users")
+        for r in done.summary.itertuples():
             print(f"  {r.metric:<6} attack {r.attack:6.1%}  popularity {r.popularity:6.1%}  chance {r.chance:6.1%}")
 
 

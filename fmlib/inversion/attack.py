@@ -312,6 +312,13 @@ def invert(
     return Inversion(X[0], frame, method, notes)
 
 
+def near_start(X_true: torch.Tensor, noise: float, seed: int = 0) -> torch.Tensor:
+    """A rough guess of the secret, X_true + noise·N(0, 1) (Thm. 4.4's "good initial point");
+    the draw is seeded by 1000 + seed, apart from the instance's own seed."""
+    gen = torch.Generator().manual_seed(1000 + seed)
+    return X_true + noise * torch.randn(X_true.shape, generator=gen, dtype=DTYPE)
+
+
 def trial_noise(n: int, d: int, count: int, seed: int = 0) -> torch.Tensor:
     """The N(0, 1) draws behind the starts of ``trials``: row start·count + trial, shape (2·count, d, n)."""
     gen = torch.Generator().manual_seed(10_000 + seed)
@@ -379,6 +386,27 @@ def trials(
                 )
             )
     return pd.concat(rows, ignore_index=True)
+
+
+def replay_trial(
+    n: int,
+    d: int,
+    R: float,
+    trial: int,
+    start: int,
+    count: int,
+    gamma: float = 0.0,
+    method: str = "newton",
+    steps: int = 60,
+    seed: int = 0,
+    start_noise: float | None = None,
+) -> Inversion:
+    """One run of ``trials`` (its ``trial`` and ``start`` row, same count, seed and start_noise)
+    attacked again on its own, with the trajectory that ``trials`` does not keep."""
+    inst = planted_instance(n, d, R, seed + trial)
+    draw = trial_noise(n, d, count, seed)[start * count + trial]
+    X0 = draw if start_noise is None else inst.X_true + start_noise * draw
+    return invert(inst.W, inst.V, inst.B, method, gamma, steps=steps, X0=X0, X_true=inst.X_true)
 
 
 def success_rates(table: pd.DataFrame) -> pd.DataFrame:

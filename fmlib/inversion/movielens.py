@@ -290,3 +290,25 @@ def prepare(
     else:
         titles = [f"movie {m}" for m in seqs.movie_ids]
     return Experiment(seqs, train_rows, heldout_rows, model, losses, titles)
+
+
+@dataclass
+class UserAttack:
+    tokens: torch.Tensor  # (U, length) the attacked users' sequences
+    recovery: Recovery
+    summary: pd.DataFrame  # recovery_summary: attack vs popularity vs chance
+
+
+def attack_users(exp: Experiment, users: int, steps: int = 300, hidden: int = 2, seed: int = 0) -> dict:
+    """§5.1's attack on the first ``users`` training users and the first ``users`` held-out users
+    (never trained on), each against the popularity baseline of the training sequences:
+    {"training users": UserAttack, "held-out users": UserAttack}."""
+    if users < 1:
+        raise ValueError(f"users must be >= 1, got {users}")
+    ranking = popularity_guess(exp.seqs.tokens[exp.train_rows], hidden, len(exp.titles))
+    out = {}
+    for label, rows in (("training users", exp.train_rows), ("held-out users", exp.heldout_rows)):
+        tokens = exp.seqs.tokens[rows[:users]]
+        rec = recover(exp.model, tokens, hidden=hidden, steps=steps, seed=seed)
+        out[label] = UserAttack(tokens, rec, recovery_summary(rec, tokens, ranking))
+    return out
