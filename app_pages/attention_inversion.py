@@ -160,8 +160,7 @@ if st.button("Train the tiny transformer and attack"):
             results = movielens_attack(users, attack_steps)
             status.update(label="done", state="complete")
     except Exception as err:  # no data source reachable: say so, no traceback
-        st.error(f"MovieLens 100K could not be loaded or the experiment failed: {err}")
-        st.stop()
+        fail(f"MovieLens 100K could not be loaded or the experiment failed: {err}")
     st.caption(
         f"{sum(p.numel() for p in exp.model.parameters())} parameters; "
         f"{len(exp.train_rows)} training users, {len(exp.heldout_rows)} held out."

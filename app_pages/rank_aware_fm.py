@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages._ui import dataset_name, load_data, load_split
+from app_pages._ui import dataset_name, fail, load_data, load_split
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
@@ -26,14 +26,12 @@ text = st.text_input(
 try:
     ranks = check_ranks(int_list(text))
 except ValueError as err:
-    st.error(f"Rank set: {err}")
-    st.stop()
+    fail(f"Rank set: {err}")
 
 try:
     data = load_split(name, 0)
 except Exception as err:  # no data source: say why, no traceback
-    st.error(str(err))
-    st.stop()
+    fail(str(err))
 counts = data.train.feature_counts()
 summary = parameter_summary(counts, ranks)
 
@@ -122,8 +120,7 @@ if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"):
             records = rafm_experiment.run_seed(load_data(name), ranks, 0, config, log=st.write)
         except (ValueError, RuntimeError) as err:
             status.update(label="failed", state="error")
-            st.error(str(err))
-            st.stop()
+            fail(str(err))
         status.update(label="done", state="complete")
     st.session_state["rafm_result"] = rafm_experiment.as_result(load_data(name), ranks, [0], config, records)
 session = st.session_state.get("rafm_result")

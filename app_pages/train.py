@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
-from app_pages._ui import dataset_name, load_split
+from app_pages._ui import dataset_name, fail, load_split
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
 from fmlib.models import MODELS, hyperparameters
@@ -65,16 +65,14 @@ with st.expander(f"{model} hyperparameters", expanded=True):
             try:
                 hp[key] = int_list(text)
             except ValueError as err:
-                st.error(f"{key}: {err}")
-                st.stop()
+                fail(f"{key}: {err}")
 
 if st.button("Train", type="primary"):
     try:
         config = TrainConfig(task=task, epochs=epochs, lr=lr, weight_decay=weight_decay, seed=seed)
         data = load_split(name, seed)
     except Exception as err:  # bad settings or no data source: say why, no traceback
-        st.error(str(err))
-        st.stop()
+        fail(str(err))
     submit_training(model, data, config, hp)
 
 follow_training()
