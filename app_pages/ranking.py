@@ -1,20 +1,20 @@
 """Ranking with a cached context: score every movie for one user (DPLR paper §3.1, Alg. 1)."""
 
-import time
-
 import pandas as pd
 import streamlit as st
-import torch
 
-from app_pages._ui import load_split, saved_or_quick_run
-from fmlib.bench.ranking import ranking_benchmark, synthetic_schema
+from app_pages._ui import fail, load_run, load_split, run_store, saved_or_quick_run
+from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
-from fmlib.ranking import assemble, context_of, item_candidates, layout, rank_items
+from fmlib.ranking import catalogue, context_of, layout, overlap_table, rank_items, top_k, user_query
 from fmlib.results import read_csv, results_dir
+from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
 
 RANKABLE = ("fm", "fwfm", "dplr")
+QUICK_SIZES = (1_000, 10_000)  # catalogues the quick benchmark times here in seconds
+BENCH_COLUMNS = ("items", "schema", "m", "item_fields", "model", "per_item_us", "per_item_q1", "per_item_q3", "x_floor")
 
 st.title("Ranking with a cached context")
 st.markdown(
@@ -23,42 +23,59 @@ st.markdown(
     "the movie's own fields. How much does that save, for FM, FwFM and DPLR?"
 )
 
-
 st.subheader("Per-item cost as the number of fields grows")
-saved = results_dir() / "ranking_bench.csv"
-bench = st.session_state.get("ranking_bench")
-if bench is None and st.button("Run a quick benchmark here (m = 8 … 64, a few seconds)", key="bench"):
-    schemas = [(f"synthetic m={m}, |I|={m // 2}", synthetic_schema(m, m // 2)) for m in (8, 16, 32, 64)]
-    schemas += [(f"synthetic m=40, |I|={i}", synthetic_schema(40, i)) for i in (5, 10, 20, 35)]
-    with st.spinner("timing ..."):
-        bench = ranking_benchmark(schemas, ranks=(1, 2), n_items=1000, repeats=3)
-    st.session_state["ranking_bench"] = bench
-if bench is not None:
+saved_path = results_dir() / "ranking_bench.csv"
+saved = None
+if saved_path.exists():
+    try:
+        saved = read_csv(saved_path, columns=BENCH_COLUMNS, made_by="python -m fmlib bench ranking")
+    except ValueError as err:
+        st.warning(f"{err} — run `python -m fmlib bench ranking` again.")
+quick = st.session_state.get("ranking_bench", {})
+sizes = sorted(set(QUICK_SIZES) | set(quick) | (set() if saved is None else set(saved["items"])))
+n_items = st.select_slider(
+    "catalogue size (items per query)", sizes, value=sizes[0], format_func=lambda n: f"{n:,}", key="catalogue"
+)
+if n_items in quick:
+    bench = quick[n_items]
     st.caption(
-        "From the quick benchmark run here (1000 items, median of 3 repeats). "
-        f"`python -m fmlib bench ranking` writes the full benchmark to {saved}."
+        f"From the quick benchmark run here: {n_items:,} items, median and IQR of 2 runs × 3 rounds "
+        f"after a warm-up, one thread. `python -m fmlib bench ranking` writes the full benchmark to {saved_path}."
     )
-elif saved.exists():
-    bench = read_csv(saved, columns=("schema", "m", "item_fields", "model", "per_item_us", "ratio_to_fm"))
-    st.caption(f"From {saved} (`python -m fmlib bench ranking`).")
+elif saved is not None and n_items in set(saved["items"]):
+    bench = saved
+    st.caption(f"From {saved_path} (`python -m fmlib bench ranking`): median and IQR over 2 runs, one thread.")
 else:
-    st.caption(f"`python -m fmlib bench ranking` writes the full benchmark to {saved}.")
+    bench = None
+    st.caption(f"`python -m fmlib bench ranking` writes the full benchmark (10³ … 10⁵ items) to {saved_path}.")
+if n_items in QUICK_SIZES and st.button(f"Time a quick benchmark here ({n_items:,} items, m = 8 … 64)", key="bench"):
+    with st.spinner("timing (warm-up, then 2 runs × 3 rounds) ..."):
+        bench = ranking_benchmark(sweep_schemas((8, 16, 32, 64), (5, 35)), sizes=(n_items,), ranks=(2,), repeats=3)
+    st.session_state["ranking_bench"] = {**quick, n_items: bench}
 if bench is not None:
-    synthetic = bench[bench.schema.str.startswith("synthetic")]
-    by_m = synthetic[synthetic.item_fields * 2 == synthetic.m]
-    by_items = synthetic[synthetic.m == 40]
     left, right = st.columns(2)
-    left.plotly_chart(per_item_cost_figure(by_m, "m"), key="by_m")
-    right.plotly_chart(per_item_cost_figure(by_items, "item_fields"), key="by_items")
-    st.markdown(
-        "**Notice:** the full FwFM pass grows like m²; with the context cached every model pays "
-        "only for the item fields — FM and DPLR linearly in |I| (DPLR about ρ times FM's work), "
-        "FwFM quadratically in |I|. Timings are medians on a shared CPU: expect noise."
+    left.plotly_chart(
+        per_item_cost_figure(
+            sweep_rows(bench, n_items, "m"), "m", f"Per-item cost vs m ({n_items:,} items, |I| = m/2)"
+        ),
+        key="by_m",
+    )
+    right.plotly_chart(
+        per_item_cost_figure(
+            sweep_rows(bench, n_items, "item_fields"),
+            "item_fields",
+            f"Per-item cost vs |I| ({n_items:,} items, m = 40)",
+        ),
+        key="by_items",
+    )
+    st.markdown(f"**Notice:** {cache_payoff(bench, n_items)}")
+    st.caption(
+        "Bars: interquartile range. The dotted floor is an `embedding_bag` sum of each item's rows, timed in the "
+        "same run: cached FM and DPLR gather one precomputed row per item field (Algorithm 1), so they stay a "
+        "small multiple of it; the full FwFM pass grows like m²."
     )
 
 st.subheader("Rank every movie for one user")
-
-
 run, source = saved_or_quick_run(
     lambda run: run.config["model"] in RANKABLE,
     f"cached-context ranking is implemented for {', '.join(RANKABLE)}. Pick one of those, or train a quick DPLR here.",
@@ -73,67 +90,107 @@ run, source = saved_or_quick_run(
         rank=2,
     ),
 )
+
+
+def split_of(run):
+    split_cfg = run.config.get("split", {"seed": 0, "min_count": 1})
+    return load_split(run.config["dataset"], split_cfg["seed"], split_cfg["min_count"])
+
+
 model = run.model.eval()
-split_cfg = run.config.get("split", {"seed": 0, "min_count": 1})
-data = load_split(run.config["dataset"], split_cfg["seed"], split_cfg["min_count"])
+data = split_of(run)
 lay = layout(model.schema)
+candidates = catalogue(data.train, data.valid, data.test)
+items, item_weight = candidates.index, candidates.weight
 st.caption(
     f"Model: {model_name(model)} from {source} · {len(lay.context_fields)} context fields, "
-    f"{len(lay.item_fields)} item fields."
+    f"{len(lay.item_fields)} item fields · {len(items):,} items in the catalogue."
 )
-
-items, item_weight, rows = item_candidates(data.train)
-query = int(
-    st.number_input(
-        "query: test sample #", 0, len(data.test) - 1, 0, key="query", help="its user and time fields are the context"
-    )
-)
-if data.test.frame is not None and {"user_id", "movie_id", "rating", "timestamp"} <= set(data.test.frame):
+movielens = data.test.frame is not None and {"user_id", "movie_id", "rating", "timestamp"} <= set(data.test.frame)
+if movielens:
+    users = sorted(int(u) for u in data.test.frame.user_id.unique())
+    user = int(st.selectbox("user", users, key="user", help="their latest test rating gives the time fields"))
+    query = user_query(data.test, user)
     sample = data.test.frame.iloc[query]
-    user, movie = int(sample.user_id), int(sample.movie_id)
-    seen = data.test.movies.set_index("movie_id")["title"].get(movie, "") if data.test.movies is not None else ""
+    seen = data.test.movies.set_index("movie_id")["title"].get(int(sample.movie_id), "")
     st.caption(
         f"Context: user {user} at {pd.to_datetime(int(sample.timestamp), unit='s'):%Y-%m-%d %H:%M} "
-        f"(in the test set they gave movie {movie} {seen} {sample.rating:g} stars)."
+        f"(their latest test rating: {seen} {sample.rating:g} stars)."
     )
-ctx_index, ctx_weight = context_of(data.test, query)
-start = time.perf_counter()
-cached = rank_items(model, ctx_index, ctx_weight, items, item_weight)
-cached_s = time.perf_counter() - start
-with torch.no_grad():
-    start = time.perf_counter()
-    full = model(*assemble(lay, ctx_index, ctx_weight, items, item_weight))
-    full_s = time.perf_counter() - start
-c1, c2, c3 = st.columns(3)
-c1.metric("items scored", len(items))
-c2.metric("max |cached − full pass|", f"{float((cached - full).abs().max()):.1e}")
-c3.metric("cached / full pass time", f"{cached_s * 1e3:.1f} / {full_s * 1e3:.1f} ms")
-
-top = torch.argsort(cached, descending=True)[:10]
-schema = model.schema
-item_names = [schema.fields[f].name for f in lay.item_fields.tolist()]
-first_slot = [schema.slot_fields().index(f) for f in lay.item_fields.tolist()]
-table = pd.DataFrame(
-    {
-        name: [
-            schema.fields[f].values[int(data.train.index[rows[i], s]) - schema.fields[f].offset]
-            if schema.fields[f].values
-            else int(data.train.index[rows[i], s])
-            for i in top.tolist()
-        ]
-        for name, f, s in zip(item_names, lay.item_fields.tolist(), first_slot)
-    }
-)
-if data.train.movies is not None and "movie_id" in table:
-    movies = data.train.movies.set_index("movie_id")
-    ids = [int(v) if str(v).isdigit() else None for v in table["movie_id"]]
-    table.insert(0, "title", [movies["title"].get(i, v) for i, v in zip(ids, table["movie_id"])])
-    if "genres" in table and "genres" in movies:  # the index table holds one genre per slot: show them all
-        table["genres"] = [movies["genres"].get(i, g) for i, g in zip(ids, table["genres"])]
-table["score"] = cached[top].numpy().round(3)
-st.dataframe(table, hide_index=True)
+else:
+    query = int(st.number_input("query: test sample #", 0, len(data.test) - 1, 0, key="query"))
+context = context_of(data.test, query)
+scores = rank_items(model, *context, items, item_weight)
+timing = query_timing(model, *context, items, item_weight)
+(cached, c1, c3), (full, f1, f3) = timing["cached"], timing["full"]
+a, b, c = st.columns(3)
+a.metric("cached context, per query", f"{cached * 1e3:.2f} ms", help=f"IQR {c1 * 1e3:.2f}–{c3 * 1e3:.2f} ms")
+b.metric("full pass, per query", f"{full * 1e3:.2f} ms", help=f"IQR {f1 * 1e3:.2f}–{f3 * 1e3:.2f} ms")
+c.metric("full / cached", f"{full / cached:.1f}×")
+context_slots, slots = len(lay.context_slots), len(lay.context_slots) + len(lay.item_slots)
 st.markdown(
-    "**Notice:** the cached scores equal the full forward pass up to float rounding; only the "
-    "item fields are touched per item. Here there are few items and fields, so both are fast — "
-    "the gap opens as the number of fields grows (below)."
+    f"Both timed alike (warm-up, then the median of 7 interleaved rounds, one thread, {len(items):,} items): "
+    f"the cache saved {full / cached:.1f}× here, where the context holds {context_slots} of the {slots} slots "
+    f"each full row gathers. {'It pays' if full > cached else 'It does not pay'} "
+    "because the full pass reads and multiplies the context's rows again for every item; the fewer context "
+    "fields, the less there is to save (see the |I| chart above)."
 )
+top = top_k(scores, 10)
+table = candidates.items.iloc[top.numpy()].assign(score=scores[top].numpy().round(3))
+st.dataframe(table, hide_index=True)
+
+st.subheader("Do the models agree on the top k?")
+st.markdown(
+    "Every saved FM, FwFM and DPLR run on this dataset ranks the whole catalogue for the same user. "
+    "overlap@k = |top-k of one ∩ top-k of the other| / k: does DPLR's speed change its ranking?"
+)
+MAX_COMPARED = 6
+store, runs, unreadable = run_store(), {}, []
+for run_id in store.ids():  # newest first
+    try:
+        config = store.info(run_id)["config"]
+        if config["model"] in RANKABLE and config.get("dataset") == run.config["dataset"]:
+            runs[run_id] = load_run(run_id)
+    except RunError:
+        unreadable.append(run_id)
+    if len(runs) == MAX_COMPARED:
+        st.caption(f"The newest {MAX_COMPARED} runs are compared.")
+        break
+if unreadable:
+    st.caption(f"Skipped unreadable runs: {', '.join(unreadable)} (pick one in the sidebar to see why).")
+runs.update(st.session_state.get("ranking_quick_models", {}))
+if len(runs) < 2:
+    name = run.config["dataset"]
+    st.info(f"{len(runs)} saved FM/FwFM/DPLR run(s) on {name}: train quick ones here to compare.")
+    if st.button(f"Train a quick FM, FwFM and DPLR (ρ = 2) on {name}", key="quick_models"):
+        config = TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2)
+        try:
+            with st.spinner("training three models ..."):
+                trained = {
+                    f"quick {label}": train_model(kind, split_of(run), config, dim=8, **hp)
+                    for label, kind, hp in (("FM", "fm", {}), ("FwFM", "fwfm", {}), ("DPLR ρ=2", "dplr", {"rank": 2}))
+                }
+        except Exception as err:  # no data source, bad settings: say why, no traceback
+            fail(err)
+        st.session_state["ranking_quick_models"] = trained
+        runs.update(trained)
+if len(runs) >= 2:
+    k = st.slider("k", 1, 50, 10, key="k")
+    tops, rows = {}, []
+    for label, other in runs.items():
+        other_model = other.model.eval()
+        other_scores = rank_items(other_model, *context, items, item_weight)
+        tops[label] = top_k(other_scores, k)
+        median, q1, q3 = query_timing(other_model, *context, items, item_weight)["cached"]
+        rows.append(
+            {
+                "run": label,
+                "model": model_name(other_model),
+                "ms per query (cached)": round(median * 1e3, 3),
+                "IQR (ms)": f"{q1 * 1e3:.3f}–{q3 * 1e3:.3f}",
+                "top 1": candidates.items.iloc[int(tops[label][0]), 0],
+            }
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    st.markdown(f"overlap@{k} between the runs' top {k} lists (1 = the same items):")
+    st.dataframe(overlap_table(tops).round(2))

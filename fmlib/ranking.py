@@ -263,14 +263,50 @@ def overlap_table(tops: dict) -> pd.DataFrame:
     return pd.DataFrame([[overlap_at_k(tops[a], tops[b]) for b in names] for a in names], index=names, columns=names)
 
 
-def item_candidates(*datasets: Dataset):
-    """Every distinct item (its item slots) in the given datasets, in order of first appearance: (index, weight)."""
+@dataclass(frozen=True)
+class Catalogue:
+    """The items a query ranks: their item slots (N, S_I) and one row per item describing it."""
+
+    index: torch.Tensor
+    weight: torch.Tensor
+    items: pd.DataFrame
+
+
+def catalogue(*datasets: Dataset) -> Catalogue:
+    """Every distinct item of the given datasets (all splits of one encoding), in order of first appearance.
+
+    MovieLens: one item per movie_id — a movie the training split never saw is encoded as the rare
+    feature, yet stays its own item — described by title, movie_id, year and all its genres; other
+    data: one item per distinct item-slot row, described by its fields' values.
+    """
     lay = layout(datasets[0].schema)
     index = torch.cat([d.index[:, lay.item_slots] for d in datasets])
     weight = torch.cat([d.weight[:, lay.item_slots] for d in datasets])
-    _, rows = np.unique(index.numpy(), axis=0, return_index=True)
-    rows = torch.as_tensor(np.sort(rows))
-    return index[rows], weight[rows]
+    movies = datasets[0].movies
+    if movies is not None and all(d.frame is not None and "movie_id" in d.frame for d in datasets):
+        keys = pd.concat([d.frame.movie_id for d in datasets]).to_numpy()
+    else:
+        keys = index.numpy()
+    _, rows = np.unique(keys, axis=0, return_index=True)
+    rows = np.sort(rows)
+    if keys.ndim == 1:
+        ids = keys[rows].astype(int)
+        items = movies.set_index("movie_id").reindex(ids)[["title", "year", "genres"]].reset_index()
+        items = items[["title", "movie_id", "year", "genres"]]
+    else:
+        items = _decoded(datasets[0].schema, lay, index[rows])
+    return Catalogue(index[torch.as_tensor(rows)], weight[torch.as_tensor(rows)], items)
+
+
+def _decoded(schema: Schema, lay: Layout, item_index: torch.Tensor) -> pd.DataFrame:
+    """Item slots decoded to field values (a multi-valued field: its first value)."""
+    item_slot_fields = [schema.slot_fields()[s] for s in lay.item_slots.tolist()]
+    table = {}
+    for f in lay.item_fields.tolist():
+        field = schema.fields[f]
+        codes = item_index[:, item_slot_fields.index(f)] - field.offset
+        table[field.name] = [field.values[c] if field.values else c for c in codes.tolist()]
+    return pd.DataFrame(table)
 
 
 def context_of(data: Dataset, row: int):
@@ -289,22 +325,3 @@ def user_query(data: Dataset, user_id: int) -> int:
             f"user_id {user_id} has no sample here; users range over {sorted(set(data.frame.user_id))[:3]} …"
         )
     return int(mine.timestamp.idxmax())
-
-
-def item_table(data: Dataset, item_index: torch.Tensor) -> pd.DataFrame:
-    """Items (their item slots, (N, S_I)) decoded to field values; MovieLens adds the title and all genres."""
-    schema, lay = data.schema, layout(data.schema)
-    item_slot_fields = [schema.slot_fields()[s] for s in lay.item_slots.tolist()]
-    table = {}
-    for f in lay.item_fields.tolist():
-        field = schema.fields[f]
-        codes = item_index[:, item_slot_fields.index(f)] - field.offset  # a multi-valued field: its first value
-        table[field.name] = [field.values[c] if field.values else c for c in codes.tolist()]
-    table = pd.DataFrame(table)
-    if data.movies is not None and "movie_id" in table:
-        movies = data.movies.set_index("movie_id")
-        ids = [int(v) if str(v).isdigit() else None for v in table["movie_id"]]
-        table.insert(0, "title", [movies["title"].get(i, v) for i, v in zip(ids, table["movie_id"])])
-        if "genres" in table and "genres" in movies:  # the index holds one genre per slot: show them all
-            table["genres"] = [movies["genres"].get(i, g) for i, g in zip(ids, table["genres"])]
-    return table

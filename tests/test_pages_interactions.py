@@ -1,4 +1,4 @@
-"""AppTests for app_pages/field_interactions.py and app_pages/ranking.py (synthetic data, tiny runs)."""
+"""AppTests for app_pages/field_interactions.py (synthetic data, tiny runs); the Ranking page's are in test_pages_ranking.py."""
 
 from apptest import app_page, figure
 
@@ -50,24 +50,3 @@ def test_interactions_page_explains_a_run_that_is_not_field_weighted():
     at = page("field_interactions.py", run_id=saved_run("fm"))
     assert any("has no field interaction matrix R" in w.value for w in at.warning)
     assert at.button(key="quick_train")
-
-
-def test_ranking_page_ranks_with_a_saved_run():
-    at = page("ranking.py", run_id=saved_run("fwfm"))
-    assert not at.error
-    diff = next(m for m in at.metric if m.label.startswith("max |cached"))
-    assert float(diff.value) < 1e-5
-    assert len(at.dataframe[0].value) == 10
-    at.number_input(key="query").set_value(5).run()
-    assert not at.exception and not at.error
-
-
-def test_ranking_page_quick_dplr_and_benchmark(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # no artifacts/ here: the page offers the quick benchmark
-    at = page("ranking.py")
-    at.button(key="quick_train").click().run()
-    assert not at.exception and not at.error
-    at.button(key="bench").click().run()
-    assert not at.exception and not at.error
-    by_m = figure(at, 0)
-    assert {t["name"] for t in by_m["data"]} >= {"FM", "FwFM (full pass)", "DPLR ρ=2"}

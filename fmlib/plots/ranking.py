@@ -35,19 +35,19 @@ def per_item_cost_figure(df: pd.DataFrame, x: str = "m", title: str = "") -> go.
         group = group.sort_values(x)
         fig.add_trace(
             go.Scatter(
-                x=group[x],
-                y=group["per_item_us"],
+                x=group[x].tolist(),
+                y=group["per_item_us"].tolist(),
                 error_y=dict(
                     type="data",
                     symmetric=False,
-                    array=group["per_item_q3"] - group["per_item_us"],
-                    arrayminus=group["per_item_us"] - group["per_item_q1"],
+                    array=(group["per_item_q3"] - group["per_item_us"]).tolist(),
+                    arrayminus=(group["per_item_us"] - group["per_item_q1"]).tolist(),
                 ),
                 name=model,
                 mode="lines+markers",
                 line_color=palette[i % len(palette)],
                 line_dash="dot" if model.startswith("floor") else "solid",
-                customdata=group[["per_item_q1", "per_item_q3", "x_floor"]],
+                customdata=group[["per_item_q1", "per_item_q3", "x_floor"]].values.tolist(),
                 hovertemplate="%{y:.3f} µs [IQR %{customdata[0]:.3f}–%{customdata[1]:.3f}], "
                 "×%{customdata[2]:.1f} floor<extra>" + model + "</extra>",
             )

@@ -1,0 +1,94 @@
+"""AppTests for app_pages/ranking.py: the benchmark charts, one user's ranking, top-k agreement between runs."""
+
+import pytest
+from apptest import app_page, figure
+
+from fmlib.bench.ranking import ranking_benchmark, sweep_schemas
+from fmlib.data import movielens, split, synthetic
+from fmlib.results import write_csv
+from fmlib.runs import RunStore
+from fmlib.train import TrainConfig, train_model
+
+
+@pytest.fixture(autouse=True)
+def results(tmp_path, monkeypatch):
+    """An empty results folder, and quick benchmarks that score each catalogue once per timing."""
+    monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr("fmlib.bench.ranking.MIN_ITEMS", 1)
+    return tmp_path / "results"
+
+
+def page(**state):
+    at = app_page("app_pages/ranking.py", timeout=180, **{"dataset": "synthetic", **state})
+    at.run()
+    assert not at.exception
+    return at
+
+
+def saved_run(name, data=None, **hp):
+    data = data or split(synthetic.make(synthetic.block_R(8), n_samples=4000, cardinality=20, seed=0), seed=0)
+    return RunStore().save(train_model(name, data, TrainConfig(epochs=1), dim=4, **hp))
+
+
+def test_a_saved_run_is_timed_on_equal_terms_and_compared_with_quick_models():
+    at = page(run_id=saved_run("fwfm"))
+    assert not at.error
+    labels = [m.label for m in at.metric]
+    assert labels == ["cached context, per query", "full pass, per query", "full / cached"]
+    assert any("Both timed alike" in m.value and "context holds 4 of the 8 slots" in m.value for m in at.markdown)
+    assert len(at.dataframe[0].value) == 10
+    assert any("1 saved FM/FwFM/DPLR run" in i.value for i in at.info)
+    at.button(key="quick_models").click().run()
+    assert not at.exception and not at.error
+    compared, overlaps = at.dataframe[1].value, at.dataframe[2].value
+    assert len(compared) == 4 and set(compared.model) == {"fm", "fwfm", "dplr"}
+    assert (overlaps.values.diagonal() == 1).all() and ((0 <= overlaps.values) & (overlaps.values <= 1)).all()
+    at.slider(key="k").set_value(3).run()
+    assert not at.exception and not at.error and len(at.dataframe[2].value) == 4
+
+
+def test_quick_benchmark_charts_and_the_cache_sentence():
+    at = page()
+    at.button(key="quick_train").click().run()
+    assert not at.exception and not at.error
+    assert not at.get("plotly_chart")
+    at.button(key="bench").click().run()
+    assert not at.exception and not at.error
+    by_m, by_items = figure(at, 0), figure(at, 1)
+    assert {t["name"] for t in by_m["data"]} >= {"floor (embedding_bag)", "FM (cached)", "FwFM (full pass)", "DPLR ρ=2"}
+    assert [t["x"] for t in by_m["data"]][0] == [8, 16, 32, 64] and "error_y" in by_m["data"][0]
+    assert "1,000 items" in by_m["layout"]["title"]["text"] and "µs" in by_m["layout"]["yaxis"]["title"]["text"]
+    assert by_items["layout"]["xaxis"]["title"]["text"].startswith("item fields")
+    assert any("caching the context made FwFM" in m.value for m in at.markdown)
+
+
+def test_a_saved_benchmark_offers_its_catalogue_sizes_and_an_old_one_is_named(results):
+    write_csv(
+        results / "ranking_bench.csv",
+        ranking_benchmark(sweep_schemas((8,), (5, 35)), sizes=(200,), ranks=(2,), repeats=1),
+    )
+    at = page()
+    at.select_slider(key="catalogue").set_value(200).run()
+    assert not at.exception and not at.error
+    assert "200 items" in figure(at, 0)["layout"]["title"]["text"]
+    write_csv(
+        results / "ranking_bench.csv",
+        ranking_benchmark(sweep_schemas((8,), ()), sizes=(200,), repeats=1).drop(columns="x_floor"),
+    )
+    at = page()
+    assert any("lacks x_floor" in w.value for w in at.warning)
+
+
+def test_top_k_for_a_movielens_user_over_every_movie():
+    data = split(movielens.load("ml-100k"), seed=0)
+    fm, dplr = saved_run("fm", data), saved_run("dplr", data, rank=2)
+    at = page(dataset="ml-100k", run_id=dplr)
+    assert not at.error
+    assert "1,682 items in the catalogue" in " ".join(c.value for c in at.caption)
+    at.selectbox(key="user").set_value(7).run()
+    assert not at.exception and not at.error
+    assert any(c.value.startswith("Context: user 7 at") for c in at.caption)
+    top = at.dataframe[0].value
+    assert {"title", "movie_id", "genres", "score"} <= set(top) and top.score.is_monotonic_decreasing
+    overlaps = at.dataframe[2].value
+    assert list(overlaps.index) == [dplr, fm] and overlaps.loc[dplr, dplr] == 1
