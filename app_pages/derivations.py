@@ -4,6 +4,7 @@ import streamlit as st
 
 from fmlib.derivations import catalog, check_derivations, check_step, get
 from fmlib.plots.derivations import s3_slack_figure
+from fmlib.references import with_titles
 
 BADGES = {
     "passed": ("green", "✓ passed"),
@@ -62,7 +63,7 @@ last = len(derivation.steps)
 st.session_state.setdefault("deriv_step", 1)
 st.session_state.deriv_step = min(st.session_state.deriv_step, last)
 
-st.caption(f"Source: {derivation.source}")
+st.caption(f"Source: {with_titles(derivation.source)}")
 with st.expander("Assumptions"):
     for assumption in derivation.assumptions:
         if "\\" in assumption:  # LaTeX assumptions carry commands; plain ones are sentences

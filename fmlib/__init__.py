@@ -1,1 +1,1 @@
-"""fmlib: factorization machines and their variants, small and tested (see DESIGN.md)."""
+"""fmlib: factorization machines and their variants, small and tested (layers: the README's Architecture section)."""

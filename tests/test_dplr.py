@@ -85,7 +85,7 @@ def test_registered_with_rank_hyperparameter(small_split, tmp_path):
 
 
 def test_recovers_a_planted_block_R():
-    """Bar of issue 3 in small: planted rank-2 block R, DPLR ρ = 2 gets it back (up to field scales)."""
+    """The DPLR bar in small: planted rank-2 block R, DPLR ρ = 2 gets it back (up to field scales)."""
     R = synthetic.block_R(8, blocks=2)
     data = split(synthetic.make(R, n_samples=5000, cardinality=8, dim=4, noise=0.1, seed=0), seed=0)
     run = train_model("dplr", data, TrainConfig(epochs=30, lr=1e-2, patience=3), dim=4, rank=2)

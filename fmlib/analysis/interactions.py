@@ -1,6 +1,6 @@
 """Field interaction matrices: read R, prune it, approximate it post hoc by DPLR, look at spectra.
 
-DPLR paper (../shared/papers/dplr-fwfm-low-rank-field-weighted-fm.md):
+DPLR paper [DPLR]:
 * R (m×m, symmetric, zero diagonal) weighs the interaction of fields i and j (eq. 3).
 * Equal parameter budget (§5.1): a rank-ρ DPLR has ρ(m+1) parameters (U: ρ×m, e: ρ), so the
   pruned R keeps the ρ(m+1) largest-magnitude interactions R_ij, i < j — that is

@@ -11,7 +11,7 @@ Sources, tried in order (the first that yields data with the right counts wins):
 Whatever served the data is written to the cache atomically (a temporary directory renamed
 into place) so the next load is local. ``Dataset.source`` says which source served.
 
-Fields (DESIGN.md): context = user_id, age (bucketed), gender, occupation, zip prefix,
+Fields: context = user_id, age (bucketed), gender, occupation, zip prefix,
 rating-time year, month, weekday, hour; item = movie_id, release year, genres (multi-valued,
 embeddings averaged: DPLR paper §3.2).
 """

@@ -1,4 +1,4 @@
-"""Attention inversion — attention-inversion-unmasking-transformers.md, §3.1–3.2 and App. A.
+"""Attention inversion — [AttnInv], §3.1–3.2 and App. A.
 
 Regression model (Def. 3.1, eq. 1): L(X) = ‖D(X)⁻¹ exp(XᵀWX) XᵀV − B‖²_F with
 D(X) = diag(exp(XᵀWX) 1_n), X ∈ R^{d×n}, W, V ∈ R^{d×d}, B ∈ R^{n×d}.
@@ -19,7 +19,7 @@ import sympy as sp
 
 from .core import Check, Derivation, Printed, Step, WrongVariant, dot, sym_matrix
 
-SOURCE = "attention-inversion-unmasking-transformers.md"
+SOURCE = "[AttnInv]"
 D = 2  # token length d in every check; n (the number of tokens) is the size
 
 

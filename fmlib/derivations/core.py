@@ -9,7 +9,7 @@ variants prepared for class (`WrongVariant`), which must fail their check.
 
 Sizes: matrix steps are built from explicit small matrices of symbols ("exact at size
 n"); `n` is the size the builder receives. MatrixSymbol expressions are only used for
-display, never as ground truth (sympy issue 17229: differentiating a 1×1 matrix
+display, never as ground truth (sympy/sympy#17229: differentiating a 1×1 matrix
 expression can silently return 0).
 """
 

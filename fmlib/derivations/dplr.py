@@ -1,4 +1,4 @@
-"""DPLR-FwFM paper — dplr-fwfm-low-rank-field-weighted-fm.md.
+"""DPLR-FwFM paper — [DPLR].
 
 Rendle's identity (eq. 1) and its context/item split (eq. 2c); Identity 1 (eq. 6, proof
 in App. A.1); R_FM = 11ᵀ − I (eq. 7) and its eigenvalues; Proposition 1 (eqs. 8–9,
@@ -14,7 +14,7 @@ import sympy as sp
 
 from .core import Check, Derivation, Printed, Step, WrongVariant, dot, sqnorm, sym_matrix, sym_vector
 
-SOURCE = "dplr-fwfm-low-rank-field-weighted-fm.md"
+SOURCE = "[DPLR]"
 HALF = sp.Rational(1, 2)
 
 

@@ -1,4 +1,4 @@
-"""FM weight gradient in O(dk) — fm-gradient-odk-note.md, eqs. (1)–(8).
+"""FM weight gradient in O(dk) — [FMGrad], eqs. (1)–(8).
 
 Notation of the note: X ∈ R^d (features), P ∈ R^{k×d} (embeddings as columns),
 Z = PX (memoised), φ(X) = ½(‖PX‖² − Σ_i ‖P_{i,:} ∘ X‖²)       (eq. 1),
@@ -15,7 +15,7 @@ import sympy as sp
 
 from .core import Check, Derivation, Printed, Step, WrongVariant, sym_matrix, sym_vector
 
-SOURCE = "fm-gradient-odk-note.md"
+SOURCE = "[FMGrad]"
 
 
 def _setup(n: int):
@@ -204,7 +204,7 @@ def derivation() -> Derivation:
                 r"\phi(X) = \sum_{j<j'} \langle P_{:,j}, P_{:,j'}\rangle X_j X_{j'}",
                 "Rendle's identity (DPLR paper eq. 1) with embedding vectors v_j = P_{:,j}: the double sum "
                 "counts each pair j ≠ j' twice and the diagonal once; eq. (1) removes the diagonal and halves",
-                f"{SOURCE}, eq. (1); dplr-fwfm-low-rank-field-weighted-fm.md eq. (1)",
+                f"{SOURCE}, eq. (1); [DPLR] eq. (1)",
                 Check(_fm_pairwise, "exact", size=4),
             ),
             Step(

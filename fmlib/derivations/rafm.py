@@ -1,4 +1,4 @@
-"""RaFM paper — rafm-rank-aware-fm.md.
+"""RaFM paper — [RaFM].
 
 Efficient evaluation: A_{l,k} (eq. 7), B_{l,k} (eq. 8), Proposition 2, the proof of
 Theorem 3 (eqs. 9–10) and the recursion B_{l,k+1} = B_{l,k} − A_{k,k+1} + A_{k+1,k+1}.
@@ -17,7 +17,7 @@ import sympy as sp
 
 from .core import Check, Derivation, Printed, Step, WrongVariant, dot, sqnorm, sym_vector
 
-SOURCE = "rafm-rank-aware-fm.md"
+SOURCE = "[RaFM]"
 RANKS = (1, 2, 3)  # D_1 ≤ D_2 ≤ D_3, m = 3 FMs
 RANK_INDEX = (1, 3, 2, 3, 2, 1)  # k_i, repeated over the features
 

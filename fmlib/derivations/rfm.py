@@ -1,4 +1,4 @@
-"""RFM theory appendix — rfm-rotative-fm-theory-appendix.md, §1.2 (gradient analysis).
+"""RFM theory appendix — [RFM], §1.2 (gradient analysis).
 
 One layer of self-attentive rotation: G = σ(Re[exp(iQ) diag(w) exp(−iK)ᵀ]) V with
 Q = (B̃X)ᵀ, K = (C̃X)ᵀ, V = (D̃X)ᵀ, X ∈ R^{dm×m}, B̃, C̃, D̃ ∈ R^{d×dm}; the paper calls
@@ -16,7 +16,7 @@ import sympy as sp
 
 from .core import Check, Derivation, Printed, Step, WrongVariant, sym_matrix, sym_vector
 
-SOURCE = "rfm-rotative-fm-theory-appendix.md"
+SOURCE = "[RFM]"
 
 
 def sigmoid(z):

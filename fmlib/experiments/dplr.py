@@ -1,6 +1,9 @@
 """``python -m fmlib reproduce dplr``: the analogue of the DPLR paper's Table 1 on MovieLens.
 
-For every seed (it seeds the split, the initialisation and the batches):
+Every model uses its tuned preset (``python -m fmlib tune``; all at the same embedding size k,
+the paper's 8): ``fm-<k>``, ``fwfm-<k>`` and ``dplr-<ρ>`` per rank ρ, so no model inherits
+another's learning rate or L2. For every seed (it seeds the split, the initialisation and the
+batches):
 * FM and FwFM are trained;
 * DPLR-FwFM is trained at every rank ρ;
 * the trained FwFM is pruned to the same budget, its ρ(m+1) largest |R_ij| (§5.1), and
@@ -8,19 +11,25 @@ For every seed (it seeds the split, the initialisation and the batches):
   the pruned model before fine-tuning is reported too;
 * post-hoc DPLR (App. C): the trained FwFM's R replaced by its rank-ρ DPLR approximation,
   by truncated eigendecomposition and by nuclear-norm minimisation, no retraining.
-Test metrics go to a long CSV (one row per seed × model × rank) and a markdown summary with
-mean ± std over seeds, "% left" = 100·2ρ(m+1)/(m(m−1)) and "DPLR vs Pruned (%)", the paper's
-improvement of the mean DPLR over the mean pruned model (positive: DPLR better).
+
+**Equal training budget.** The pruned FwFM trains for up to E epochs (its preset) and then up
+to F fine-tuning epochs; DPLR gets the same extra epochs, up to E + F. All stop early on the
+validation metric. Metrics: MSE (the paper's MovieLens column) and RMSE for ratings, logloss
+and AUC for clicks. The long per-seed table (one row per seed × model × rank, with validation
+metrics too) is written with its command in a header (``tables.write``); ``CLAIMS`` are the
+paper's claims that ``claims.measure_all`` turns into paired intervals and verdicts.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
+from .. import presets
 from ..analysis.interactions import (
     budget,
     check_rank,
@@ -30,12 +39,46 @@ from ..analysis.interactions import (
     pruned_fwfm,
     with_R,
 )
-from ..arguments import add_data_arguments, add_train_arguments, positive_int, positive_int_list, train_config
-from ..results import results_dir, write_csv, write_text
+from ..arguments import add_data_arguments, positive_int, positive_int_list
+from ..results import results_dir
 from ..train import TrainConfig, evaluate, fit, train_model
+from . import tables
+from .claims import LOWER_IS_BETTER, Claim, measure_all
 
-LOWER_IS_BETTER = {"rmse": True, "mae": True, "logloss": True, "auc": False}
 EXTRA_COLUMNS = ["Pruned, no fine-tune", "Post-hoc DPLR (eig)", "Post-hoc DPLR (nuclear)"]
+METRICS = {"rating": ("mse", "rmse"), "click": ("logloss", "auc")}
+MARGIN = 0.01  # "about as accurate as FwFM": at most 1 % worse in the claim's metric
+
+
+def table_name(dataset: str, task: str) -> str:
+    return f"dplr_{dataset}_{task}.csv"
+
+
+def claims(task: str, ranks) -> list[Claim]:
+    """The paper's claims on Table 1 (DPLR §5.1), in the task's first metric (MSE or logloss)."""
+    metric = METRICS[task][0]
+    out = [
+        Claim(
+            "DPLR",
+            f"DPLR beats the FwFM pruned to the same budget at ρ = {rank}",
+            ("DPLR", rank),
+            (("Pruned", rank),),
+            metric,
+        )
+        for rank in ranks
+    ]
+    out.append(
+        Claim(
+            "DPLR",
+            f"DPLR (ρ = 2) is about as accurate as the full FwFM (at most {100 * MARGIN:.0f} % worse)",
+            ("DPLR", 2),
+            (("FwFM", 0),),
+            metric,
+            MARGIN,
+        )
+    )
+    out.append(Claim("DPLR", "DPLR of rank 1 is worse than an FM", ("FM", 0), (("DPLR", 1),), metric))
+    return out
 
 
 def load_split(dataset: str, seed: int, min_count: int, data_dir=None):
@@ -61,77 +104,83 @@ def check_rank_list(ranks, m: int) -> list[int]:
     return ranks
 
 
-def reproduce(
-    dataset: str = "ml-100k",
-    seeds=(0, 1, 2),
-    ranks=(1, 2, 3, 4, 5),
-    config: TrainConfig | None = None,
-    dim: int = 8,
-    finetune_epochs: int = 5,
-    min_count: int = 10,
-    data_dir=None,
-    log=print,
-) -> pd.DataFrame:
-    """Train and evaluate everything; one row per (seed, model, rank) with the test metrics."""
-    config = config or TrainConfig(epochs=15, patience=2)
+def load_presets(dataset: str, task: str, dim: int, ranks) -> dict:
+    """{"fm": …, "fwfm": …, ("dplr", ρ): …}: tuned presets, all at embedding size ``dim`` and one min count."""
+    found = {"fm": presets.load(dataset, "fm", dim, task), "fwfm": presets.load(dataset, "fwfm", dim, task)}
+    found.update({("dplr", rank): presets.load(dataset, "dplr", rank, task) for rank in ranks})
+    for key, preset in found.items():
+        if preset["hp"].get("dim") != dim:
+            raise ValueError(
+                f"preset {key} has embedding size {preset['hp'].get('dim')}, not {dim}: tune it with --dim {dim}"
+            )
+    counts = {preset["min_count"] for preset in found.values()}
+    if len(counts) > 1:
+        raise ValueError(f"the presets were tuned on splits with different min counts {sorted(counts)}: retune them")
+    return found
+
+
+def train_preset(model: str, preset: dict, data, seed: int, extra_epochs: int = 0):
+    """``model`` trained with its preset's settings and ``extra_epochs`` more epochs of budget."""
+    config = presets.train_config(preset, seed=seed)
+    config = TrainConfig(**{**config.__dict__, "epochs": config.epochs + extra_epochs})
+    return train_model(model, data, config, **presets.hyperparameters(preset))
+
+
+def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data_dir=None, log=print) -> pd.DataFrame:
+    """Train and evaluate everything; one row per (seed, model, rank) with test and valid metrics."""
     if len(seeds) < 1:
         raise ValueError("give at least one seed")
+    min_count, task = tuned["fm"]["min_count"], tuned["fm"]["task"]
     rows = []
 
-    def record(seed, model, rank, metrics, m, epochs=0, seconds=0.0):
+    def record(seed, model, rank, net, data, m, epochs=0, seconds=0.0):
         kept = budget(m, rank) if rank else m * (m - 1) // 2
+        metrics = {"test": evaluate(net, data.test, task), "valid": evaluate(net, data.valid, task)}
+        for split in metrics.values():
+            if "rmse" in split:
+                split["mse"] = split["rmse"] ** 2
         rows.append(
             {
                 "seed": seed,
                 "model": model,
                 "rank": rank,
                 "percent_left": percent_left(m, kept),
-                **metrics,
+                **metrics["test"],
+                **{f"valid_{k}": v for k, v in metrics["valid"].items()},
                 "epochs": epochs,
                 "seconds": round(seconds, 2),
             }
         )
-        log(f"seed {seed} {model:<24} ρ={rank} " + " ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        log(f"seed {seed} {model:<24} ρ={rank} " + " ".join(f"{k} {v:.4f}" for k, v in metrics["test"].items()))
 
     for seed in seeds:
         data = load_split(dataset, seed, min_count, data_dir)
         m = data.schema.num_fields
         rank_list = check_rank_list(ranks, m)
-        cfg = TrainConfig(**{**config.__dict__, "seed": seed})
-        runs = {}
-        for name in ("fm", "fwfm"):
-            runs[name] = train_model(name, data, cfg, dim=dim)
-            record(
-                seed,
-                {"fm": "FM", "fwfm": "FwFM"}[name],
-                0,
-                runs[name].metrics["test"],
-                m,
-                len(runs[name].history),
-                runs[name].seconds,
-            )
+
+        runs = {name: train_preset(name, tuned[name], data, seed) for name in ("fm", "fwfm")}
+        for name, label in (("fm", "FM"), ("fwfm", "FwFM")):
+            run = runs[name]
+            record(seed, label, 0, run.model, data, m, len(run.history), run.seconds)
         fwfm = runs["fwfm"].model
         R = interaction_matrix(fwfm)
         for rank in rank_list:
-            run = train_model("dplr", data, cfg, dim=dim, rank=rank)
-            record(seed, "DPLR", rank, run.metrics["test"], m, len(run.history), run.seconds)
+            run = train_preset(
+                "dplr", tuned["dplr", rank], data, seed, finetune_epochs
+            )  # the pruned model's extra epochs (module docstring)
+            record(seed, "DPLR", rank, run.model, data, m, len(run.history), run.seconds)
             pruned = pruned_fwfm(fwfm, budget(m, rank))
-            record(seed, "Pruned, no fine-tune", rank, evaluate(pruned, data.test, cfg.task), m)
-            tuned = fit(pruned, data.train, data.valid, TrainConfig(**{**cfg.__dict__, "epochs": finetune_epochs}))
-            record(
-                seed, "Pruned", rank, evaluate(tuned.model, data.test, cfg.task), m, len(tuned.history), tuned.seconds
+            record(seed, "Pruned, no fine-tune", rank, pruned, data, m)
+            config = presets.train_config(tuned["fwfm"], seed=seed)
+            tuned_run = fit(
+                pruned, data.train, data.valid, TrainConfig(**{**config.__dict__, "epochs": finetune_epochs})
             )
+            epochs = len(runs["fwfm"].history) + len(tuned_run.history)
+            record(seed, "Pruned", rank, tuned_run.model, data, m, epochs, runs["fwfm"].seconds + tuned_run.seconds)
             for method in ("eig", "nuclear"):
                 start = time.perf_counter()
                 approx = with_R(fwfm, dplr_posthoc(R, rank, method).R)
-                record(
-                    seed,
-                    f"Post-hoc DPLR ({method})",
-                    rank,
-                    evaluate(approx, data.test, cfg.task),
-                    m,
-                    seconds=time.perf_counter() - start,
-                )
+                record(seed, f"Post-hoc DPLR ({method})", rank, approx, data, m, seconds=time.perf_counter() - start)
     return pd.DataFrame(rows)
 
 
@@ -143,7 +192,7 @@ def _mean_std(values: pd.Series, digits: int = 4) -> str:
 def summary(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Table 1 layout for one metric: a row per rank, mean ± std over seeds in every cell."""
     if metric not in LOWER_IS_BETTER or metric not in df:
-        raise ValueError(f"metric must be one of the CSV's metrics {[c for c in LOWER_IS_BETTER if c in df]}")
+        raise ValueError(f"metric must be one of the table's metrics {[c for c in LOWER_IS_BETTER if c in df]}")
     lower = LOWER_IS_BETTER[metric]
     base = {name: df[df.model == name][metric] for name in ("FM", "FwFM")}
     out = []
@@ -152,7 +201,6 @@ def summary(df: pd.DataFrame, metric: str) -> pd.DataFrame:
         cell = {name: at[at.model == name].set_index("seed")[metric] for name in ["DPLR", "Pruned", *EXTRA_COLUMNS]}
         dplr, pruned = cell["DPLR"], cell["Pruned"]
         gain = (pruned.mean() - dplr.mean()) if lower else (dplr.mean() - pruned.mean())
-        wins = ((dplr < pruned) if lower else (dplr > pruned)).sum()
         out.append(
             {
                 "Rank": rank,
@@ -162,7 +210,6 @@ def summary(df: pd.DataFrame, metric: str) -> pd.DataFrame:
                 "DPLR": _mean_std(dplr),
                 "Pruned": _mean_std(pruned),
                 "DPLR vs Pruned (%)": f"{100 * gain / pruned.mean():+.2f}%",
-                "DPLR better (seeds)": f"{wins}/{len(dplr)}",
                 **{name: _mean_std(cell[name]) for name in EXTRA_COLUMNS},
             }
         )
@@ -176,66 +223,61 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def markdown(df: pd.DataFrame, dataset: str, task: str, note: str) -> str:
-    metrics = [k for k in LOWER_IS_BETTER if k in df and k in ("rmse", "logloss", "auc")]
+def markdown(df: pd.DataFrame, task: str) -> str:
+    """Table 1 per metric, then the claims with their 95 % intervals and verdicts."""
     seeds = sorted(int(s) for s in df.seed.unique())
-    parts = [
-        f"# DPLR paper Table 1 on {dataset} ({task} task)\n",
-        f"Test metrics, mean ± std over seeds {seeds} (each seed: its own split, init and batches). {note}\n",
-    ]
-    for metric in metrics:
+    parts = [f"Test metrics, mean ± std over seeds {seeds} (each seed: its own split, init and batches).\n"]
+    for metric in METRICS[task]:
         arrow = "lower" if LOWER_IS_BETTER[metric] else "higher"
-        parts.append(f"\n## {metric.upper()} ({arrow} is better)\n\n{markdown_table(summary(df, metric))}\n")
+        parts.append(f"\n{metric.upper()} ({arrow} is better)\n\n{markdown_table(summary(df, metric))}\n")
+    ranks = sorted(r for r in df["rank"].unique() if r > 0)
+    verdicts = measure_all(df, claims(task, ranks))
+    parts.append("\nClaims (paired per-seed difference, positive favours the claim, 95 % t-interval)\n\n")
+    parts.append(
+        markdown_table(
+            pd.DataFrame(
+                {
+                    "claim": verdicts["claim"],
+                    "difference": [
+                        f"{d:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+                        for d, lo, hi in verdicts[["difference", "low", "high"]].values
+                    ],
+                    "verdict": verdicts["verdict"],
+                }
+            )
+        )
+        + "\n"
+    )
     return "".join(parts)
 
 
 def add_arguments(p):
     add_data_arguments(p, choices=["ml-100k", "ml-1m", "synthetic"])
-    p.add_argument("--seeds", type=positive_int, default=3, help="number of seeds (0, 1, …)")
+    p.add_argument("--task", choices=list(METRICS), default="rating")
+    p.add_argument("--seeds", type=positive_int, default=5, help="number of seeds (0, 1, …)")
     p.add_argument("--ranks", type=positive_int_list, default="1,2,3,4,5", help="comma-separated ranks ρ")
-    add_train_arguments(p, skip=("seed",), epochs=15, patience=2)
+    p.add_argument("--dim", type=positive_int, default=8, help="embedding size k of every preset (the paper: 8)")
     p.add_argument(
-        "--finetune-epochs", type=positive_int, default=5, help="max epochs of the pruned FwFM's fine-tuning"
+        "--finetune-epochs", type=positive_int, default=5, help="F: the pruned FwFM's fine-tuning; DPLR gets F more"
     )
-    p.add_argument("--dim", type=positive_int, default=8, help="embedding size k (the paper uses 8)")
-    p.add_argument(
-        "--min-count",
-        type=positive_int,
-        default=10,
-        help="features seen fewer times in train go to the rare bucket (the paper: 10)",
-    )
-    p.add_argument("--out", default=None, help="output directory for the CSV and markdown (default: $FMLIB_RESULTS)")
+    p.add_argument("--out", default=None, help="folder of the CSV (default: $FMLIB_RESULTS; committed tables: results)")
+
+
+def command(args) -> str:
+    """The exact command line of these arguments (defaults spelled out)."""
+    words = ["python", "-m", "fmlib", "reproduce", "dplr", "--dataset", args.dataset, "--task", args.task]
+    words += ["--seeds", str(args.seeds), "--ranks", ",".join(map(str, args.ranks)), "--dim", str(args.dim)]
+    words += ["--finetune-epochs", str(args.finetune_epochs)] + (["--out", args.out] if args.out else [])
+    return shlex.join(words)
 
 
 def run(args) -> int:
-    config = train_config(args)
-
     def log(msg):
         return print(msg, file=sys.stderr, flush=True)
 
-    start = time.perf_counter()
-    df = reproduce(
-        args.dataset,
-        list(range(args.seeds)),
-        args.ranks,
-        config,
-        args.dim,
-        args.finetune_epochs,
-        args.min_count,
-        args.data_dir,
-        log,
-    )
-    note = (
-        f"Settings: dim {args.dim}, lr {args.lr}, ≤ {args.epochs} epochs (patience {args.patience}), "
-        f"min_count {args.min_count}. Pruned = the trained FwFM's R masked to its ρ(m+1) largest "
-        f"|R_ij|, then fine-tuned ≤ {args.finetune_epochs} epochs with the pruned entries held at zero. "
-        f"Post-hoc DPLR: the trained FwFM with R replaced by its rank-ρ DPLR approximation, no retraining. "
-        f"Wall time {time.perf_counter() - start:.0f} s."
-    )
-    stem = Path(args.out or results_dir()) / f"dplr_{args.dataset}_{args.task}"
-    write_csv(stem.with_suffix(".csv"), df)
-    text = markdown(df, args.dataset, args.task, note)
-    write_text(stem.with_suffix(".md"), text)
-    print(text)
-    print(f"written: {stem.with_suffix('.csv')}, {stem.with_suffix('.md')}", file=sys.stderr)
+    tuned = load_presets(args.dataset, args.task, args.dim, args.ranks)
+    df = reproduce(args.dataset, list(range(args.seeds)), args.ranks, tuned, args.finetune_epochs, args.data_dir, log)
+    path = tables.write(df, Path(args.out or results_dir()) / table_name(args.dataset, args.task), command(args))
+    print(markdown(df, args.task))
+    print(f"written: {path}", file=sys.stderr)
     return 0

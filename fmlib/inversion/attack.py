@@ -1,6 +1,6 @@
 """Attention inversion on one softmax-attention layer (paper: "Unmasking Transformers").
 
-Notation (Def. 3.1 and §3.2 of attention-inversion-unmasking-transformers.md):
+Notation ([AttnInv] Def. 3.1 and §3.2):
   X ∈ ℝ^{d×n}   the secret input: n tokens, each a column of length d
   W = KQᵀ ∈ ℝ^{d×d}  attention weights,  V ∈ ℝ^{d×d} value weights
   f(W; X) = D(X)⁻¹ exp(XᵀWX) XᵀV ∈ ℝ^{n×d},  D(X) = diag(exp(XᵀWX) 1_n)       (Def. 3.1)

@@ -1,6 +1,6 @@
 """The gradient of L(X) assembled by hand from the paper's Lemmas A.10–A.17 (App. A).
 
-Notation of App. A (attention-inversion-unmasking-transformers.md), for i₀ ∈ [n], j₀ ∈ [d]:
+Notation of [AttnInv] App. A, for i₀ ∈ [n], j₀ ∈ [d]:
   u(X)_{i₀} = exp(XᵀW X_{*,i₀}) ∈ ℝⁿ,  α(X)_{i₀} = ⟨u(X)_{i₀}, 1ₙ⟩,  f(X)_{i₀} = α⁻¹ u   (Defs. A.4–A.6)
   h(X)_{j₀} = XᵀV_{*,j₀},  c(X)_{i₀,j₀} = ⟨f(X)_{i₀}, h(X)_{j₀}⟩ − b_{i₀,j₀},  L = Σ c²    (Defs. A.7–A.9)
   w(X)_{i₀,j₁} = ⟨W_{j₁,*}, X_{*,i₀}⟩,  s(X)_{i₀,j₀} = ⟨f(X)_{i₀}, h(X)_{j₀}⟩

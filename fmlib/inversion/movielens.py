@@ -1,5 +1,5 @@
 """The paper's §5 experiment on MovieLens: recover the hidden first movies of a user's sequence
-from a trained causal transformer (attention-inversion-unmasking-transformers.md, §5.1, App. J).
+from a trained causal transformer ([AttnInv] §5.1, App. J).
 
 Data: each user's rated movies ordered by rating time (ties broken by a seeded random key, so
 the order inside one second carries no signal), restricted to the ``vocab_size`` most-rated

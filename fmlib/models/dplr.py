@@ -16,7 +16,7 @@ entries, one per row of U, as in eq. 8 and Proposition 1.)
 Initialisation starts next to the FM, like ``FwFM`` starts at it: U's first row is 1ᵀ, the
 other rows are small random numbers N(0, 0.1²), and e = 1, so R ≈ 11ᵀ − I = R_FM (eq. 7).
 The paper does not say how it initialises. Two things we measured on planted data
-(tests/test_dplr.py, the closing note of issue 3): a sign of e rarely crosses zero during
+(tests/test_dplr.py): a sign of e rarely crosses zero during
 training, and starting exactly at the FM (e = (1, 0, …)) let the second direction take the wrong
 sign and stall; e = 1 recovered a planted rank-2 R from every seed we tried.
 """

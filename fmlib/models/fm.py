@@ -5,7 +5,7 @@ with the pairwise sum computed in O(mk) by Rendle's identity     (DPLR paper eq.
     Σ_{f<g} ⟨e_f, e_g⟩ = ½ (‖Σ_f e_f‖² − Σ_f ‖e_f‖²).
 
 Training uses ``FMFunction``, a custom autograd function whose backward pass is the memoised
-O(mk) gradient of fm-gradient-odk-note.md: with Z = Σ_f e_f computed once in the forward pass,
+O(mk) gradient of [FMGrad]: with Z = Σ_f e_f computed once in the forward pass,
 ∂φ/∂e_f = Z − e_f (the note's eq. 8 in field form, with the coefficient corrected from 2 to 1:
 the note's eq. 7 drops the P_ij inside Z; see the Derivations page). Each slot's embedding
 row then receives weight · (Z − e_f) and its linear weight receives weight. Single-valued
@@ -50,7 +50,7 @@ class FMFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        """∂φ/∂e_f = Z − e_f from the memoised Z (fm-gradient-odk-note eq. 8, coefficient corrected);
+        """∂φ/∂e_f = Z − e_f from the memoised Z ([FMGrad] eq. 8, coefficient corrected);
         slot s of field f gets weight_s · ∂φ/∂e_f."""
         index, weight, e, z = ctx.saved_tensors
         d_e = grad[:, None, None] * (z.unsqueeze(1) - e)  # ∂/∂e_f = Z − e_f

@@ -1,6 +1,6 @@
 """Rank-aware factorization machine (RaFM, Chen et al. 2019).
 
-Paper: ../shared/papers/rafm-rank-aware-fm.md. Names from the paper:
+Paper: [RaFM]. Names from the paper:
 
 * ranks D_1 < … < D_m; feature i has the rank index k_i from its train occurrences n_i (eq. 17,
   ``fmlib.models.rafm_ranks.assign_ranks``) and keeps the embeddings v_i^(1), …, v_i^(k_i) (eq. 3).

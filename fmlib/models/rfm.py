@@ -1,6 +1,6 @@
 """Rotative factorization machine (RFM): features as angles, interactions as rotations.
 
-Paper: "RFM" theory appendix (../shared/papers/rfm-rotative-fm-theory-appendix.md), §1.2.
+Paper: [RFM], theory appendix §1.2.
 The appendix gives one self-attentive rotation layer on field angles Q, K, V (m×h each):
 
     ① = Re[(exp(iQ) diag(w)) exp(−iK)ᵀ]                                   (§1.2, "Remark ①")
@@ -12,7 +12,7 @@ e^{iq}, e^{ik}; their agreement is the cosine of the angle between them, weighte
 So an interaction is a *rotation* (adding angles), never a product of feature values.
 
 The rest of the model follows the authors' public implementation (RUCAIBox/RFM, a RecBole
-plug-in) as summarised in issue 5; each choice made here:
+plug-in); each choice made here:
 
 * **Angles.** The field embeddings θ ∈ ℝ^{m×k} of the shared table (``FieldEmbeddingModel``)
   are used directly as angles; a multi-valued field (genres) averages its values' angles.
