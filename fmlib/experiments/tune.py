@@ -111,7 +111,7 @@ def open_study(path: Path, name: str, seed: int, settings: dict):
         )
     done = 0 if study is None else len(study.trials)
     sampler = optuna.samplers.TPESampler(seed=seed + done)
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=2)
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=8, n_warmup_steps=5)  # slow starters get 5 epochs
     study = optuna.create_study(
         study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction="minimize", load_if_exists=True
     )

@@ -1,0 +1,53 @@
+"""Interval bars of claims: each claim's paired per-seed difference with its 95 % t-interval."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+
+COLOURS = {
+    "holds": "#2ca02c",
+    "does not hold": "#d62728",
+    "no difference detectable at this sample size": "#7f7f7f",
+}
+
+
+def verdict_figure(rows: pd.DataFrame, title: str = "") -> go.Figure:
+    """One horizontal bar per claim (rows of ``claims.measure_all``): the mean difference (> 0 favours
+    the claim) with its interval; the dashed line is "no difference", a dotted one a claim's margin.
+    A one-seed interval is unbounded and drawn without bars."""
+    fig = go.Figure()
+    for verdict, part in rows.groupby("verdict", sort=False):
+        finite = [math.isfinite(lo) and math.isfinite(hi) for lo, hi in zip(part["low"], part["high"])]
+        fig.add_trace(
+            go.Scatter(
+                x=part["difference"],
+                y=part["claim"],
+                mode="markers",
+                name=verdict,
+                marker=dict(color=COLOURS.get(verdict, "black"), size=10),
+                error_x=dict(
+                    type="data",
+                    symmetric=False,
+                    array=[hi - d if ok else 0 for d, hi, ok in zip(part["difference"], part["high"], finite)],
+                    arrayminus=[d - lo if ok else 0 for d, lo, ok in zip(part["difference"], part["low"], finite)],
+                ),
+                customdata=part[["other", "metric", "seeds", "low", "high"]].values,
+                hovertemplate="%{y}<br>vs %{customdata[0]}, %{customdata[1]}: %{x:+.4f} "
+                "[%{customdata[3]:+.4f}, %{customdata[4]:+.4f}], %{customdata[2]} seeds<extra></extra>",
+            )
+        )
+    fig.add_vline(x=0, line_dash="dash", line_color="black")
+    for margin in sorted(set(rows["margin"]) - {0.0}):
+        fig.add_vline(x=-margin, line_dash="dot", line_color="grey", annotation_text="margin")
+    fig.update_layout(
+        title=title,
+        xaxis_title="paired difference per seed (> 0 favours the claim), 95 % interval",
+        height=120 + 40 * len(rows),
+        margin=dict(t=50, b=40, l=20, r=20),
+        legend=dict(orientation="h", y=-0.3),
+    )
+    fig.update_yaxes(autorange="reversed")
+    return fig
