@@ -105,16 +105,15 @@ def evaluate(model: nn.Module, data: Dataset, task: str) -> dict:
 
 
 def param_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]:
-    """Adam parameter groups. A model may name parameters in ``lr_scale = {name: factor}``
-    (FwFM's R): they learn at factor × lr and are not shrunk. L2 applies to the other
-    parameters with >= 2 dims (embedding tables, weight matrices), not to biases."""
-    scales = getattr(model, "lr_scale", {})
-    groups: dict[tuple[float, float], list] = {}
-    for name, p in model.named_parameters():
-        decay = weight_decay if p.dim() >= 2 and name not in scales else 0.0
-        key = (decay, scales.get(name, 1.0))
-        groups.setdefault(key, []).append(p)
-    return [{"params": ps, "weight_decay": decay, "lr": lr * scale} for (decay, scale), ps in groups.items()]
+    """Adam parameter groups: L2 (``weight_decay``) on parameters with >= 2 dims (embedding
+    tables, weight matrices), none on biases and vectors (FwFM's R has its own L2, ``extra_loss``)."""
+    decayed = [p for p in model.parameters() if p.dim() >= 2]
+    others = [p for p in model.parameters() if p.dim() < 2]
+    groups = [
+        {"params": decayed, "weight_decay": weight_decay, "lr": lr},
+        {"params": others, "weight_decay": 0.0, "lr": lr},
+    ]
+    return [g for g in groups if g["params"]]
 
 
 def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None) -> Run:
@@ -138,7 +137,8 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
     if config.task == "rating":  # start the global bias w0 at the mean rating
         with torch.no_grad():
             model.bias.fill_(float(y.mean()))
-    extra_loss = getattr(model, "extra_loss", None)  # RaFM: Algorithm 1's consistency terms (eq. 12b)
+    # RaFM: Algorithm 1's consistency terms (eq. 12b); FwFM: L2 of R toward R_FM
+    extra_loss = getattr(model, "extra_loss", None)
     best, best_state, stale, history = float("inf"), None, 0, []
     start = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
@@ -217,6 +217,18 @@ def fit_by_sampling(model: nn.Module, train: Dataset, valid: Dataset, config: Tr
     }
     metrics = {"valid": evaluate(model, valid, config.task)}
     return Run(model=model, config=config_dict, history=history, metrics=metrics, seconds=time.perf_counter() - start)
+
+
+def quick_settings(dataset: str) -> tuple[TrainConfig, dict]:
+    """The short training a page runs when no saved run is chosen: (TrainConfig, model hp).
+
+    MovieLens: 4 epochs at lr 1e-2, dim 8. Synthetic data (a few thousand rows with a planted R,
+    ``fmlib.data.synthetic``): batches of 128 for 40 epochs, so Adam takes ~1000 steps instead of
+    32, and dim 4, the planted embedding size — with a larger dim the embeddings can absorb a
+    low-rank planted R (field-wise linear maps A_f with A_fᵀA_g ∝ R_fg), so R is not identifiable."""
+    if dataset == "synthetic":
+        return TrainConfig(epochs=40, batch_size=128, lr=1e-2, patience=5), {"dim": 4}
+    return TrainConfig(epochs=4, lr=1e-2, patience=2), {"dim": 8}
 
 
 def train_model(name: str, data: Split, config: TrainConfig, callback=None, **hp) -> Run:

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from fmlib.analysis import dplr_posthoc, interaction_matrix, prune, spectrum
+from fmlib.analysis.field_scales import field_scales, offdiag_correlation, offdiag_cv, rescaled_R
 from fmlib.analysis.interactions import (
     align_field_scales,
     budget,
@@ -146,3 +147,48 @@ def test_pruned_fwfm_keeps_its_zeros_while_fine_tuned(small_split):
     assert np.array_equal(before == 0, after == 0) and (after != 0).sum() == 10
     assert not np.allclose(before, after)
     assert np.allclose(interaction_matrix(with_R(fwfm, before)), before)
+
+
+def test_rescaled_R_with_field_embeddings_divided_by_their_scales_predicts_the_same(small_split):
+    torch.manual_seed(7)
+    fwfm = build_model("fwfm", small_split.schema, dim=3, init_std=0.5)
+    with torch.no_grad():
+        fwfm.r_upper.normal_()
+    data = small_split.train
+    s = field_scales(fwfm, data)
+    e = fwfm.field_embeddings(data.index, data.weight).detach().double()
+    assert np.allclose(s, e.pow(2).sum(-1).mean(0).sqrt().numpy())
+    R2 = torch.as_tensor(rescaled_R(fwfm.R.detach().double().numpy(), s))
+    e2 = e / torch.as_tensor(s)[None, :, None]
+    assert np.allclose(e2.pow(2).sum(-1).mean(0).numpy(), 1.0), "unit RMS norm after rescaling"
+    before = 0.5 * ((e @ e.transpose(1, 2)) * fwfm.R.detach().double()).sum((1, 2))
+    after = 0.5 * ((e2 @ e2.transpose(1, 2)) * R2).sum((1, 2))
+    assert torch.allclose(before, after)
+    with pytest.raises(ValueError, match="positive scales"):
+        rescaled_R(np.eye(3), [1.0, 0.0, 1.0])
+
+
+def test_offdiag_statistics():
+    R = synthetic.block_R(6, 2).double().numpy()
+    assert offdiag_correlation(R, 2 * R + 1) == pytest.approx(1.0)
+    upper = R[np.triu_indices(6, 1)]
+    assert offdiag_cv(R) == pytest.approx(upper.std() / abs(upper.mean()))
+
+
+@pytest.mark.parametrize("name,hp", [("fwfm", {}), ("dplr", {"rank": 2})])
+def test_quick_run_recovers_a_planted_R_with_blocks_of_both_signs(name, hp):
+    """The page's quick run on planted data finds R (after field scales and signs are aligned)."""
+    from fmlib.data import split
+    from fmlib.train import quick_settings, train_model
+
+    R0 = synthetic.block_R(8, blocks=3).double().numpy()
+    assert R0.min() < 0 < R0.max()
+    data = split(synthetic.make(torch.as_tensor(R0).float(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    config, quick_hp = quick_settings("synthetic")
+    run = train_model(name, data, config, **quick_hp, **hp)
+    learned = interaction_matrix(run.model)
+    assert offdiag_correlation(align_field_scales(learned, R0), R0) >= 0.95
+    assert (
+        offdiag_correlation(align_field_scales(learned, R0), R0)
+        > offdiag_correlation(align_field_scales(r_fm(8), R0), R0) + 0.1
+    )

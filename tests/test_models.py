@@ -113,7 +113,7 @@ def test_every_parameter_is_registered_and_receives_gradient(name):
 
 def test_registry_round_trip_and_errors():
     model = build_model("fwfm", SCHEMA, dim=3)
-    assert model_name(model) == "fwfm" and model.hparams() == {"dim": 3}
+    assert model_name(model) == "fwfm" and model.hparams() == {"dim": 3, "r_l2": 0.01}
     assert hyperparameters("fm") == {"dim": 16}
     with pytest.raises(ValueError, match="unknown model 'nope'"):
         build_model("nope", SCHEMA)

@@ -104,7 +104,7 @@ def test_fit_without_test_split(small_split):
     assert set(run.metrics) == {"valid"} and run.config["model"] == "fm"
 
 
-def test_param_groups_decay_matrices_only_and_slow_fwfm_R(small_split):
+def test_param_groups_decay_matrices_only_and_fwfm_R_is_pulled_to_r_fm(small_split):
     from fmlib.models import build_model
     from fmlib.train import param_groups
 
@@ -115,4 +115,10 @@ def test_param_groups_decay_matrices_only_and_slow_fwfm_R(small_split):
     assert by_param[id(model.embedding.weight)]["weight_decay"] == 0.1
     assert by_param[id(model.bias)]["weight_decay"] == 0.0
     r = by_param[id(model.r_upper)]
-    assert r["weight_decay"] == 0.0 and r["lr"] == pytest.approx(0.01 * 0.02)
+    assert r["weight_decay"] == 0.0 and r["lr"] == 0.01, "R learns at the full rate"
+    assert model.extra_loss() == 0, "no penalty at R = R_FM"
+    with torch.no_grad():
+        model.r_upper.add_(0.5)
+    assert model.extra_loss().item() == pytest.approx(model.r_l2 * 0.25 * model.r_upper.numel())
+    (grad,) = torch.autograd.grad(model.extra_loss(), model.r_upper)
+    assert torch.allclose(grad, torch.full_like(grad, 2 * model.r_l2 * 0.5))
