@@ -39,6 +39,12 @@ TOPIC_COMMANDS = [
         "attention inversion: success vs γ, GD vs Newton, MovieLens recovery",
         "fmlib.bench.inversion",
     ),
+    (
+        "bench",
+        "classroom",
+        "a class of browser sessions against one app server: time to a usable page, queue wait, errors",
+        "fmlib.bench.classroom",
+    ),
 ]
 
 

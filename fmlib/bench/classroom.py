@@ -1,0 +1,252 @@
+"""``python -m fmlib bench classroom``: a class of browser sessions against one app server.
+
+Starts the app (``streamlit run app.py``) on a free loopback port with a fresh run store, then
+drives real sessions in Debian's Chromium (Playwright browser contexts, one per student):
+
+* **baseline**: one session alone opens the browsing pages in turn (this also warms the
+  server's caches, as a teacher does before class);
+* **class**: ``--sessions`` sessions start within ``--ramp`` seconds. ``--training`` of them open
+  the Train page prepared by URL (``--dataset``, FM, ``--epochs``) and press *Train*; the others
+  open pages and move through the sidebar, ``--pages`` page views each.
+
+A page view is *usable* when its title is on screen and its script has finished. Reported:
+p50/p95 of the seconds to a usable page (baseline and class, with their ratio), each training's
+queue wait (as the Train page reports it) and its time from *Train* to *Done*, and errors:
+exceptions shown by the app, JavaScript errors, and waits that ran past their time. Everything
+is bounded: each wait by ``--wait``, the whole class by ``--deadline``; then the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..arguments import positive_int
+
+CHROMIUM = "/usr/bin/chromium"
+BROWSE = ["lesson", "derivations", "gradient_growth", "rank_aware_fm", "train"]
+ROOT = Path(__file__).resolve().parents[2]
+USABLE = """([before]) => {
+    const app = document.querySelector("[data-testid='stApp']");
+    const h1 = document.querySelector("h1");
+    return app && app.dataset.testConnectionState === "CONNECTED"
+        && app.dataset.testScriptState === "notRunning" && h1 && h1.innerText !== before;
+}"""
+
+
+def add_arguments(p):
+    p.add_argument("--sessions", type=positive_int, default=30, help="browser sessions at once (1..60)")
+    p.add_argument("--training", type=int, default=5, help="of them, sessions that train (0..sessions)")
+    p.add_argument("--pages", type=positive_int, default=4, help="page views per browsing session")
+    p.add_argument("--dataset", default="ml-100k", help="data set of the trainings")
+    p.add_argument("--epochs", type=positive_int, default=3, help="max epochs of each training")
+    p.add_argument("--ramp", type=float, default=5.0, help="sessions start within this many seconds")
+    p.add_argument("--wait", type=positive_int, default=120, help="longest wait for one page or step, seconds")
+    p.add_argument("--deadline", type=positive_int, default=900, help="the whole class stops after this, seconds")
+
+
+@dataclass
+class Tally:
+    views: list = field(default_factory=list)  # seconds to a usable page
+    waits: list = field(default_factory=list)  # queue wait of each training, as the page reports it
+    trainings: list = field(default_factory=list)  # seconds from Train to Done
+    errors: list = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, runs: str, log) -> subprocess.Popen:
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none"]
+    command += ["--browser.gatherUsageStats", "false"]
+    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "FMLIB_RUNS": runs}, stdout=log, stderr=log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("the app server did not become healthy within 60 s")
+
+
+async def usable(page, before: str, wait: int) -> None:
+    """Wait until the page shows a new title and its script has finished; fail on an app exception."""
+    await page.wait_for_function(USABLE, arg=[before], timeout=wait * 1000, polling=50)
+    shown = page.locator("[data-testid='stException']")
+    if await shown.count():
+        raise RuntimeError("the app shows an exception: " + (await shown.first.inner_text())[:200])
+
+
+async def title(page) -> str:
+    h1 = page.locator("h1")
+    return await h1.first.inner_text() if await h1.count() else ""
+
+
+async def browse(browser, url: str, first: int, views: int, wait: int, tally: Tally) -> None:
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    page = await context.new_page()
+    page.on("pageerror", lambda err: tally.errors.append(f"javascript: {err}"))
+    try:
+        start = time.monotonic()
+        await page.goto(f"{url}/{BROWSE[first % len(BROWSE)]}", timeout=wait * 1000)
+        await usable(page, "", wait)
+        tally.views.append(time.monotonic() - start)
+        for k in range(1, views):
+            slug = BROWSE[(first + k) % len(BROWSE)]
+            before = await title(page)
+            start = time.monotonic()
+            await page.locator(f"[data-testid='stSidebarNav'] a[href$='/{slug}']").click(timeout=wait * 1000)
+            await usable(page, before, wait)
+            tally.views.append(time.monotonic() - start)
+    except Exception as err:  # a timeout or an app exception: counted, the class goes on
+        tally.errors.append(f"browse: {str(err).splitlines()[0][:200]}")
+    finally:
+        await context.close()
+
+
+async def train(browser, url: str, dataset: str, epochs: int, wait: int, deadline: float, tally: Tally) -> None:
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    page = await context.new_page()
+    page.on("pageerror", lambda err: tally.errors.append(f"javascript: {err}"))
+    try:
+        start = time.monotonic()
+        await page.goto(f"{url}/train?dataset={dataset}&model=fm&epochs={epochs}", timeout=wait * 1000)
+        await usable(page, "", wait)
+        tally.views.append(time.monotonic() - start)
+        await page.get_by_role("button", name="Train", exact=True).click(timeout=wait * 1000)
+        start = time.monotonic()
+        done = page.get_by_text(re.compile(r"^Done: .* after [0-9.]+ s in line"))
+        failed = page.locator("[data-testid='stException'], [data-testid='stAlertContentError']")
+        remaining = max(1.0, deadline - time.monotonic())
+        await done.or_(failed).first.wait_for(timeout=remaining * 1000)
+        if await failed.count():
+            raise RuntimeError("training failed: " + (await failed.first.inner_text())[:200])
+        tally.trainings.append(time.monotonic() - start)
+        text = await done.inner_text()
+        tally.waits.append(float(re.search(r"after ([0-9.]+) s in line", text).group(1)))
+    except Exception as err:
+        tally.errors.append(f"train: {str(err).splitlines()[0][:200]}")
+    finally:
+        await context.close()
+
+
+async def drive(url: str, args) -> tuple[Tally, Tally]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic"],
+        )
+        baseline = Tally()
+        await browse(browser, url, 0, len(BROWSE), args.wait, baseline)
+        tally = Tally()
+        deadline = time.monotonic() + args.deadline
+        rng = random.Random(0)
+
+        async def later(delay, job):
+            await asyncio.sleep(delay)
+            await job
+
+        jobs = [
+            train(browser, url, args.dataset, args.epochs, args.wait, deadline, tally)
+            if i < args.training
+            else browse(browser, url, i, args.pages, args.wait, tally)
+            for i in range(args.sessions)
+        ]
+        tasks = [asyncio.ensure_future(later(rng.uniform(0, args.ramp), job)) for job in jobs]
+        finished, unfinished = await asyncio.wait(tasks, timeout=args.deadline + args.ramp)
+        for task in unfinished:
+            task.cancel()
+        tally.errors += [f"session still running at the {args.deadline} s deadline"] * len(unfinished)
+        await browser.close()
+    return baseline, tally
+
+
+def quantiles(values) -> dict:
+    if not values:
+        return {"n": 0}
+    values = sorted(values)
+    q = statistics.quantiles(values, n=20, method="inclusive") if len(values) > 1 else [values[0]] * 19
+    return {"n": len(values), "p50": statistics.median(values), "p95": q[18], "max": values[-1]}
+
+
+def run(args) -> int:
+    if not 1 <= args.sessions <= 60:
+        raise ValueError(f"--sessions must be in 1..60, got {args.sessions}")
+    if not 0 <= args.training <= args.sessions:
+        raise ValueError(f"--training must be in 0..--sessions = 0..{args.sessions}, got {args.training}")
+    if not 0 <= args.ramp <= 60:
+        raise ValueError(f"--ramp must be in 0..60 seconds, got {args.ramp}")
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"{CHROMIUM} is missing: `make browser-deps` installs Debian's chromium")
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="fmlib-classroom-") as tmp, open(Path(tmp) / "server.log", "w") as log:
+        port = free_port()
+        server = start_server(port, str(Path(tmp) / "runs"), log)
+        try:
+            baseline, tally = asyncio.run(drive(f"http://127.0.0.1:{port}", args))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        server_log = (Path(tmp) / "server.log").read_text()[-2000:]
+    report = {
+        "sessions": args.sessions,
+        "training": args.training,
+        "cores": os.cpu_count(),
+        "load_before": [round(x, 1) for x in load_before],
+        "load_after": [round(x, 1) for x in os.getloadavg()],
+        "baseline_views": quantiles(baseline.views),
+        "class_views": quantiles(tally.views),
+        "queue_wait": quantiles(tally.waits),
+        "train_to_done": quantiles(tally.trainings),
+        "errors": baseline.errors + tally.errors,
+    }
+    print_report(report, args)
+    print(json.dumps(report))
+    if report["errors"]:
+        print("server log (end):\n" + server_log, file=sys.stderr)
+    return 0
+
+
+def print_report(r: dict, args) -> None:
+    def line(name, q):
+        if not q["n"]:
+            return f"{name:<34} none"
+        return f"{name:<34} n={q['n']:<4} p50 {q['p50']:6.2f} s   p95 {q['p95']:6.2f} s   max {q['max']:6.2f} s"
+
+    print(
+        f"classroom: {r['sessions']} sessions, {r['training']} training ({args.dataset}, FM, {args.epochs} epochs), "
+        f"{r['cores']} cores, load {r['load_before']} -> {r['load_after']}"
+    )
+    print(line("baseline: 1 session, page views", r["baseline_views"]))
+    print(line("class: page views", r["class_views"]))
+    base, cls = r["baseline_views"], r["class_views"]
+    if base["n"] and cls["n"]:
+        print(f"{'class / baseline':<34} p50 x{cls['p50'] / base['p50']:.1f}   p95 x{cls['p95'] / base['p95']:.1f}")
+    print(line("training: queue wait", r["queue_wait"]))
+    print(line("training: Train to Done", r["train_to_done"]))
+    print(f"errors: {len(r['errors'])}")
+    for error in r["errors"][:20]:
+        print(f"  {error}")
