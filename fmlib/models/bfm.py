@@ -97,7 +97,11 @@ def normal_gamma_conditional(theta: np.ndarray, mu):
 
 def field_embeddings(V: np.ndarray, index: np.ndarray, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """e_f = Σ_{s in f} x_s v_{i_s} for every sample and field: (N, m, k) (fields are contiguous slots)."""
-    return np.add.reduceat(V[index] * x[..., None], starts, axis=1)
+    ends = [*starts[1:], index.shape[1]]
+    e = np.empty((len(index), len(starts), V.shape[1]))
+    for g, (a, b) in enumerate(zip(starts, ends)):
+        e[:, g] = (V[index[:, a:b]] * x[:, a:b, None]).sum(1)
+    return e
 
 
 def fm_predict(w0, w, V, index, x, starts) -> np.ndarray:
