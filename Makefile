@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 PORT    ?= 8501
 ADDRESS ?= 0.0.0.0
 
-.PHONY: venv app serve test lint bench browser-deps clean
+.PHONY: venv app serve notebook test lint bench browser-deps clean
 
 venv: $(STAMP)
 
@@ -29,6 +29,11 @@ serve: venv
 	$(PY) -m fmlib data fetch
 	$(PY) -m streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
 		--server.fileWatcherType none --server.runOnSave false
+
+# JupyterLab from .venv on notebooks/; their kernel is the venv's Python.
+notebook: venv
+	$(PY) -m fmlib data fetch
+	.venv/bin/jupyter lab notebooks/
 
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
