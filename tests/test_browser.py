@@ -118,10 +118,9 @@ def test_every_page_renders_without_exception(app_url):
             errors = page.locator("[data-testid='stException']")
             assert errors.count() == 0, f"page {title!r} shows an exception: {errors.first.inner_text()[:500]}"
             if title == "Train":  # press Train on the synthetic data: live chart, metrics
-                page.get_by_role("button", name="Train").click()
-                page.wait_for_timeout(500)
+                page.get_by_role("button", name="Train", exact=True).click()
+                page.get_by_text("Save run").first.wait_for(timeout=120_000)  # the page polls its queued job
                 wait_idle(page)
                 assert page.locator("[data-testid='stException']").count() == 0
-                assert page.get_by_text("Save run").count() >= 1
                 page.screenshot(path=str(SHOTS / f"{i:02d}-{title}-trained.png"))
         browser.close()
