@@ -32,10 +32,11 @@ from ..runs import default_root as runs_root
 from ..train import MONITOR, TrainConfig, evaluate, fit
 
 # name -> (low, high) for a log-uniform float, or a tuple of choices. lr and weight_decay go to
-# TrainConfig, the rest to the model. Weight decay is Adam's L2 on tables and weight matrices.
+# TrainConfig, the rest to the model. Weight decay is Adam's L2 on tables and weight matrices;
+# r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7).
 SEARCH_SPACES = {
     "fm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
-    "fwfm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
+    "fwfm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
     "dplr": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
     "rafm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "consistency": (0.1, 10.0)},
     "rfm": {
