@@ -1,4 +1,7 @@
-"""The command line: JSON output, data info, one-line errors with exit code 2."""
+"""The command line: JSON output, data info, one-line errors with exit code 2.
+
+``main([...])`` runs in this process (capsys reads its output); one test runs ``python -m fmlib``
+in a subprocess, the way a person does."""
 
 from __future__ import annotations
 
@@ -9,14 +12,23 @@ import sys
 import pytest
 from movielens_files import write_grouplens_100k
 
+from fmlib.cli import main
 
-def cli(*args, env_runs=None):
-    return subprocess.run([sys.executable, "-m", "fmlib", *args], capture_output=True, text=True, timeout=300)
+
+def cli(capsys, *args):
+    """(exit code, stdout, stderr) of ``python -m fmlib *args``, run in this process."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def test_train_prints_one_json_line_and_saves_the_run(tmp_path):
-    done = cli(
-        "train", "--model", "fm", "--dataset", "ml-100k", "--epochs", "1", "--dim", "4", "--runs-dir", str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "fmlib", "train", "--model", "fm", "--epochs", "1", "--dim", "4"]
+        + ["--runs-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
@@ -28,11 +40,11 @@ def test_train_prints_one_json_line_and_saves_the_run(tmp_path):
     assert (tmp_path / out["run_id"] / "model.safetensors").exists()
 
 
-def test_data_info_lists_source_fields_and_counts():
-    done = cli("data", "info")
-    assert done.returncode == 0, done.stderr
-    assert "source:" in done.stdout and "100000 ratings, 943 users, 1682 movies" in done.stdout
-    assert "genres" in done.stdout and "multi" in done.stdout and "context" in done.stdout
+def test_data_info_lists_source_fields_and_counts(capsys):
+    code, out, err = cli(capsys, "data", "info")
+    assert code == 0, err
+    assert "source:" in out and "100000 ratings, 943 users, 1682 movies" in out
+    assert "genres" in out and "multi" in out and "context" in out
 
 
 @pytest.mark.parametrize(
@@ -45,31 +57,26 @@ def test_data_info_lists_source_fields_and_counts():
         (["train", "--model", "fm", "--dim", "abc"], "expected an integer"),
     ],
 )
-def test_bad_input_is_one_line_with_exit_code_2(args, message):
-    done = cli(*args)
-    assert done.returncode == 2
-    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert "Traceback" not in done.stderr
+def test_bad_input_is_one_line_with_exit_code_2(capsys, args, message):
+    code, _, err = cli(capsys, *args)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
 
 
-def test_data_directory_with_missing_files(tmp_path):
+def test_data_directory_with_missing_files(capsys, tmp_path, monkeypatch):
     d = write_grouplens_100k(tmp_path / "d")
     (d / "u.user").unlink()
-    done = subprocess.run(
-        [sys.executable, "-m", "fmlib", "data", "info", "--data-dir", str(d)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"FMLIB_CACHE": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"},
-    )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "missing file(s) u.user" in done.stderr
+    monkeypatch.setenv("FMLIB_CACHE", str(tmp_path / "c"))
+    code, _, err = cli(capsys, "data", "info", "--data-dir", str(d))
+    assert code == 2 and "Traceback" not in err
+    assert "missing file(s) u.user" in err
 
 
-def test_bench_train_times_models_and_baselines_and_ends_with_json():
-    done = cli("bench", "train", "--repeats", "1", "--models", "fm,rafm")
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+def test_bench_train_times_models_and_baselines_and_ends_with_json(capsys):
+    code, stdout, err = cli(capsys, "bench", "train", "--repeats", "1", "--models", "fm,rafm")
+    assert code == 0, err
+    out = json.loads(stdout.strip().splitlines()[-1])
     assert set(out["seconds"]) == {
         "fm",
         "rafm",
@@ -81,16 +88,16 @@ def test_bench_train_times_models_and_baselines_and_ends_with_json():
     }
     fm, plain = out["seconds"]["fm"], out["seconds"]["plain FM"]
     assert out["ratios"]["fm"]["median"] == pytest.approx(fm["median"] / plain["median"], rel=0.01)
-    assert cli("bench", "train", "--models", "bfm").returncode == 2
+    assert cli(capsys, "bench", "train", "--models", "bfm")[0] == 2
 
 
-def test_model_specific_flags(tmp_path):
-    done = cli("train", "--model", "dplr", "--rank", "2", "--epochs", "1", "--dim", "4", "--runs-dir", str(tmp_path))
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["config"]["hp"] == {"dim": 4, "rank": 2}
-    done = cli("train", "--model", "fm", "--rank", "2")
-    assert done.returncode == 2 and "--rank does not apply to model 'fm'" in done.stderr
-    done = cli("train", "--model", "dplr", "--rank", "12", "--epochs", "1")
-    assert done.returncode == 2 and "rank" in done.stderr and "Traceback" not in done.stderr
-    done = cli("train", "--model", "rafm", "--ranks", "32,8", "--epochs", "1")
-    assert done.returncode == 2 and "strictly increasing" in done.stderr
+def test_model_specific_flags(capsys):
+    code, out, err = cli(capsys, "train", "--model", "dplr", "--rank", "2", "--epochs", "1", "--dim", "4")
+    assert code == 0, err
+    assert json.loads(out)["config"]["hp"] == {"dim": 4, "rank": 2}
+    code, _, err = cli(capsys, "train", "--model", "fm", "--rank", "2")
+    assert code == 2 and "--rank does not apply to model 'fm'" in err
+    code, _, err = cli(capsys, "train", "--model", "dplr", "--rank", "12", "--epochs", "1")
+    assert code == 2 and "rank" in err and "Traceback" not in err
+    code, _, err = cli(capsys, "train", "--model", "rafm", "--ranks", "32,8", "--epochs", "1")
+    assert code == 2 and "strictly increasing" in err
