@@ -50,9 +50,10 @@ def test_train_page_trains_shows_metrics_and_saves():
 def test_train_page_model_hyperparameters_follow_the_model():
     at = page("app_pages/train.py", dataset="synthetic")
     at.run()
-    at.selectbox(key="model").set_value("fwfm").run()
+    assert "rank" not in {n.label for n in at.number_input}  # fm has only dim
+    at.selectbox(key="model").set_value("dplr").run()
     assert not at.exception
-    assert any(n.label.startswith("dim") for n in at.number_input)
+    assert "rank" in {n.label for n in at.number_input}  # DPLR's ρ
 
 
 def test_frame_lists_saved_runs(small_split):
@@ -63,3 +64,15 @@ def test_frame_lists_saved_runs(small_split):
     at.run()
     assert not at.exception
     assert at.sidebar.selectbox(key="run_id").value == "r1"
+
+
+def test_train_page_trains_the_bayesian_fm_by_gibbs_sweeps():
+    at = page("app_pages/train.py", dataset="synthetic")
+    at.run()
+    at.selectbox(key="model").set_value("bfm").run()
+    assert {n.label for n in at.number_input} >= {"dim (embedding size k)", "burn_in"}
+    at.number_input(key="epochs").set_value(8)
+    wait_for_training(at.button[0].click().run())
+    assert not at.exception and not at.error
+    assert '"rmse"' in at.get("plotly_chart")[-1].proto.spec  # the running posterior-mean valid RMSE per sweep
+    assert at.table[0].value.loc["rmse", "test"] > 0
