@@ -35,7 +35,12 @@ def test_a_saved_run_is_timed_on_equal_terms_and_compared_with_quick_models():
     assert not at.error
     labels = [m.label for m in at.metric]
     assert labels == ["cached context, per query", "full pass, per query", "full / cached"]
-    assert any("Both timed alike" in m.value and "context holds 4 of the 8 slots" in m.value for m in at.markdown)
+    ratio = float(at.metric[2].value.rstrip("×"))
+    sentence = next(m.value for m in at.markdown if "Both timed alike" in m.value)
+    assert "context holds 4 of the 8 slots" in sentence and f"{ratio:.1f}×" in sentence
+    assert ("× faster: it pays" in sentence) == (ratio > 1) and ("× slower: it does not pay" in sentence) == (
+        ratio <= 1
+    )
     assert len(at.dataframe[0].value) == 10
     assert any("1 saved FM/FwFM/DPLR run" in i.value for i in at.info)
     at.button(key="quick_models").click().run()
