@@ -33,11 +33,16 @@ def slot_runs(schema: Schema) -> tuple[tuple[int, int, bool], ...]:
     return tuple(runs)
 
 
-def sum_slots(v: torch.Tensor, weight: torch.Tensor, runs: tuple[tuple[int, int, bool], ...]) -> torch.Tensor:
+def sum_slots(v: torch.Tensor, weight: torch.Tensor | None, runs: tuple[tuple[int, int, bool], ...]) -> torch.Tensor:
     """(B, S, k) slot vectors -> (B, m, k) field embeddings e_f = Σ_{s in f} weight_s v_s (DPLR §3.2).
 
-    Single-valued slots weigh 1 and are kept as they are; only multi-valued slots are weighted."""
-    parts = [(v[:, a:b] * weight[:, a:b, None]).sum(1, keepdim=True) if multi else v[:, a:b] for a, b, multi in runs]
+    Single-valued slots weigh 1 and are kept as they are; only multi-valued slots are weighted
+    (``weight`` None: the vectors already carry their weights)."""
+
+    def total(a, b):
+        return (v[:, a:b] if weight is None else v[:, a:b] * weight[:, a:b, None]).sum(1, keepdim=True)
+
+    parts = [total(a, b) if multi else v[:, a:b] for a, b, multi in runs]
     return parts[0] if len(parts) == 1 else torch.cat(parts, 1)
 
 

@@ -9,6 +9,9 @@ Paper: [RaFM]. Names from the paper:
 * F_k = {i : k_i ≥ k} (eq. 6). Only the *active* factors v^(p)|F_p are stored (Prop. 1):
   Σ_p D_p |F_p| numbers, against D_m |F| for the FM of rank D_m.
 * A_{l,k} = Σ_{i<j ∈ F_k} v_i^(l) · v_j^(l) x_i x_j, computed by Rendle's identity (eq. 7).
+  A sample reads only its features' active factors: level 1 for every slot, level p > 1 only
+  for the slots whose feature is in F_p (no zero rows for inactive factors), so evaluation
+  costs Σ_p D_p · (active slots at level p), Corollary 4's O(Σ_k D_k |F_k|) per sample.
   The model is B_{1,m}, evaluated by Theorem 3, B_{l,k+1} = B_{l,k} − A_{k,k+1} + A_{k+1,k+1},
   from B_{1,1} = A_{1,1}:   B_{1,p} = Σ_{q≤p} A_{q,q} − Σ_{q<p} A_{q,q+1}   (Cor. 4).
 
@@ -40,6 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .base import slot_runs, sum_slots
 from .fm import fm_pairwise
 from .rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes
 
@@ -81,17 +85,14 @@ class RaFM(nn.Module):
             self.free.append(nn.Parameter(torch.randn(len(free_rows), D) * init_std))
             if p < m - 1:
                 self.dependent.append(nn.Parameter(torch.randn(len(dep_rows), D) * init_std))
-            # row i -> its row in the level table [free; dependent; one zero row for i ∉ F_{p+1}]
-            pos = torch.full((n,), len(free_rows) + len(dep_rows), dtype=torch.long)
+            # row i -> its row in the level table [free; dependent]; -1 for i ∉ F_{p+1} (no row)
+            pos = torch.full((n,), -1, dtype=torch.long)
             pos[torch.as_tensor(free_rows, dtype=torch.long)] = torch.arange(len(free_rows))
             pos[torch.as_tensor(dep_rows, dtype=torch.long)] = len(free_rows) + torch.arange(len(dep_rows))
             positions.append(pos)
         self.register_buffer("level_pos", torch.stack(positions), persistent=False)  # (m, n)
-        self.register_buffer(
-            "slot_to_field",
-            nn.functional.one_hot(torch.tensor(schema.slot_fields()), schema.num_fields).float(),
-            persistent=False,
-        )
+        self.runs = slot_runs(schema)  # column ranges of the fields, for the field sums
+        self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
         self._consistency_pairs = None
 
     def hparams(self) -> dict:
@@ -105,47 +106,63 @@ class RaFM(nn.Module):
         return feature_set_sizes(self.k.numpy(), len(self.ranks)).tolist()
 
     def level_table(self, p: int, cut: str | None = None) -> torch.Tensor:
-        """[v^(p+1) on F_{p+1} − F_{p+2} (free); v^(p+1) on F_{p+2} (dependent); a zero row], p 0-based.
-        ``cut`` = "free" or "dependent" detaches that group (Algorithm 1's routing)."""
+        """[v^(p+1) on F_{p+1} − F_{p+2} (free); v^(p+1) on F_{p+2} (dependent)], p 0-based: only
+        active factors. ``cut`` = "free" or "dependent" detaches that group (Algorithm 1's routing)."""
         free = self.free[p].detach() if cut == "free" else self.free[p]
-        parts = [free]
-        if p < len(self.ranks) - 1:
-            parts.append(self.dependent[p].detach() if cut == "dependent" else self.dependent[p])
-        return torch.cat(parts + [free.new_zeros(1, self.ranks[p])])
+        if p == len(self.ranks) - 1:
+            return free
+        return torch.cat([free, self.dependent[p].detach() if cut == "dependent" else self.dependent[p]])
 
     def embedding_table(self, p: int) -> torch.Tensor:
         """v^(p) for every feature row as an (n, D_p) matrix, zero rows for inactive factors
         (i ∉ F_p); p is 1-based as in the paper. Differentiable: used by tests and analyses."""
-        return self.level_table(p - 1)[self.level_pos[p - 1]]
+        active = torch.nonzero(self.k >= p).squeeze(1)
+        table = self.level_table(p - 1)
+        rows = table[self.level_pos[p - 1, active]]
+        return table.new_zeros(len(self.k), self.ranks[p - 1]).index_put((active,), rows)
 
     # ---- evaluation (Theorem 3) ---------------------------------------------------------------
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """w0 + Σ_i w_i x_i (RaFM eq. 1, first two terms), shape (B,)."""
         return self.bias + (self.linear(index).squeeze(-1) * weight).sum(1)
 
-    def _slot_vectors(self, p: int, index, weight, cut: str | None = None) -> torch.Tensor:
-        """x_s v^(p+1)_{i_s} for every slot s, (B, S, D_{p+1}); zero for slots outside F_{p+1}."""
-        v = nn.functional.embedding(self.level_pos[p][index], self.level_table(p, cut))
-        return v * weight.unsqueeze(-1)
+    def _level(self, p: int, index, weight, cut: str | None = None):
+        """The level-(p+1) vectors x_s v^(p+1)_{i_s} of the slots whose feature is in F_{p+1}, p 0-based.
 
-    def _A(self, u: torch.Tensor, inside: torch.Tensor | None = None) -> torch.Tensor:
-        """A (eq. 7) over cross-field pairs from slot vectors u (B, S, D); ``inside`` (B, S)
-        keeps only the slots of a feature set F_k."""
-        if inside is not None:
-            u = u * inside.unsqueeze(-1).to(u.dtype)
-        return fm_pairwise(torch.einsum("bsd,sf->bfd", u, self.slot_to_field))
+        Only active factors are read (Cor. 4's cost). Every feature is in F_1, so level 1 is a
+        dense (B, S, D_1) gather; a higher level is a list of its active slots only: (sample b,
+        field f, rank index k, vector v), padding slots left out."""
+        table, pos = self.level_table(p, cut), self.level_pos[p]
+        if p == 0:
+            return table.index_select(0, pos[index.reshape(-1)]).view(*index.shape, -1) * weight.unsqueeze(-1)
+        b, s = ((self.k[index] > p) & (weight > 0)).nonzero(as_tuple=True)
+        i = index[b, s]
+        return b, self.slot_field[s], self.k[i], table.index_select(0, pos[i]) * weight[b, s, None]
 
-    def _terms(self, u: list[torch.Tensor], index) -> tuple[list, list]:
-        """A_{p,p} (p = 1..m) and A_{p,p+1} (p = 1..m−1) from the level-p slot vectors u[p−1]."""
-        k = self.k[index]
-        diagonal = [self._A(u_p) for u_p in u]  # u_p is already zero outside F_p
-        upper = [self._A(u[p], k > p + 1) for p in range(len(u) - 1)]
+    def _A(self, level, index, within: int | None = None) -> torch.Tensor:
+        """A (eq. 7) over cross-field pairs of one level's vectors, (B,); ``within`` = k keeps only
+        the features of F_k. The field sums e_f add up active slots only."""
+        m = self.schema.num_fields
+        if isinstance(level, torch.Tensor):  # level 1, dense over the slots
+            u = level if within is None else level * (self.k[index] >= within).unsqueeze(-1).to(level.dtype)
+            return fm_pairwise(sum_slots(u, None, self.runs))
+        b, f, k, v = level
+        if within is not None:
+            keep = k >= within
+            b, f, v = b[keep], f[keep], v[keep]
+        e = v.new_zeros(len(index) * m, v.shape[1]).index_add_(0, b * m + f, v)
+        return fm_pairwise(e.view(len(index), m, -1))
+
+    def _terms(self, levels: list, index) -> tuple[list, list]:
+        """A_{p,p} (p = 1..m) and A_{p,p+1} (p = 1..m−1) from the levels' active vectors."""
+        diagonal = [self._A(level, index) for level in levels]
+        upper = [self._A(levels[p], index, within=p + 2) for p in range(len(levels) - 1)]
         return diagonal, upper
 
     def interactions(self, index: torch.Tensor, weight: torch.Tensor) -> list[torch.Tensor]:
         """[B_{1,1}, …, B_{1,m}] by Theorem 3; B_{1,m} is the RaFM's second-order term."""
-        u = [self._slot_vectors(p, index, weight) for p in range(len(self.ranks))]
-        diagonal, upper = self._terms(u, index)
+        levels = [self._level(p, index, weight) for p in range(len(self.ranks))]
+        diagonal, upper = self._terms(levels, index)
         B = [diagonal[0]]
         for p in range(len(self.ranks) - 1):
             B.append(B[-1] - upper[p] + diagonal[p + 1])  # Theorem 3
@@ -168,13 +185,13 @@ class RaFM(nn.Module):
         m = len(self.ranks)
         first = self.first_order(index, weight)
         # main output: B_{1,m} with the dependent variables cut (they do not step on L(B_{1,m}, y))
-        u = [self._slot_vectors(p, index, weight, cut="dependent") for p in range(m)]
-        diagonal, upper = self._terms(u, index)
+        levels = [self._level(p, index, weight, cut="dependent") for p in range(m)]
+        diagonal, upper = self._terms(levels, index)
         # loop index p is 0-based: level p is the paper's p+1; on entry before = first + B_{1,p+1} − A_{p+1,p+1}
         pairs, before = [], first
         for p in range(m - 1):
             # B_{1,p+1} with only the dependent v^(p+1)|F_{p+2} in the graph (Algorithm 1, line 5)
-            low = before.detach() + self._A(self._slot_vectors(p, index, weight, cut="free"))
+            low = before.detach() + self._A(self._level(p, index, weight, cut="free"), index)
             before = before + diagonal[p] - upper[p]  # Theorem 3, first half
             pairs.append((low, (before + diagonal[p + 1]).detach()))  # B_{1,p+2}, held fixed
         self._consistency_pairs = pairs
