@@ -17,8 +17,10 @@ Blocked, vectorised Gibbs: in the field form h of a feature never depends on its
 parameters, so ŷ is jointly linear in all w of one field (and in one factor column of all v of one
 field), and that block is drawn from its joint Gaussian conditional in one step. For a
 single-valued field the block's features never share a sample: the joint is a product of the
-scalar conditionals libFM draws one by one, computed for the whole field with one ``bincount``.
-A multi-valued field (genres) gets one small joint Gaussian. Predictions average the posterior
+scalar conditionals libFM draws one by one, computed for the whole field with a few sparse
+matrix-vector products over the field's CSR columns. A multi-valued field (genres) gets one small
+joint Gaussian. (libFM and myFM, given the same design matrix, also model the pairs of genres of
+one movie; the field form, like fmlib's FM, does not.) Predictions average the posterior
 samples kept after ``burn_in`` sweeps; the model stores them and its ``forward`` is that
 posterior-mean prediction.
 """
