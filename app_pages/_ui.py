@@ -77,7 +77,7 @@ DATASETS = [*movielens.SPECS, "synthetic"]
 def load_data(name: str):
     """The whole data set: MovieLens (first use fetches it) or a small synthetic one."""
     if name == "synthetic":
-        return synthetic.make(synthetic.block_R(8), n_samples=4000, cardinality=20, seed=0)
+        return synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0)
     return movielens.load(name)
 
 

@@ -193,3 +193,14 @@ def test_quick_run_recovers_a_planted_R_with_blocks_of_both_signs(name, hp):
         offdiag_correlation(align_field_scales(learned, R0), R0)
         > offdiag_correlation(align_field_scales(r_fm(8), R0), R0) + 0.1
     )
+
+
+def test_deviation_heatmap_draws_R_minus_R_fm_on_a_scale_fitted_to_it():
+    from fmlib.plots.interactions import deviation_heatmap
+
+    R = r_fm(4) + 0.01 * random_symmetric(4)
+    (trace,) = deviation_heatmap(R, list("abcd")).data
+    z = np.array(trace.z, dtype=float)
+    off = ~np.eye(4, dtype=bool)
+    assert np.allclose(z[off], (R - r_fm(4))[off]) and np.isnan(z[~off]).all()
+    assert trace.zmax == -trace.zmin == pytest.approx(np.abs(z[off]).max())

@@ -15,7 +15,7 @@ def page(name, **state):
 
 
 def saved_run(name, **hp):
-    data = split(synthetic.make(synthetic.block_R(8), n_samples=4000, cardinality=20, seed=0), seed=0)
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
     run = train_model(name, data, TrainConfig(epochs=1), dim=4, **hp)
     return RunStore().save(run)
 
@@ -33,6 +33,10 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
     assert not at.exception and not at.error
     titles = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
     assert any("27 kept (96.4% left)" in t for t in titles)
+    planted = figure(at, 1)
+    assert [a["text"] for a in planted["layout"]["annotations"]] == ["planted R", "learned R, field scales aligned"]
+    (caption,) = [c.value for c in at.caption if "matches the planted one" in c.value]
+    assert float(caption.rstrip(".").split()[-1]) >= 0.95
 
 
 def test_interactions_page_on_a_saved_dplr_run():
@@ -42,7 +46,7 @@ def test_interactions_page_on_a_saved_dplr_run():
     assert any("R implied by DPLR" in a["text"] for a in figure(at, 0)["layout"]["annotations"])
     at.radio(key="method").set_value("nuclear").run()
     assert not at.exception and not at.error
-    spectra = figure(at, 1)
+    spectra = figure(at, 2)
     assert [t["name"] for t in spectra["data"]] == ["learned R", "R_FM = 11ᵀ − I"]
 
 

@@ -27,6 +27,13 @@ def block_R(m: int, blocks: int = 2, within: float = 1.0, between: float = -0.5)
     return R.fill_diagonal_(0.0)
 
 
+def demo_R() -> torch.Tensor:
+    """The planted R of the app's synthetic data set: 8 fields in three blocks, interactions of
+    both signs (+1 within a block, −0.5 across). Three blocks, not two: a two-block ±pattern is
+    s_f s_g times a constant, so it is matched by any uniform R once field signs are aligned."""
+    return block_R(8, blocks=3)
+
+
 def make(
     R: torch.Tensor,
     n_samples: int = 20_000,

@@ -33,6 +33,30 @@ def interaction_heatmaps(matrices: dict, names: list[str]) -> go.Figure:
     return fig
 
 
+def deviation_heatmap(R, names: list[str]) -> go.Figure:
+    """R − R_FM (R_FM = 11ᵀ − I, DPLR eq. 7) off the diagonal, on a diverging scale fitted to the
+    largest deviation, so that small departures from the FM's uniform R are visible."""
+    R = np.asarray(R, dtype=float)
+    deviation = R - (1.0 - np.eye(len(R)))
+    np.fill_diagonal(deviation, np.nan)
+    vmax = float(np.nanmax(np.abs(deviation))) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=deviation,
+            x=names,
+            y=names,
+            zmin=-vmax,
+            zmax=vmax,
+            colorscale="RdBu",
+            reversescale=True,
+            hovertemplate="%{y} × %{x}: R − 1 = %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title="R − R_FM (scale fitted to the data)", height=420, margin=dict(t=40, l=10, r=10, b=10))
+    return fig
+
+
 def eigen_spectrum_figure(eigenvalues: np.ndarray, reference: np.ndarray | None = None) -> go.Figure:
     """Eigenvalues of R (descending) next to those of R_FM = 11ᵀ − I: {m−1, −1, …, −1} (DPLR §4.1)."""
     fig = go.Figure()
