@@ -40,11 +40,14 @@ if n_items in quick:
     bench = quick[n_items]
     st.caption(
         f"From the quick benchmark run here: {n_items:,} items, median and IQR of 2 runs × 3 rounds "
-        f"after a warm-up, one thread. `python -m fmlib bench ranking` writes the full benchmark to {saved_path}."
+        f"after a warm-up, CPU time of one thread. `python -m fmlib bench ranking` writes the full benchmark to "
+        f"{saved_path}."
     )
 elif saved is not None and n_items in set(saved["items"]):
     bench = saved
-    st.caption(f"From {saved_path} (`python -m fmlib bench ranking`): median and IQR over 2 runs, one thread.")
+    st.caption(
+        f"From {saved_path} (`python -m fmlib bench ranking`): median and IQR over 2 runs, CPU time of one thread."
+    )
 else:
     bench = None
     st.caption(f"`python -m fmlib bench ranking` writes the full benchmark (10³ … 10⁵ items) to {saved_path}.")
@@ -137,7 +140,8 @@ why = (
     "costs (building it, the item side's own gathers) outweigh it"
 )
 st.markdown(
-    f"Both timed alike (warm-up, then the median of 7 interleaved rounds, one thread, {len(items):,} items). "
+    f"Both timed alike (warm-up, then the median of 7 interleaved rounds of one thread's CPU time, "
+    f"{len(items):,} items). "
     f"The context holds {context_slots} of the {slots} slots of a full row, and the cache made a query "
     f"{gain:.1f}× {'faster' if gain > 1 else 'slower'}: {why}. The fewer context fields, the less "
     "a cache saves (the |I| chart above)."
