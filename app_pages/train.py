@@ -4,6 +4,7 @@ import streamlit as st
 
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
 from app_pages._ui import dataset_name, fail, load_split
+from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
 from fmlib.models import MODELS, hyperparameters
@@ -20,6 +21,24 @@ st.markdown(
 
 name = dataset_name()
 defaults = TrainConfig()
+
+
+def apply_preset():
+    """Fill the widgets from the chosen preset (or the defaults); they stay editable."""
+    model, task, choice = st.session_state["model"], st.session_state["task"], st.session_state["preset"]
+    try:
+        preset = presets.load_named(name, choice, model, task) if choice != "defaults" else None
+    except ValueError as err:
+        st.session_state["preset_error"] = str(err)
+        return
+    config = presets.train_config(preset) if preset else defaults
+    hp = presets.hyperparameters(preset) if preset else {}
+    st.session_state.update(lr=config.lr, weight_decay=config.weight_decay, epochs=config.epochs)
+    for key, default in hyperparameters(model).items():
+        value = hp.get(key, default)
+        st.session_state[f"hp_{model}_{key}"] = ",".join(map(str, value)) if isinstance(value, tuple) else value
+
+
 left, right = st.columns(2)
 with left:
     model = st.selectbox("Model", list(MODELS), key="model", bind="query-params")
@@ -31,6 +50,15 @@ with left:
         bind="query-params",
         horizontal=True,
         help="rating: predict the 1–5 stars (RMSE). click: predict rating ≥ 4 (logloss, AUC).",
+    )
+    tuned = presets.available(name, model, task)
+    st.selectbox(
+        "Preset",
+        ["defaults", *tuned],
+        key="preset",
+        on_change=apply_preset,
+        help="A tuned preset (python -m fmlib tune) fills in the learning rate, L2, epochs and hyperparameters "
+        "that did best on the validation split.",
     )
     seed = int(
         st.number_input(
@@ -50,6 +78,8 @@ with right:
         "Weight decay (L2)", 0.0, 1.0, defaults.weight_decay, format="%.5f", key="weight_decay", bind="query-params"
     )
 
+if "preset_error" in st.session_state:
+    st.error(st.session_state.pop("preset_error"))
 hp = {}
 with st.expander(f"{model} hyperparameters", expanded=True):
     for key, default in hyperparameters(model).items():

@@ -81,3 +81,21 @@ def train_config(preset: dict, **fixed) -> TrainConfig:
 def hyperparameters(preset: dict) -> dict:
     """The preset's model hyperparameters, lists turned back into tuples (RaFM's rank set)."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in preset["hp"].items()}
+
+
+def available(dataset: str, model: str, task: str = "rating", root=None) -> list[str]:
+    """Names of the presets of ``model`` on ``dataset`` for ``task`` (``fm``, ``fm-8``, …), sorted."""
+    suffix = "" if task == "rating" else f"-{task}"
+    names = []
+    for path in (Path(root or default_root()) / dataset).glob(f"{model}*{suffix}.json"):
+        rank = path.stem.removesuffix(suffix).removeprefix(model)
+        if rank == "" or (rank.startswith("-") and rank[1:].replace(",", "").isdigit()):
+            names.append(path.stem)
+    return sorted(names)
+
+
+def load_named(dataset: str, name: str, model: str, task: str = "rating", root=None) -> dict:
+    """The preset called ``name`` (one of ``available``), checked to be for ``model``."""
+    suffix = "" if task == "rating" else f"-{task}"
+    rank = name.removesuffix(suffix).removeprefix(model).removeprefix("-") or None
+    return load(dataset, model, rank, task, root)

@@ -126,3 +126,12 @@ def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypat
     ]:
         code, _, err = _cli(args, capsys)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+def test_available_presets_by_model_and_task(tmp_path):
+    for stem in ("fm", "fm-8", "fm-32", "fm-8-click", "fmx", "fwfm-8"):
+        (tmp_path / "d").mkdir(exist_ok=True)
+        (tmp_path / "d" / f"{stem}.json").write_text("{}")
+    assert presets.available("d", "fm", root=tmp_path) == ["fm", "fm-32", "fm-8"]
+    assert presets.available("d", "fm", "click", root=tmp_path) == ["fm-8-click"]
+    assert presets.available("d", "dplr", root=tmp_path) == []
