@@ -53,7 +53,7 @@ def test_a_missing_extra_is_named_and_the_rest_runs(monkeypatch, capsys, tmp_pat
 
 def test_all_methods_side_by_side(monkeypatch, capsys, tmp_path):
     out, result = run_bench(monkeypatch, capsys, tmp_path)
-    assert "skipping" not in out and "BFM − myFM test RMSE per split" in out
+    assert "skipping" not in out and "BFM − myFM test RMSE per split" in out and "BFM fit seconds / myFM" in out
     assert "Surprise SVD (valid-tuned) chose n_factors" in out
     assert set(result["methods"]) == {
         "fmlib FM (defaults)",

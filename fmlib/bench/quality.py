@@ -193,7 +193,9 @@ def run(args) -> int:
         print(f"{name:<30}{r:>10.4f} ± {rs:.4f}{a:>10.4f} ± {as_:.4f}{f:>8.1f} ± {fs:.1f}")
     if "myFM Bayesian FM" in results:
         gaps = [b - m for b, m in zip(results["fmlib BFM (Gibbs)"]["rmse"], results["myFM Bayesian FM"]["rmse"])]
+        ratios = [b / m for b, m in zip(results["fmlib BFM (Gibbs)"]["fit_s"], results["myFM Bayesian FM"]["fit_s"])]
         print(f"\nBFM − myFM test RMSE per split: {', '.join(f'{g:+.4f}' for g in gaps)}")
+        print(f"BFM fit seconds / myFM's per split: {', '.join(f'{r:.2f}' for r in ratios)}")
     print(
         json.dumps(
             {
