@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app_pages._ui import PAGES
+from fmlib.experiments import scorecard
 
 st.title("fmlib explainer")
 st.markdown(
@@ -14,6 +15,26 @@ st.markdown(
     "reproduced on MovieLens or honestly shown not to hold."
 )
 st.latex(r"\hat y(x) = w_0 + \sum_i w_i x_i + \sum_{i<j} \langle v_i, v_j\rangle x_i x_j")
+st.subheader("Scorecard: the papers' claims on MovieLens 100K")
+st.markdown(
+    "Each model with its own tuned preset, 5 seeds; the paired per-seed difference (> 0 favours the claim) "
+    "with its 95 % interval, and the verdict it earns. Computed from the result tables in `results/` "
+    "(or a newer recomputation in `artifacts/`)."
+)
+try:
+    card = scorecard.scorecard("ml-100k", "rating")
+except ValueError as err:  # a damaged result table: say which
+    st.error(str(err))
+else:
+    if card.empty:
+        st.info("No result tables yet: run `python -m fmlib reproduce dplr` (it needs the tuned presets).")
+    else:
+        st.dataframe(card[["paper", "claim", "measured", "verdict", "table"]], hide_index=True)
+        st.markdown(
+            "The bars and the full tables: "
+            + ", ".join(f"[{title}]({page})" for _paper, _name, _claims, page, title in scorecard.SOURCES)
+            + "."
+        )
 st.subheader("Pages")
 for path, title, icon, blurb in PAGES[1:]:
     st.page_link(path, label=title, icon=icon)

@@ -2,6 +2,7 @@
 
     train --model fm|fwfm|dplr|rafm|rfm [...]         train, print one JSON line
     tune --model M --trials N [...]                     tune on the validation split, write presets/...
+    scorecard [--readme README.md]                      the papers' claims with intervals and verdicts
     data info | data fetch                              which source serves the data, its fields
     bench train                                         fmlib vs torchfm seconds per epoch
 and the topic commands listed in TOPIC_COMMANDS. Bad input: one line on stderr, exit code 2.
@@ -187,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="tune a model on the validation split (Optuna) and write its preset")
     tune.add_arguments(p)
     p.set_defaults(func=tune.run)
+
+    from .experiments import scorecard
+
+    p = sub.add_parser("scorecard", help="each paper claim, what we measured with its interval, the verdict")
+    scorecard.add_arguments(p)
+    p.set_defaults(func=scorecard.run)
 
     data = sub.add_parser("data", help="MovieLens data").add_subparsers(dest="data_command", required=True)
     for name, func, text in [

@@ -1,0 +1,45 @@
+from pathlib import Path
+
+import pytest
+from test_pages_table1 import fake_table
+
+from fmlib.experiments import scorecard
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_scorecard_rows_come_from_the_result_table(tmp_path):
+    card = scorecard.scorecard("ml-100k", "rating", tmp_path / "none", tmp_path / "none")
+    assert card.empty and list(card.columns) == scorecard.COLUMNS
+    fake_table(tmp_path / "dplr_ml-100k_rating.csv")
+    card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
+    row = card.set_index("claim").loc["DPLR beats the FwFM pruned to the same budget at ρ = 2"]
+    assert row["verdict"] == "holds" and "5 seeds, vs Pruned ρ=2" in row["measured"]
+    assert row["page"].startswith("Field interactions")
+    assert "| DPLR |" in scorecard.markdown(card, "ml-100k")
+
+
+def test_replace_block():
+    text = f"a\n{scorecard.BEGIN}\nold\n{scorecard.END}\nb\n"
+    assert scorecard.replace_block(text, "new\n") == f"a\n{scorecard.BEGIN}\nnew\n{scorecard.END}\nb\n"
+    with pytest.raises(ValueError, match="no scorecard block"):
+        scorecard.replace_block("a\n", "new\n")
+
+
+def test_readme_scorecard_is_the_one_the_committed_results_give(tmp_path):
+    card = scorecard.scorecard("ml-100k", "rating", tmp_path / "no-artifacts")
+    expected = scorecard.replace_block((ROOT / "README.md").read_text(), scorecard.markdown(card, "ml-100k"))
+    assert (ROOT / "README.md").read_text() == expected, "run: python -m fmlib scorecard --readme README.md"
+
+
+def test_home_page_shows_the_scorecard(tmp_path, monkeypatch):
+    from apptest import app_page
+
+    monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path))
+    fake_table(tmp_path / "dplr_ml-100k_rating.csv")
+    at = app_page("app.py", dataset="synthetic")  # home is the frame's default page
+    at.run()
+    assert not at.exception and not at.error
+    card = at.dataframe[0].value.set_index("claim")
+    assert card.loc["DPLR beats the FwFM pruned to the same budget at ρ = 2", "verdict"] == "holds"
+    assert any("[Field interactions](field_interactions)" in m.value for m in at.markdown)
