@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -130,3 +131,39 @@ def test_product_bound_growth_needs_M_minus_eps_above_one():
     assert ProductBounds(M=1.5, eps=0.25).grows
     assert not ProductBounds(M=1.2, eps=0.3).grows
     assert ProductBounds(M=1.2, eps=0.3).lower_bound(64) < ProductBounds(M=1.2, eps=0.3).lower_bound(2)
+
+
+def growth_rate(m, values):
+    """Least-squares slope of log(values) against m: the base-e growth rate of an exponential."""
+    return np.polyfit(np.asarray(m, dtype=float), np.log(np.asarray(values, dtype=float)), 1)[0]
+
+
+@pytest.mark.parametrize("M, eps, a", [(1.5, 0.0, 1), (1.3, 0.0, 2), (0.8, 0.0, 3), (1.5, 0.25, 1), (1.2, 0.1, 2)])
+def test_product_gradient_grows_at_the_rate_a_log_M(M, eps, a):
+    """∂y/∂X_ij = a X_ij^{a−1} Π_{k≠i} X_kj^a: its size grows by a factor ≈ M^a per field.
+
+    With ε = 0 (every |X_ij| = M) the rate is exactly a·log M; otherwise it lies in
+    [a·log(M − ε), a·log(M + ε)] — and the lower bound's rate is exactly a·log(M − ε) (§1.2)."""
+    bounds, ms = ProductBounds(M=M, eps=eps, exponent=a), list(range(2, 41))
+    measured = growth_rate(ms, [product_gradient(m, 4, bounds, seed=m)["min_entry"] for m in ms])
+    if eps == 0:
+        assert measured == pytest.approx(a * math.log(M), rel=1e-9)
+    else:
+        assert a * math.log(M - eps) < measured < a * math.log(M + eps)
+    assert growth_rate(ms, [bounds.lower_bound(m) for m in ms]) == pytest.approx(a * math.log(M - eps), rel=1e-9)
+
+
+@pytest.mark.parametrize("bounds", BOUNDS[:2])
+@pytest.mark.parametrize("d", [1, 4])
+def test_rotation_gradient_grows_at_most_linearly_in_m(bounds, d):
+    """The bound C_1·m has slope exactly C_1 in m (exponent 1 in log-log); the measured ‖∂y/∂X‖∞
+    grows no faster — its log-log slope over m = 4..64 stays below 1 — while the product's grows
+    exponentially (previous test)."""
+    ms = [4, 8, 16, 32, 64]
+    df = gradient_growth(m_max=64, d=d, rotation=bounds, trials=2).set_index("m")
+    upper = df["rotation_upper_bound"]
+    assert np.allclose(np.diff(upper.to_numpy()), bounds.C1(d))  # slope C_1 in m
+    loglog = np.polyfit(np.log(ms), np.log(df.loc[ms, "rotation"].to_numpy()), 1)[0]
+    assert loglog < 1.0, loglog
+    exact = np.polyfit(np.log(ms), np.log(upper.loc[ms].to_numpy()), 1)[0]
+    assert exact == pytest.approx(1.0)
