@@ -191,3 +191,11 @@ def test_split_is_seeded_and_rare_features_share_a_bucket():
     assert any(int(i) in bucket for i in a.test.index.flatten()), "unseen test features map to the bucket"
     with pytest.raises(ValueError, match="min_count"):
         split(data, min_count=0)
+
+
+@pytest.mark.parametrize("m, blocks", [(8, 3), (12, 2), (9, 4)])
+def test_block_R_is_low_rank_only_off_the_diagonal(m, blocks):
+    """Zero diagonal: R has full rank; R + within·I, which agrees with R off the diagonal, has rank ≤ blocks."""
+    R = synthetic.block_R(m, blocks, within=1.0, between=-0.5).double()
+    assert torch.linalg.matrix_rank(R) == m
+    assert torch.linalg.matrix_rank(R + torch.eye(m, dtype=torch.float64)) <= blocks

@@ -4,8 +4,10 @@ Each of m single-valued fields draws a feature uniformly from its vocabulary; ev
 has a planted embedding v_i ~ N(0, 1/k) and the target is the FwFM of DPLR eq. 3 with the
 planted R plus Gaussian noise:  y = 3 + Σ_{f<g} ⟨v_f, v_g⟩ R_fg + ε.
 ``block_R`` plants the block structure the DPLR paper observes in trained R (§3, Fig. 1):
-fields in the same block interact with strength ``within``, across blocks with ``between``
-— a rank ≤ ``blocks`` matrix once the diagonal is set to zero.
+fields in the same block interact with strength ``within``, across blocks with ``between``.
+Off the diagonal it agrees with a rank ≤ ``blocks`` matrix (the block matrix with ``within`` on
+the diagonal); with its diagonal set to zero R itself is in general of full rank, i.e. diagonal
+plus rank ≤ ``blocks`` — exactly a DPLR of rank ``blocks`` (DPLR eq. 10).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .schema import Schema
 
 
 def block_R(m: int, blocks: int = 2, within: float = 1.0, between: float = -0.5) -> torch.Tensor:
-    """Symmetric, zero-diagonal m×m R with contiguous field blocks (rank ≤ blocks off the diagonal)."""
+    """Symmetric, zero-diagonal m×m R with contiguous field blocks: R + within·I has rank ≤ blocks."""
     if not 1 <= blocks <= m:
         raise ValueError(f"blocks must be in 1..m={m}, got {blocks}")
     member = torch.arange(m) * blocks // m

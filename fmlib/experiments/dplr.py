@@ -14,8 +14,10 @@ batches):
 
 **Equal training budget.** The pruned FwFM trains for up to E epochs (its preset) and then up
 to F fine-tuning epochs; DPLR gets the same extra epochs, up to E + F. All stop early on the
-validation metric. Metrics: MSE (the paper's MovieLens column) and RMSE for ratings, logloss
-and AUC for clicks. The long per-seed table (one row per seed × model × rank, with validation
+validation metric. Metrics: MSE and RMSE for ratings, logloss and AUC for clicks. Our MSE is
+RMSE² of predictions clipped to the rating range [1, 5] (``train.evaluate``) on MovieLens 100K;
+the paper's MovieLens column is an MSE on MovieLens 1M (§5.1) and does not say whether it
+clips, so its numbers are a reference in kind, not values to match. The long per-seed table (one row per seed × model × rank, with validation
 metrics too) is written with its command in a header (``tables.write``); ``CLAIMS`` are the
 paper's claims that ``claims.measure_all`` turns into paired intervals and verdicts.
 """
