@@ -38,6 +38,7 @@ from ..data.schema import Schema
 
 # hyperprior constants of libFM's MCMC ([Rendle2012]): Γ(α0/2, β0/2) for α and every λ, μ | λ ~ N(μ0, 1/(γ0 λ))
 ALPHA0, BETA0, GAMMA0, MU0 = 1.0, 1.0, 1.0, 0.0
+SAMPLE_CHUNK = 16  # posterior samples per step of the forward pass: bounds its memory to 16·B·S·k floats
 
 
 class FieldDesign:
@@ -214,7 +215,7 @@ class BayesianFM(nn.Module):
             self._set_samples(*(torch.empty_like(state_dict[prefix + name]) for name in ("w0", "w", "V")))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
-    def forward(self, index: torch.Tensor, weight: torch.Tensor, chunk: int = 16) -> torch.Tensor:
+    def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """(1/S) Σ_samples ŷ_s: the linear part of the mean sample plus the mean pairwise part."""
         samples = self.V.shape[0]
         if samples == 0:
@@ -222,8 +223,8 @@ class BayesianFM(nn.Module):
         first = self.w0.mean() + (self.w.mean(0)[index] * weight).sum(1)
         fields = self.schema.num_fields
         pair = torch.zeros(index.shape[0], device=index.device)
-        for start in range(0, samples, chunk):
-            v = self.V[start : start + chunk][:, index] * weight[None, :, :, None]  # (c, B, S, k)
+        for start in range(0, samples, SAMPLE_CHUNK):
+            v = self.V[start : start + SAMPLE_CHUNK][:, index] * weight[None, :, :, None]  # (c, B, S, k)
             e = v.new_zeros(v.shape[0], v.shape[1], fields, self.dim).index_add_(2, self.slot_to_field, v)
             pair += 0.5 * (e.sum(2).pow(2) - e.pow(2).sum(2)).sum((0, 2))
         return first + pair / samples
