@@ -10,10 +10,10 @@ import torch
 from fmlib.analysis.interactions import budget
 from fmlib.bench.ranking import (
     FLOOR,
+    agree,
     benchmark_models,
     cache_payoff,
     headline,
-    overlap,
     query_timing,
     ranking_benchmark,
     spread,
@@ -214,7 +214,9 @@ def test_bad_input_is_refused(small_split):
 
 def test_spread_and_agreement():
     assert spread([5, 1, 3, 2, 4]) == (3.0, 2.0, 4.0)
-    assert overlap((3.0, 2.0, 4.0), (4.5, 3.9, 5.0)) and not overlap((3.0, 2.0, 4.0), (4.5, 4.1, 5.0))
+    assert agree([1, 2, 3, 4, 5], [2.5, 3.5, 6]) and agree([1, 2, 3], [1, 2, 3])
+    assert not agree([1, 2, 3], [2.5, 4, 6])  # 4 is above 3, the first run's maximum
+    assert not agree([1, 2, 6], [3, 3.5, 4])  # 2 is below 3, the second run's minimum
 
 
 def test_benchmark_rows():

@@ -14,7 +14,7 @@ all in one process, one thread, items in chunks of ``fmlib.ranking.BATCH``. Timi
 so load drifts hit all alike; a timing scores the catalogue ⌈MIN_ITEMS / N⌉ times. Reported:
 the per-item median and interquartile range (IQR), the context's one-off cost, and "× floor",
 the median of the per-round ratios to the floor of the same round. The whole measurement runs
-twice back to back; ``agree`` says whether the two runs' IQRs overlap. Times are CPU times of
+twice back to back; ``agree`` says whether each run's median lies within the other's min–max. Times are CPU times of
 the scoring thread (``timings``), so other processes on a shared machine do not count.
 """
 
@@ -116,9 +116,9 @@ def spread(values) -> tuple[float, float, float]:
     return float(median), float(q1), float(q3)
 
 
-def overlap(a: tuple, b: tuple) -> bool:
-    """Whether two (median, q1, q3) spreads overlap: two runs agree within their spread."""
-    return a[1] <= b[2] and b[1] <= a[2]
+def agree(a, b) -> bool:
+    """Two runs' timings agree within their spread: each run's median lies within the other's min–max."""
+    return bool(min(b) <= np.median(a) <= max(b) and min(a) <= np.median(b) <= max(a))
 
 
 def floor(items: torch.Tensor, table: torch.Tensor, batch: int = BATCH) -> None:
@@ -162,7 +162,7 @@ def ranking_benchmark(
     sizes=SIZES,
     ranks=(1, 2, 4),
     dim: int = 16,
-    repeats: int = 5,
+    repeats: int = 7,
     batch: int = BATCH,
     seed: int = 0,
     progress=None,
@@ -170,7 +170,7 @@ def ranking_benchmark(
     """Per-item cost of every scorer for each (catalogue size, schema), measured in two back-to-back runs.
 
     ``schemas``: list of (name, Schema). Columns: per_item_us with per_item_q1/q3 (both runs'
-    rounds pooled), run1_us and run2_us (each run's median), agree (the runs' IQRs overlap),
+    rounds pooled), run1_us and run2_us (each run's median), agree (``agree`` of the two runs),
     x_floor with x_floor_q1/q3 (per-round ratio to the floor), context_us (the context cache's
     one-off cost per query) and max_abs_diff (cached scores against the full forward pass).
     """
@@ -206,7 +206,7 @@ def ranking_benchmark(
                             "per_item_q3": pooled[2],
                             "run1_us": first[0],
                             "run2_us": second[0],
-                            "agree": overlap(first, second),
+                            "agree": agree(*per_item),
                             "x_floor": x_floor[0],
                             "x_floor_q1": x_floor[1],
                             "x_floor_q3": x_floor[2],
@@ -294,7 +294,7 @@ def add_arguments(p):
         "--sizes", type=positive_int_list, default=",".join(map(str, SIZES)), help="catalogue sizes (items per query)"
     )
     p.add_argument("--large", action="store_true", help=f"also a catalogue of {LARGE:,} items")
-    p.add_argument("--repeats", type=positive_int, default=5, help="timed rounds per run (after one warm-up round)")
+    p.add_argument("--repeats", type=positive_int, default=7, help="timed rounds per run (after one warm-up round)")
     p.add_argument("--batch", type=positive_int, default=BATCH, help="items scored per chunk")
     p.add_argument("--dim", type=positive_int, default=16, help="embedding size k")
     p.add_argument("--ranks", type=positive_int_list, default="1,2,4", help="comma-separated ranks ρ")
@@ -324,7 +324,7 @@ def run(args) -> int:
     print(
         f"per-item CPU time, µs: median [IQR] of 2 runs × {args.repeats} rounds (after a warm-up), 1 thread, "
         f"chunks of {args.batch} items, k = {args.dim}; × floor = per-round ratio to an embedding_bag sum "
-        "of the item's rows; run 1 / run 2 medians, ✓ when their IQRs overlap"
+        "of the item's rows; run 1 / run 2 medians, ✓ when each lies within the other run's min–max"
     )
     for (n_items, name), group in df.groupby(["items", "schema"], sort=False):
         print(f"\n{n_items:,} items · {name}")
