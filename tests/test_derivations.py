@@ -20,6 +20,8 @@ KNOWN_SLIPS = {
     ("rfm-gradient-part1", 5),  # (∂y/∂G)ᵀVᵀ
     ("attention-definitions", 5),  # Σc² is eq. (1) with Wᵀ
     ("attention-gradients", 8),  # Lemma A.17 drops the 2
+    ("attention-hessian-bound", 1),  # Lemma H.1: Σ_{i,j} p_iᵀp_j ≤ pᵀp
+    ("attention-hessian-bound", 2),  # Lemma H.2: 72ndR⁸ for 144n²dR⁸
 }
 
 
@@ -42,6 +44,7 @@ def test_catalog_covers_every_derivation_of_the_papers(results):
         "rfm-gradient-part1",
         "attention-definitions",
         "attention-gradients",
+        "attention-hessian-bound",
     } <= keys
     assert len(results) == sum(len(d.steps) for d in catalog())
 
@@ -66,6 +69,7 @@ def test_every_prepared_wrong_variant_fails(results):
     assert len(variants) >= 15
     for r, label, w in variants:
         assert w.status == "failed", f"{r.derivation} #{r.index + 1} wrong variant {label!r}: {w.detail}"
+        assert not w.shape_mismatch, f"{r.derivation} #{r.index + 1} wrong variant {label!r} fails by shape only"
 
 
 def test_methods_and_details_are_reported(results):

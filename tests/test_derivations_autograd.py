@@ -61,7 +61,7 @@ def test_attention_lemma_a17_with_factor_two_matches_autograd():
 
 
 def test_rfm_part_ii_matches_autograd_through_cos_q():
-    m = d = 2
+    m, d = 2, 3  # the derivation's sizes: m = n fields, d = n + 1
     X = torch.randn(d * m, m, dtype=torch.float64)
     Bt, Ct, Dt = (torch.randn(d, d * m, dtype=torch.float64) for _ in range(3))
     w, Gamma = torch.randn(d, dtype=torch.float64), torch.randn(m, d, dtype=torch.float64)

@@ -64,6 +64,11 @@ def test_false_lines_fail_with_a_reason():
     assert transcendental.status == "failed" and transcendental.method == "numeric"
     shape = run_check(Check(lambda n: (sp.ones(2, 3) * sp.ones(2, 3), sp.zeros(2, 2)), "exact", size=1))
     assert shape.status == "failed" and "not even defined" in shape.detail
+    assert shape.shape_mismatch and shape.detail.startswith("shape mismatch")
+    sides = run_check(Check(lambda n: (sp.ones(2, 3), sp.ones(3, 2)), "exact", size=1))
+    assert sides.status == "failed" and sides.shape_mismatch and "different shapes" in sides.detail
+    value = run_check(Check(lambda n: (sp.ones(2, 2), sp.zeros(2, 2)), "exact", size=1))
+    assert value.status == "failed" and not value.shape_mismatch
 
 
 def test_results_are_cached():

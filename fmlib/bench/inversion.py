@@ -37,7 +37,7 @@ def bench_gamma(count: int, seed: int) -> None:
         for label, noise in starts:
             t0 = time.perf_counter()
             rates = attack.success_rates(attack.trials(n, d, 1.0, gammas, count, seed=seed, start_noise=noise))
-            print(f"n={n} d={d} {label} ({time.perf_counter() - t0:.0f} s; Thm 4.2 bound γ = {bound:.3g})")
+            print(f"n={n} d={d} {label} ({time.perf_counter() - t0:.0f} s; corrected Thm 4.2 bound γ = {bound:.3g})")
             for row in rates.itertuples():
                 print(
                     f"  γ={row.gamma:<10.3g} success {row.success_rate:6.1%}  starts agree "

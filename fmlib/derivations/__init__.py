@@ -46,6 +46,7 @@ def _catalog() -> tuple[Derivation, ...]:
         rfm.gradient_part1(),
         attention.definitions(),
         attention.gradients(),
+        attention.hessian_bound(),
     )
 
 

@@ -94,15 +94,33 @@ def _columns(vectors):
 # ---- definitions: §3.2 notation against eq. (1) -----------------------------------------
 
 
-def _u_columns(n):
-    M = _Model(n)
-    return _columns([M.u(i) for i in range(n)]), (M.X.T * M.W * M.X).applyfunc(sp.exp)
+def _bilinear(M, l, i, A):
+    """Σ_{a,b} x_{l,a} A_{a,b} x_{i,b} = X_{*,l}ᵀ A X_{*,i}, written as the double sum over entries."""
+    return sum(M.x(l, a) * A[a, b] * M.x(i, b) for a in range(M.d) for b in range(M.d))
 
 
-def _alpha_sums(n):
-    M = _Model(n)
-    E = (M.X.T * M.W * M.X).applyfunc(sp.exp)
-    return sp.Matrix([[M.alpha(i) for i in range(n)]]), sp.ones(1, n) * E
+def _u_columns(row):
+    """Left: u(X)_i entry by entry from Def. A.4 as double sums; right: column (or row) i of exp(XᵀWX)."""
+
+    def build(n):
+        M = _Model(n)
+        u = sp.Matrix(n, n, lambda l, i: sp.exp(_bilinear(M, l, i, M.W)))  # column i is u(X)_i
+        E = (M.X.T * M.W * M.X).applyfunc(sp.exp)
+        return u, E.T if row else E
+
+    return build
+
+
+def _alpha_sums(rows):
+    """Left: α(X)_i = Σ_l u(X)_{i,l} from entry-wise double sums; right: column (or row) sums of exp(XᵀWX)."""
+
+    def build(n):
+        M = _Model(n)
+        E = (M.X.T * M.W * M.X).applyfunc(sp.exp)
+        alpha = sp.Matrix([[sum(sp.exp(_bilinear(M, l, i, M.W)) for l in range(n)) for i in range(n)]])
+        return alpha, (E * sp.ones(n, 1)).T if rows else sp.ones(1, n) * E
+
+    return build
 
 
 def _f_rows(transposed):
@@ -114,9 +132,15 @@ def _f_rows(transposed):
     return build
 
 
-def _h_columns(n):
-    M = _Model(n)
-    return _columns([M.h(j) for j in range(M.d)]), M.X.T * M.V
+def _h_columns(transposed):
+    """Left: h(X)_j entry by entry, Σ_a x_{l,a} v_{a,j} (Def. A.7); right: column j of XᵀV (or XᵀVᵀ)."""
+
+    def build(n):
+        M = _Model(n)
+        h = sp.Matrix(n, M.d, lambda l, j: sum(M.x(l, a) * M.V[a, j] for a in range(M.d)))  # column j is h(X)_j
+        return h, M.X.T * (M.V.T if transposed else M.V)
+
+    return build
 
 
 def _loss(transposed):
@@ -143,16 +167,35 @@ def definitions() -> Derivation:
             Step(
                 "u(X)_i is a column of exp(XᵀWX)",
                 r"u(X)_i := \exp(X^\top W X_{*,i}) = \big(\exp(X^\top W X)\big)_{*,i}",
-                "(XᵀWX)_{l,i} = X_{*,l}ᵀ W X_{*,i}: the vector XᵀW X_{*,i} is column i of XᵀWX",
+                "(XᵀWX)_{l,i} = X_{*,l}ᵀ W X_{*,i}: the vector XᵀW X_{*,i} is column i of XᵀWX. "
+                "Checked entry by entry: u(X)_i written as double sums over the entries of X and W",
                 f"{SOURCE}, §3.2, Def. A.4",
-                Check(_u_columns, "exact", size=2, exact_limit=3, build_limit=6),
+                Check(_u_columns(row=False), "exact", size=2, exact_limit=3, build_limit=6),
+                wrong=(
+                    WrongVariant(
+                        "a row of exp(XᵀWX)",
+                        r"u(X)_i = \big(\exp(X^\top W X)\big)_{i,*}^\top",
+                        Check(_u_columns(row=True), "exact", size=2, exact_limit=3, build_limit=6),
+                        "row i of XᵀWX is X_{*,i}ᵀWX, which holds W the other way round: rows and "
+                        "columns agree only for a symmetric W",
+                    ),
+                ),
             ),
             Step(
                 "α(X)_i is a column sum",
                 r"\alpha(X)_i := \langle u(X)_i, \mathbf 1_n\rangle = \big(\mathbf 1_n^\top\exp(X^\top W X)\big)_i",
                 "⟨u, 1_n⟩ = Σ_l u_l, applied to column i",
                 f"{SOURCE}, §3.2, Def. A.5",
-                Check(_alpha_sums, "exact", size=2, exact_limit=3, build_limit=6),
+                Check(_alpha_sums(rows=False), "exact", size=2, exact_limit=3, build_limit=6),
+                wrong=(
+                    WrongVariant(
+                        "a row sum",
+                        r"\alpha(X)_i = \big(\exp(X^\top W X)\mathbf 1_n\big)_i",
+                        Check(_alpha_sums(rows=True), "exact", size=2, exact_limit=3, build_limit=6),
+                        "u(X)_i is column i, so α(X)_i sums a column; D(X) of Def. 3.1 sums rows, which "
+                        "is the same only for a symmetric W",
+                    ),
+                ),
             ),
             Step(
                 "f(X)_i is a row of the softmax with Wᵀ",
@@ -173,9 +216,18 @@ def definitions() -> Derivation:
             Step(
                 "h(X)_j is a column of XᵀV",
                 r"h(X)_j := X^\top V_{*,j} = (X^\top V)_{*,j}",
-                "definition of the matrix product, column by column",
+                "definition of the matrix product, column by column; checked entry by entry: "
+                "h(X)_j written as sums over the entries of X and V",
                 f"{SOURCE}, §3.2, Def. A.7",
-                Check(_h_columns, "exact", size=2, exact_limit=3, build_limit=6),
+                Check(_h_columns(transposed=False), "exact", size=2, exact_limit=3, build_limit=6),
+                wrong=(
+                    WrongVariant(
+                        "a column of XᵀVᵀ",
+                        r"h(X)_j = (X^\top V^\top)_{*,j}",
+                        Check(_h_columns(transposed=True), "exact", size=2, exact_limit=3, build_limit=6),
+                        "h(X)_j uses column j of V, V_{*,j}; (XᵀVᵀ)_{*,j} uses row j of V",
+                    ),
+                ),
             ),
             Step(
                 "L(X) as a sum of c²",
@@ -447,6 +499,93 @@ def gradients() -> Derivation:
                     Check(_lemma_a17(1), "numeric", size=2, build_limit=5),
                     "the factor 2 of d(c²)/dx = 2c dc/dx is missing (the gradient is off by a "
                     "factor 2, its direction is right)",
+                ),
+            ),
+        ),
+    )
+
+
+# ---- the Hessian's lower bound: Lemmas H.1–H.2 -------------------------------------------
+
+H1_TOKENS = 3  # n in the Lemma H.1 check: p = (p_1, …, p_n), each p_i ∈ ℝ^D
+H1_VALUES = (-1.0, -0.25, 0.5, 1.0)  # grid values of every entry of p
+
+
+def _h1_blocks(printed):
+    """Corrected: n·pᵀp ≥ (Σ_i ‖p_i‖)². Printed: pᵀp ≥ Σ_{i,j} p_iᵀp_j = ‖Σ_i p_i‖²."""
+
+    def build(_):
+        p = sym_matrix("p", H1_TOKENS, D, real=True)  # row i is p_i
+        rows = [p[i, :] for i in range(H1_TOKENS)]
+        pp = sum(dot(r, r) for r in rows)
+        if printed:
+            total = sum(rows, sp.zeros(1, D))
+            return pp, dot(total, total)
+        return H1_TOKENS * pp, sum(sp.sqrt(dot(r, r)) for r in rows) ** 2
+
+    return build
+
+
+def _h1_check(printed):
+    names = [f"p_{{{i + 1},{j + 1}}}" for i in range(H1_TOKENS) for j in range(D)]
+    return Check(_h1_blocks(printed), "numeric", size=1, relation=">=", grid={k: H1_VALUES for k in names})
+
+
+def _h2_constant(factor_e2, factor_h1):
+    """The constant of ∇²L ⪰ −K·I assembled from the lemmas against the stated K."""
+
+    def build(_):
+        n, d, R = sp.symbols("n d R", positive=True)
+        chain = factor_e2 * (n * d) * (2 * R**2) * (36 * factor_h1(n) * R**6)
+        return chain, 144 * n**2 * d * R**8
+
+    return build
+
+
+def hessian_bound() -> Derivation:
+    return Derivation(
+        key="attention-hessian-bound",
+        title="Attention inversion: the Hessian's lower bound (Lemmas H.1–H.2, Thm. 4.2)",
+        source=f"{SOURCE}, App. H (Lemmas H.1–H.2), Lemma E.2, Lemmas F.2 and F.5",
+        assumptions=(
+            r"\text{Assumption 4.1: } \|W\|, \|V\|, \|X\| \le R,\; |b_{i,j}| \le R^2,\; R > 1",
+            r"p \in \mathbb{R}^{nd} \text{ split into } p_1, \dots, p_n \in \mathbb{R}^d\text{; } "
+            r"\nabla^2 c(X)_{i_0,j_0} \text{ has } d\times d \text{ blocks } H^{(i_1,i_2)}",
+            r"\|H^{(i_1,i_2)}\| \le 36R^6 \text{ (Lemma F.5) and } |c(X)_{i_0,j_0}| \le 2R^2 "
+            r"\text{ (Lemma F.2) are taken as printed}",
+        ),
+        steps=(
+            Step(
+                "Lemma H.1: n² blocks are bounded by n times one block",
+                r"|p^\top\nabla^2 c(X)_{i_0,j_0}\,p| \le \max\|H\|\Big(\sum_{i=1}^n\|p_i\|\Big)^2 \le n\,\max\|H\|\;p^\top p,"
+                r"\quad\text{so}\quad \|\nabla^2 c(X)_{i_0,j_0}\| \le 36\,n\,R^6",
+                "|p_{i1}ᵀ H p_{i2}| ≤ ‖H‖‖p_{i1}‖‖p_{i2}‖ summed over all n² pairs, then Cauchy–Schwarz "
+                "(Σ_i ‖p_i‖)² ≤ n Σ_i ‖p_i‖²; the check is this last inequality, on a grid of "
+                f"{len(H1_VALUES)}^{H1_TOKENS * D} points p ∈ ℝ^{{{H1_TOKENS}×{D}}}",
+                f"{SOURCE}, Lemma H.1",
+                _h1_check(printed=False),
+                printed=Printed(
+                    r"\max\|H\|\sum_{i_1=1}^n\sum_{i_2=1}^n p_{i_1}^\top p_{i_2} \le \max\|H\|\;p^\top p,"
+                    r"\quad\text{so}\quad \|\nabla^2 c(X)_{i_0,j_0}\| \le 36R^6",
+                    _h1_check(printed=True),
+                    "Σ_{i,j} p_iᵀp_j = ‖Σ_i p_i‖² reaches n·pᵀp when all p_i are equal: the printed "
+                    "bound on ∇²c misses a factor up to n",
+                ),
+            ),
+            Step(
+                "Lemma H.2: the lower bound on ∇²L",
+                r"\nabla^2 L(X) \succeq -2\cdot nd\cdot 2R^2\cdot 36nR^6\,\mathbf I_{nd} = -144\,n^2 d R^8\,\mathbf I_{nd},"
+                r"\quad\text{so } \gamma > 72\,n^2 d R^8 \text{ makes } L + \gamma\|X\|^2 \text{ strongly convex}",
+                "Lemma E.2 corrected: ∇²L = 2Σ_{i0,j0}(∇c∇cᵀ + c∇²c); drop the PSD part; each of the nd "
+                "terms c∇²c ⪰ −|c|‖∇²c‖ I with |c| ≤ 2R² and ‖∇²c‖ ≤ 36nR⁶ (previous line); the "
+                "regulariser adds 2γ I. The check multiplies the factors out",
+                f"{SOURCE}, Lemma H.2, Thm. 4.2",
+                Check(_h2_constant(2, lambda n: n), "symbolic", size=None),
+                printed=Printed(
+                    r"\nabla^2 L(X) \succeq -72\,ndR^8\,\mathbf I_{nd}",
+                    Check(_h2_constant(1, lambda n: 1), "symbolic", size=None),
+                    "the printed proof uses Lemma E.2 without the factor 2 of L = Σc² and Lemma H.1's "
+                    "bound without the factor n: 72ndR⁸ = 1·nd·2R²·36R⁶ is smaller by the factor 2n",
                 ),
             ),
         ),

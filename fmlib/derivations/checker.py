@@ -12,7 +12,9 @@ falls back to numeric; above its build limit, and on a timeout, the step is
 "not checked" with the reason, never passed.
 
 Statuses of a step: passed, failed, not-checked, and slip: the paper's printed line
-fails while the corrected line passes. Every check runs in a forked child process so
+fails while the corrected line passes. A check that fails only because its sides cannot be
+compared (different shapes, an undefined product) says "shape mismatch" and sets
+``shape_mismatch``: a wrong variant must fail by value, not that way. Every check runs in a forked child process so
 that a timeout really stops the work; results are cached per (check, size).
 """
 
@@ -49,6 +51,7 @@ class CheckResult:
     trials: int | None = None
     max_error: float | None = None
     seconds: float = 0.0
+    shape_mismatch: bool = False  # failed only because the sides' shapes differ or a product is undefined
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,9 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
     try:
         lhs, rhs = check.build(n)
     except sp.matrices.exceptions.ShapeError as exc:
-        return CheckResult("failed", method, f"{note}the line is not even defined: {exc}", size=n)
+        return CheckResult(
+            "failed", method, f"{note}shape mismatch: the line is not even defined: {exc}", size=n, shape_mismatch=True
+        )
     shown = dict(lhs=_short(lhs), rhs=_short(rhs), size=n)
     if isinstance(lhs, sp.MatrixExpr) or isinstance(rhs, sp.MatrixExpr):
         return _check_general_matrices(lhs, rhs, shown)
@@ -212,7 +217,11 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
         return _check_grid(check, lhs_m[0], rhs_m[0], shown)
     if lhs_m.shape != rhs_m.shape:
         return CheckResult(
-            "failed", method, f"{note}the two sides have different shapes {lhs_m.shape} and {rhs_m.shape}", **shown
+            "failed",
+            method,
+            f"{note}shape mismatch: the two sides have different shapes {lhs_m.shape} and {rhs_m.shape}",
+            shape_mismatch=True,
+            **shown,
         )
     diff = lhs_m - rhs_m
     polynomial = all(e.is_polynomial() for e in diff)
@@ -305,12 +314,15 @@ def _check_grid(check: Check, lhs: sp.Expr, rhs: sp.Expr, shown: dict) -> CheckR
     missing = set(symbols) - set(names)
     if missing:
         return CheckResult("not-checked", "none", f"not checked: no grid values for {sorted(missing)}", **shown)
-    f = sp.lambdify([symbols.get(name, sp.Symbol(name)) for name in names], lhs - rhs, modules="numpy")
+    args = [symbols.get(name, sp.Symbol(name)) for name in names]
+    f, size = sp.lambdify(args, lhs - rhs, modules="numpy"), sp.lambdify(args, abs(lhs) + abs(rhs), modules="numpy")
     mesh = np.meshgrid(*[np.asarray(check.grid[name], dtype=float) for name in names], indexing="ij")
     with np.errstate(all="ignore"):
         slack = np.broadcast_to(np.asarray(f(*mesh), dtype=complex), mesh[0].shape)
+        scale = np.maximum(1.0, np.abs(np.broadcast_to(np.asarray(size(*mesh), dtype=complex), mesh[0].shape)))
     undefined = ~np.isfinite(slack) | (np.abs(slack.imag) > 1e-12)
-    slack = np.where(undefined, np.nan, slack.real)
+    # rounding: a slack within TOLERANCE · max(1, |left| + |right|) of 0 counts as equality
+    slack = np.where(undefined, np.nan, np.where(np.abs(slack.real) <= TOLERANCE * scale, 0.0, slack.real))
     shown = {**shown, "trials": slack.size}
     if undefined.all():
         return CheckResult("failed", "numeric", f"the line is undefined at all {slack.size} grid points.", **shown)

@@ -113,14 +113,15 @@ def rendle() -> Derivation:
 # ---- Identity 1 (eq. 6, App. A.1) ----------------------------------------------------
 
 
-def _identity_setup(n):
-    """A ∈ R^{m×k}, Q ∈ R^{m×m} with m = n, k = n − 1."""
-    return sym_matrix("A", n, max(1, n - 1)), sym_matrix("Q", n, n)
+def _identity_setup(n, square=False):
+    """A ∈ R^{m×k}, Q ∈ R^{m×m} with m = n, k = n − 1 (k = n if ``square``: a wrong variant that is
+    undefined for k ≠ m is checked where it is defined, so that it fails by value)."""
+    return sym_matrix("A", n, n if square else max(1, n - 1)), sym_matrix("Q", n, n)
 
 
 def _rows_gram(transpose_first):
     def build(n):
-        A, _ = _identity_setup(n)
+        A, _ = _identity_setup(n, square=transpose_first)
         gram = sp.Matrix(A.rows, A.rows, lambda i, j: dot(A[i, :], A[j, :]))
         return gram, (A.T * A if transpose_first else A * A.T)
 
@@ -140,7 +141,7 @@ def _symmetric(n):
 
 def _cyclic(kind):
     def build(n):
-        A, Q = _identity_setup(n)
+        A, Q = _identity_setup(n, square=kind == "wrong order")
         right = {
             "correct": lambda: (A.T * Q * A).trace(),
             "half": lambda: HALF * (A.T * Q * A).trace(),
@@ -177,7 +178,8 @@ def identity1() -> Derivation:
                         "AᵀA instead of AAᵀ",
                         r"\langle A_{i,:}, A_{j,:}\rangle = (A^\top A)_{i,j}",
                         Check(_rows_gram(True), "exact", size=4),
-                        "AᵀA is k×k and holds inner products of columns, not rows",
+                        "AᵀA is k×k and holds inner products of columns, not rows; even for a square A "
+                        "(checked at k = m) the values differ",
                     ),
                 ),
             ),
@@ -206,7 +208,8 @@ def identity1() -> Derivation:
                         "not a cyclic shift",
                         r"\mathrm{Tr}(AA^\top Q) = \mathrm{Tr}(A Q A^\top)",
                         Check(_cyclic("wrong order"), "exact", size=4),
-                        "only cyclic shifts keep the trace; A Q is not even defined when k ≠ m",
+                        "only cyclic shifts keep the trace; A Q is not even defined when k ≠ m, and for a "
+                        "square A (checked at k = m) the trace differs",
                     ),
                     WrongVariant(
                         "a stray factor ½",

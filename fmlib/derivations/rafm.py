@@ -78,9 +78,22 @@ def _eq7(n):
     return sp.Matrix([M.A(l, k) for l, k in lk]), sp.Matrix([M.A_fast(l, k) for l, k in lk])
 
 
-def _prop2_rafm(n):
-    M = _Model(n)
-    return M.rafm(), M.B(1, M.m)
+def _prop2_rafm(l, k):
+    """Left: the RaFM summed level by level — pair (i, j) at level p when both are in F_p but not both
+    in F_{p+1} (eqs. 4–6, no clamp); right: B_{l,k} (eq. 8). Equal for (l, k) = (1, m) only, because
+    the features' k_ij cover 1 and m (a pair below l or above k would be clamped)."""
+
+    def build(n):
+        M = _Model(n)
+        assert {M.k_ij(i, j) for i, j in M.pairs()} >= {1, M.m}, "the check needs pairs at k_ij = 1 and k_ij = m"
+        level = {
+            p: [(i, j) for i, j in M.pairs() if {i, j} <= set(M.F(p)) and not {i, j} <= set(M.F(p + 1))]
+            for p in range(1, M.m + 1)
+        }
+        rafm = sum((M.term(i, j, p) for p in level for i, j in level[p]), sp.Integer(0))
+        return rafm, M.B(l, M.m if k == "m" else k)
+
+    return build
 
 
 def _prop2_single_fm(n):
@@ -154,9 +167,25 @@ def efficient_evaluation() -> Derivation:
             Step(
                 "Proposition 2.2: the RaFM is B_{1,m}",
                 r"\sum_{i<j}\boldsymbol v_i^{(k_{ij})}\cdot\boldsymbol v_j^{(k_{ij})}x_ix_j = \mathcal B_{1,m},\qquad k_{ij}|_{[l,k]} = \max[l, \min(k, k_{ij})]",
-                "with l = 1, k = m the clamp max[1, min(m, k_ij)] = k_ij because 1 ≤ k_ij ≤ m",
+                "with l = 1, k = m the clamp max[1, min(m, k_ij)] = k_ij because 1 ≤ k_ij ≤ m. Checked "
+                "against the RaFM summed level by level from F_p (eq. 6), with features at k_ij = 1 and "
+                "k_ij = m, where a narrower clamp would change the sum",
                 f"{SOURCE}, eqs. (1), (4), (8), Proposition 2",
-                Check(_prop2_rafm, "exact", size=5, exact_limit=8),
+                Check(_prop2_rafm(1, "m"), "exact", size=5, exact_limit=8),
+                wrong=(
+                    WrongVariant(
+                        "clamped at m − 1",
+                        r"\sum_{i<j}\boldsymbol v_i^{(k_{ij})}\cdot\boldsymbol v_j^{(k_{ij})}x_ix_j = \mathcal B_{1,m-1}",
+                        Check(_prop2_rafm(1, len(RANKS) - 1), "exact", size=5, exact_limit=8),
+                        "pairs with k_ij = m would use the embeddings of FM m − 1",
+                    ),
+                    WrongVariant(
+                        "clamped from 2",
+                        r"\sum_{i<j}\boldsymbol v_i^{(k_{ij})}\cdot\boldsymbol v_j^{(k_{ij})}x_ix_j = \mathcal B_{2,m}",
+                        Check(_prop2_rafm(2, "m"), "exact", size=5, exact_limit=8),
+                        "pairs with k_ij = 1 would use the embeddings of FM 2",
+                    ),
+                ),
             ),
             Step(
                 "Proposition 2.1: A_{k,1} and B_{k,k} are the k-th FM",

@@ -7,10 +7,13 @@ Notation ([AttnInv] Def. 3.1 and §3.2):
   L(X) = ‖f(W; X) − B‖²_F + γ ‖vec X‖²₂                                        (eq. 1, Thm. I.2)
 The attacker knows W, V and the output B and minimises L over X.
 
-Theorem 4.2 / Lemma H.2: under Assumption 4.1 (‖W‖, ‖V‖, ‖X‖ ≤ R, b_ij ≤ R²) the Hessian of
-the unregularised loss satisfies ∇²L ⪰ −72ndR⁸·I, so γ > ``gamma_bound(n, d, R)`` = 72ndR⁸
-makes the regularised loss strongly convex (the printed Hessian lacks a factor 2, and so does
-the printed regulariser curvature 2γ: the two slips cancel in the bound; see ``lemmas.SLIPS``).
+Theorem 4.2 / Lemma H.2 print ∇²L ⪰ −72ndR⁸·I under Assumption 4.1 (‖W‖, ‖V‖, ‖X‖ ≤ R,
+b_ij ≤ R²). Their proof has two slips (``lemmas.SLIPS``, and the derivation "attention-hessian-
+bound"): Lemma E.2's Hessian lacks the factor 2 of L = Σ c², and Lemma H.1 bounds a sum of n²
+blocks by one block (Σ_{i,j} p_iᵀp_j ≤ pᵀp is false; (Σ‖p_i‖)² ≤ n‖p‖² holds), a factor n.
+Corrected, the same proof gives ∇²L ⪰ −144n²dR⁸·I, and with the regulariser's curvature 2γ,
+γ > ``gamma_bound(n, d, R)`` = 72n²dR⁸ makes the regularised loss strongly convex — as far as
+the paper's block bounds (Lemmas F.2, F.5), which we take as printed, hold.
 The minimiser X* of Thm. 4.3/4.4 is the minimiser of the *regularised* loss, which for large
 γ is pulled towards 0 and away from the secret input.
 
@@ -91,12 +94,17 @@ def hessian(X, W, V, B, gamma: float = 0.0) -> torch.Tensor:
 
 
 def gamma_bound(n: int, d: int, R: float) -> float:
-    """γ above which the Hessian of L is positive definite under Assumption 4.1: 72·n·d·R⁸.
+    """72·n²·d·R⁸: the γ that the proof of Thm. 4.2 gives once its slips are corrected.
 
-    Lemma H.2 (∇²L ⪰ −72ndR⁸ I, Thm. 4.2's O(ndR⁸)) with R ≥ 1 (Assumption 4.1 asks R > 1).
+    [AttnInv] Lemma H.2 with Lemma H.1 corrected by a factor n and Lemma E.2 by a factor 2:
+    ∇²L ⪰ −2 · nd · max|c| · max‖∇²c‖ I = −2 · nd · 2R² · 36nR⁶ I = −144n²dR⁸ I, and the
+    regulariser adds 2γ I. So γ > 72n²dR⁸ makes L + γ‖X‖² strongly convex if the paper's block
+    bounds |c| ≤ 2R² (Lemma F.2) and ‖H_i‖ ≤ 36R⁶ (Lemma F.5) hold; those we have not re-derived,
+    so this is the corrected proof's bound, not a verified guarantee. R ≥ 1 (Assumption 4.1 asks R > 1).
+    The printed 72ndR⁸ is smaller by the factor n.
     """
     R = max(float(R), 1.0)
-    return 72.0 * n * d * R**8
+    return 72.0 * n**2 * d * R**8
 
 
 def assumption_R(W, V, X, B) -> float:

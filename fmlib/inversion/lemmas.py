@@ -31,8 +31,10 @@ SLIPS = [
         "printed": "dL/dx_{i₁,j₁} = Σ_{i₀,j₀} c(X)_{i₀,j₀} · dc(X)_{i₀,j₀}/dx_{i₁,j₁}",
         "corrected": "dL/dx_{i₁,j₁} = 2 Σ_{i₀,j₀} c(X)_{i₀,j₀} · dc(X)_{i₀,j₀}/dx_{i₁,j₁}",
         "effect": "L = Σ c² so the chain rule brings a factor 2; the Hessian of Lemma E.2 lacks it "
-        "too (∇²L = 2Σ ∇c∇cᵀ + c∇²c), so Lemma H.2's bound is really −144ndR⁸; the "
-        "regulariser's curvature is 2γ, so γ > 72ndR⁸ still gives positive definiteness",
+        "too (∇²L = 2Σ ∇c∇cᵀ + c∇²c), which doubles Lemma H.2's bound; the regulariser's "
+        "curvature is 2γ, so the threshold on γ is unchanged by this slip. With Lemma H.1's own "
+        "slip (a factor n, see the derivation 'attention-hessian-bound') the corrected bound is "
+        "∇²L ⪰ −144n²dR⁸ I and γ > 72n²dR⁸ (``attack.gamma_bound``)",
     },
 ]
 
