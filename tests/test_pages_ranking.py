@@ -65,6 +65,9 @@ def test_quick_benchmark_charts_and_the_cache_sentence():
     assert "1,000 items" in by_m["layout"]["title"]["text"] and "µs" in by_m["layout"]["yaxis"]["title"]["text"]
     assert by_items["layout"]["xaxis"]["title"]["text"].startswith("item fields")
     assert any("caching the context made FwFM" in m.value for m in at.markdown)
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("From the quick benchmark run here: 1,000 items") for c in captions)
+    assert not any("writes the full benchmark (10³" in c for c in captions)  # no stale "nothing measured" line
 
 
 def test_a_saved_benchmark_offers_its_catalogue_sizes_and_an_old_one_is_named(results):
