@@ -44,7 +44,7 @@ def follow_training() -> None:
         getattr(st, kind)(text)
 
 
-@st.fragment(run_every=0.5)
+@st.fragment(run_every=1.0)
 def _training_status() -> None:
     if "train_job" not in st.session_state:  # ended in another tab's rerun
         return

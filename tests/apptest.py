@@ -24,7 +24,7 @@ def figure(at: AppTest, k: int) -> dict:
 
 
 def wait_for_training(at: AppTest, timeout: float = 120) -> AppTest:
-    """Rerun the page until the training it queued has ended (the page polls its job every 0.5 s)."""
+    """Rerun the page until the training it queued has ended (the page polls its job every second)."""
     import time
 
     deadline = time.monotonic() + timeout

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fmlib.bench.classroom import quantiles
@@ -25,3 +27,12 @@ def test_quantiles_match_a_sorted_list():
     q = quantiles([float(x) for x in range(1, 21)])  # 1..20
     assert q["n"] == 20 and q["p50"] == 10.5 and q["p95"] == pytest.approx(19.05) and q["max"] == 20
     assert quantiles([]) == {"n": 0} and quantiles([3.0])["p95"] == 3.0
+
+
+def test_a_small_class_over_the_protocol_browses_trains_and_reports_no_errors(capsys):
+    argv = ["--sessions", "2", "--training", "1", "--pages", "2", "--dataset", "synthetic", "--epochs", "1"]
+    assert main(["bench", "classroom", *argv, "--ramp", "0", "--deadline", "240"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["errors"] == []
+    assert report["baseline_views"]["n"] == 5 and report["class_views"]["n"] == 3  # 1 Train page + 2 browsed
+    assert report["queue_wait"]["n"] == 1 and report["train_to_done"]["n"] == 1

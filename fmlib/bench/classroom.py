@@ -1,15 +1,24 @@
 """``python -m fmlib bench classroom``: a class of browser sessions against one app server.
 
 Starts the app (``streamlit run app.py``) on a free loopback port with a fresh run store, then
-drives real sessions in Debian's Chromium (Playwright browser contexts, one per student):
+drives real sessions, one per student, with ``--client``:
 
-* **baseline**: one session alone opens the browsing pages in turn (this also warms the
-  server's caches, as a teacher does before class);
+* ``protocol`` (default): Streamlit's own websocket protocol, spoken as the browser speaks it
+  (a rerun request per page view or click, the fragment's timed reruns while a training is
+  queued). The server does all its work; no page is drawn, so 30 students fit on a small machine
+  beside the server, and the times are the server's.
+* ``browser``: Debian's Chromium, one Playwright browser context per student; the times include
+  drawing the pages, on the same cores as the server.
+
+Both run two phases:
+
+* **baseline**: one session alone opens the browsing pages in turn, twice: the first pass
+  warms the server's caches (as a teacher's dry run before class does), the second is timed;
 * **class**: ``--sessions`` sessions start within ``--ramp`` seconds. ``--training`` of them open
   the Train page prepared by URL (``--dataset``, FM, ``--epochs``) and press *Train*; the others
   open pages and move through the sidebar, ``--pages`` page views each.
 
-A page view is *usable* when its title is on screen and its script has finished. Reported:
+A page view is *usable* when its title is there and its script has finished. Reported:
 p50/p95 of the seconds to a usable page (baseline and class, with their ratio), each training's
 queue wait (as the Train page reports it) and its time from *Train* to *Done*, and errors:
 exceptions shown by the app, JavaScript errors, and waits that ran past their time. Everything
@@ -35,6 +44,7 @@ from pathlib import Path
 
 from ..arguments import positive_int
 
+CLIENTS = ("protocol", "browser")
 CHROMIUM = "/usr/bin/chromium"
 BROWSE = ["lesson", "derivations", "gradient_growth", "rank_aware_fm", "train"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +57,7 @@ USABLE = """([before]) => {
 
 
 def add_arguments(p):
+    p.add_argument("--client", choices=CLIENTS, default="protocol", help="how sessions talk to the server")
     p.add_argument("--sessions", type=positive_int, default=30, help="browser sessions at once (1..60)")
     p.add_argument("--training", type=int, default=5, help="of them, sessions that train (0..sessions)")
     p.add_argument("--pages", type=positive_int, default=4, help="page views per browsing session")
@@ -148,7 +159,114 @@ async def train(browser, url: str, dataset: str, epochs: int, wait: int, deadlin
         await context.close()
 
 
+class ProtocolSession:
+    """One session over Streamlit's websocket (``/_stcore/stream``): a rerun request, then the
+    server's messages up to the end of the script run."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.pages: dict[str, str] = {}  # url path -> page script hash, from the navigation message
+
+    async def run(self, page: str, query: str = "", trigger: str | None = None, fragment: str | None = None):
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = page
+        if page in self.pages:
+            msg.rerun_script.page_script_hash = self.pages[page]
+        if trigger is not None:
+            widget = msg.rerun_script.widget_states.widgets.add()
+            widget.id, widget.trigger_value = trigger, True
+        if fragment is not None:
+            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
+        await self.ws.send(msg.SerializeToString())
+        shown = {"headings": [], "alerts": [], "buttons": {}, "exceptions": [], "auto_rerun": None}
+        while True:
+            reply = ForwardMsg()
+            reply.ParseFromString(await self.ws.recv())
+            kind = reply.WhichOneof("type")
+            if kind == "navigation":
+                self.pages.update({p.url_pathname: p.page_script_hash for p in reply.navigation.app_pages})
+            elif kind == "auto_rerun":
+                shown["auto_rerun"] = (reply.auto_rerun.interval, reply.auto_rerun.fragment_id)
+            elif kind == "delta" and reply.delta.WhichOneof("type") == "new_element":
+                element = reply.delta.new_element
+                what = element.WhichOneof("type")
+                if what == "heading":
+                    shown["headings"].append(element.heading.body)
+                elif what == "alert":
+                    shown["alerts"].append((element.alert.format, element.alert.body))
+                elif what == "button":
+                    shown["buttons"][element.button.label] = element.button.id
+                elif what == "exception":
+                    shown["exceptions"].append(element.exception.message)
+            elif kind == "script_finished" and reply.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                return shown
+
+
+async def protocol_view(session: ProtocolSession, page: str, query: str, wait: int, tally: Tally) -> dict:
+    start = time.monotonic()
+    shown = await asyncio.wait_for(session.run(page, query), wait)
+    if shown["exceptions"]:
+        raise RuntimeError("the app shows an exception: " + shown["exceptions"][0][:200])
+    if not shown["headings"]:
+        raise RuntimeError(f"page {page!r} shows no title")
+    tally.views.append(time.monotonic() - start)
+    return shown
+
+
+async def protocol_browse(url: str, first: int, views: int, wait: int, tally: Tally) -> None:
+    import websockets
+
+    try:
+        async with websockets.connect(f"{url.replace('http', 'ws')}/_stcore/stream", subprotocols=["streamlit"]) as ws:
+            session = ProtocolSession(ws)
+            for k in range(views):
+                await protocol_view(session, BROWSE[(first + k) % len(BROWSE)], "", wait, tally)
+    except Exception as err:  # a timeout, a dropped connection or an app exception: counted, the class goes on
+        tally.errors.append(f"browse: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}")
+
+
+async def protocol_train(url, dataset: str, epochs: int, wait: int, deadline: float, tally: Tally) -> None:
+    import websockets
+    from streamlit.proto.Alert_pb2 import Alert
+
+    query = f"dataset={dataset}&model=fm&epochs={epochs}"
+    try:
+        async with websockets.connect(f"{url.replace('http', 'ws')}/_stcore/stream", subprotocols=["streamlit"]) as ws:
+            session = ProtocolSession(ws)
+            shown = await protocol_view(session, "train", query, wait, tally)
+            start = time.monotonic()
+            shown = await asyncio.wait_for(session.run("train", query, trigger=shown["buttons"]["Train"]), wait)
+            while True:
+                errors = [body for kind, body in shown["alerts"] if kind == Alert.ERROR] + shown["exceptions"]
+                if errors:
+                    raise RuntimeError("training failed: " + errors[0][:200])
+                done = [body for kind, body in shown["alerts"] if body.startswith("Done: ")]
+                if done:
+                    break
+                if shown["auto_rerun"] is None or time.monotonic() > deadline:
+                    raise RuntimeError("the Train page stopped polling before the training ended")
+                interval, fragment = shown["auto_rerun"]
+                await asyncio.sleep(interval)  # the browser's timer for the fragment's run_every
+                rerun = await asyncio.wait_for(session.run("train", query, fragment=fragment), wait)
+                shown = {**rerun, "auto_rerun": rerun["auto_rerun"] or shown["auto_rerun"]}
+            tally.trainings.append(time.monotonic() - start)
+            tally.waits.append(float(re.search(r"after ([0-9.]+) s in line", done[0]).group(1)))
+    except Exception as err:
+        tally.errors.append(f"train: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}")
+
+
 async def drive(url: str, args) -> tuple[Tally, Tally]:
+    """The baseline session, then the class; with the client ``args.client`` speaks."""
+    if args.client == "protocol":
+        return await lesson(
+            lambda tally, first, views: protocol_browse(url, first, views, args.wait, tally),
+            lambda tally, deadline: protocol_train(url, args.dataset, args.epochs, args.wait, deadline, tally),
+            args,
+        )
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
@@ -156,28 +274,37 @@ async def drive(url: str, args) -> tuple[Tally, Tally]:
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic"],
         )
-        baseline = Tally()
-        await browse(browser, url, 0, len(BROWSE), args.wait, baseline)
-        tally = Tally()
-        deadline = time.monotonic() + args.deadline
-        rng = random.Random(0)
+        try:
+            return await lesson(
+                lambda tally, first, views: browse(browser, url, first, views, args.wait, tally),
+                lambda tally, deadline: train(browser, url, args.dataset, args.epochs, args.wait, deadline, tally),
+                args,
+            )
+        finally:
+            await browser.close()
 
-        async def later(delay, job):
-            await asyncio.sleep(delay)
-            await job
 
-        jobs = [
-            train(browser, url, args.dataset, args.epochs, args.wait, deadline, tally)
-            if i < args.training
-            else browse(browser, url, i, args.pages, args.wait, tally)
-            for i in range(args.sessions)
-        ]
-        tasks = [asyncio.ensure_future(later(rng.uniform(0, args.ramp), job)) for job in jobs]
-        finished, unfinished = await asyncio.wait(tasks, timeout=args.deadline + args.ramp)
-        for task in unfinished:
-            task.cancel()
-        tally.errors += [f"session still running at the {args.deadline} s deadline"] * len(unfinished)
-        await browser.close()
+async def lesson(browse_session, train_session, args) -> tuple[Tally, Tally]:
+    await browse_session(Tally(), 0, len(BROWSE))  # warms the server's caches, as a teacher's dry run does
+    baseline = Tally()
+    await browse_session(baseline, 0, len(BROWSE))
+    tally = Tally()
+    deadline = time.monotonic() + args.ramp + args.deadline
+    rng = random.Random(0)
+
+    async def later(delay, session):
+        await asyncio.sleep(delay)
+        await session
+
+    sessions = [
+        train_session(tally, deadline) if i < args.training else browse_session(tally, i, args.pages)
+        for i in range(args.sessions)
+    ]
+    tasks = [asyncio.ensure_future(later(rng.uniform(0, args.ramp), s)) for s in sessions]
+    _, unfinished = await asyncio.wait(tasks, timeout=args.ramp + args.deadline)
+    for task in unfinished:
+        task.cancel()
+    tally.errors += [f"session still running at the {args.deadline} s deadline"] * len(unfinished)
     return baseline, tally
 
 
@@ -196,7 +323,7 @@ def run(args) -> int:
         raise ValueError(f"--training must be in 0..--sessions = 0..{args.sessions}, got {args.training}")
     if not 0 <= args.ramp <= 60:
         raise ValueError(f"--ramp must be in 0..60 seconds, got {args.ramp}")
-    if not Path(CHROMIUM).exists():
+    if args.client == "browser" and not Path(CHROMIUM).exists():
         raise RuntimeError(f"{CHROMIUM} is missing: `make browser-deps` installs Debian's chromium")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="fmlib-classroom-") as tmp, open(Path(tmp) / "server.log", "w") as log:
@@ -212,6 +339,7 @@ def run(args) -> int:
                 server.kill()
         server_log = (Path(tmp) / "server.log").read_text()[-2000:]
     report = {
+        "client": args.client,
         "sessions": args.sessions,
         "training": args.training,
         "cores": os.cpu_count(),
@@ -237,7 +365,7 @@ def print_report(r: dict, args) -> None:
         return f"{name:<34} n={q['n']:<4} p50 {q['p50']:6.2f} s   p95 {q['p95']:6.2f} s   max {q['max']:6.2f} s"
 
     print(
-        f"classroom: {r['sessions']} sessions, {r['training']} training ({args.dataset}, FM, {args.epochs} epochs), "
+        f"classroom ({args.client} clients): {r['sessions']} sessions, {r['training']} training ({args.dataset}, FM, {args.epochs} epochs), "
         f"{r['cores']} cores, load {r['load_before']} -> {r['load_after']}"
     )
     print(line("baseline: 1 session, page views", r["baseline_views"]))
