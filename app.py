@@ -4,7 +4,7 @@ import streamlit as st
 import torch
 
 from app_pages._classroom import run_picker
-from app_pages._ui import DATASETS, PAGES, load_data
+from app_pages._ui import DATASETS, PAGES, load_data, starter_status
 
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
 st.set_page_config(page_title="fmlib explainer", page_icon=":material/hub:", layout="wide")
@@ -24,6 +24,7 @@ with st.sidebar:
         st.caption(f"Served by: {load_data(st.session_state['dataset']).source}")
     except Exception as err:  # the data error lists every source tried
         st.error(str(err))
+    starter_status()
     run_picker()
 
 page.run()

@@ -5,11 +5,13 @@ Not a page itself (st.navigation lists only PAGES). Pages import it as ``app_pag
 
 from __future__ import annotations
 
+import os
 from typing import NoReturn
 
 import streamlit as st
 
 from fmlib.data import movielens, split, synthetic
+from fmlib.experiments import starter
 from fmlib.runs import RunError, RunStore
 
 # (file, title, icon, one line for the home page). Add one line per page.
@@ -148,3 +150,30 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
             fail(err)
         st.session_state[quick_key] = quick
     return quick, f"a {quick_name} trained here on {quick.config['dataset']} (not saved)"
+
+
+@st.cache_resource
+def starter_runs():
+    """Started once per server: trains the starter runs in the background if the run store is empty
+    (``FMLIB_STARTER_RUNS=0`` turns this off, as the tests do)."""
+    if os.environ.get("FMLIB_STARTER_RUNS", "1") == "0":
+        return None
+    return starter.start(run_store(), lambda: split(movielens.load("ml-100k"), seed=0))
+
+
+def starter_status() -> None:
+    """The starter runs' progress in the sidebar, refreshed every 2 s while they train."""
+    job = starter_runs()
+    if job is not None and not st.session_state.get("starter_seen"):
+        _starter_progress(job)
+
+
+@st.fragment(run_every=2)
+def _starter_progress(job) -> None:
+    if job.error:
+        st.warning(job.status)
+    elif not job.done:
+        st.info(job.status)
+    else:  # ready: rerun the whole app once, so the run picker lists the new runs
+        st.session_state["starter_seen"] = True
+        st.rerun(scope="app")

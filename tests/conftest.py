@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
 from fmlib.data import split, synthetic
 
 torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a busy machine
+os.environ.setdefault("FMLIB_STARTER_RUNS", "0")  # no background starter runs in tests (and their servers)
 
 
 @pytest.fixture(autouse=True)
