@@ -7,8 +7,11 @@ from app_pages._ui import dataset_name, fail, load_data, load_split
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
+from fmlib.experiments import tables
+from fmlib.experiments.claims import measure_all
 from fmlib.models.rafm_ranks import check_ranks
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
+from fmlib.plots.verdicts import verdict_figure
 from fmlib.train import TrainConfig
 
 st.title("Rank-aware FM")
@@ -100,29 +103,32 @@ rows = [
 st.table(pd.DataFrame(rows).set_index("level k"))
 
 st.subheader("3 · Does it pay off?")
-path = rafm_experiment.results_path(name)
-try:
-    result = rafm_experiment.load(path)
-except FileNotFoundError:
-    result = None
+path = tables.newest(rafm_experiment.table_name(name, "rating"))
+result = None
+if path is None:
     st.info(
-        f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} --seeds 3 "
-        f"--ranks {','.join(map(str, ranks))}` (a few minutes), or one seed here."
+        f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} "
+        f"--ranks {','.join(map(str, ranks))}` (it needs the tuned presets), or one seed here."
     )
-except ValueError as err:
-    result = None
-    st.error(str(err))
+else:
+    try:
+        result = rafm_experiment.load(path)
+    except ValueError as err:
+        st.error(str(err))
 
 if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"):
     with st.status("Training ...", expanded=True) as status:
         try:
-            config = TrainConfig()
-            records = rafm_experiment.run_seed(load_data(name), ranks, 0, config, log=st.write)
+            try:  # the tuned presets when there are some, else one shared default config
+                settings = rafm_experiment.preset_settings(name, ranks)
+            except ValueError:
+                settings = rafm_experiment.default_settings(ranks, TrainConfig())
+            records = rafm_experiment.run_seed(load_data(name), ranks, 0, settings, log=st.write)
         except (ValueError, RuntimeError) as err:
             status.update(label="failed", state="error")
             fail(str(err))
         status.update(label="done", state="complete")
-    st.session_state["rafm_result"] = rafm_experiment.as_result(load_data(name), ranks, [0], config, records)
+    st.session_state["rafm_result"] = rafm_experiment.as_result(name, ranks, [0], "rating", records, "one seed, here")
 session = st.session_state.get("rafm_result")
 if session is not None and session["dataset"] == name:  # a run made here wins over the saved file
     result = session
@@ -131,9 +137,16 @@ if result is not None:
     if tuple(result["ranks"]) != ranks:
         st.warning(f"The saved comparison used ranks {tuple(result['ranks'])}, not {ranks}.")
     st.plotly_chart(comparison_figure(result))
-    st.caption(f"{result['dataset']} · seeds {result['seeds']} · {result['created']} · train config {result['train']}")
+    st.caption(f"{result['dataset']} · seeds {result['seeds']} · made by {result['made']}")
     st.code(rafm_experiment.format_table(result), language=None)
+    frame = rafm_experiment.claim_frame(pd.DataFrame(result["records"]))
+    verdicts = measure_all(frame, rafm_experiment.claims(result["task"], result["ranks"]))
+    st.plotly_chart(verdict_figure(verdicts, "RaFM's claims: paired per-seed difference, 95 % interval"))
+    st.dataframe(
+        verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]], hide_index=True
+    )
     st.markdown(
-        "Notice whether RaFM's error bar overlaps the best FM, and how many parameters it needs for it. "
-        "RaFM-low is the rank-D_1 part of the same trained model."
+        "Notice whether RaFM's interval lies right of zero, and how many parameters it needs for it. "
+        "RaFM-low is the rank-D_1 part of the same trained model. The best single-rank FM is picked on the "
+        "validation split."
     )

@@ -79,22 +79,19 @@ def test_saved_comparison_is_plotted(tmp_path):
                     "test_time_vs_top_fm": 1.0,
                 }
             )
-    result = {
-        "dataset": "synthetic",
-        "ranks": [8, 32],
-        "seeds": [0, 1],
-        "task": "rating",
-        "train": {},
-        "created": "now",
-        "records": records,
-        "summary": rafm_experiment.summarize(records).to_dict("records"),
-    }
-    rafm_experiment.save(result, rafm_experiment.results_path("synthetic"))
+    for r in records:
+        r["kind"] = "rafm" if r["model"].startswith("RaFM(") else "rafm-low" if r["model"] == "RaFM-low" else "fm"
+        r["rank"] = int(r["model"][3:-1]) if r["kind"] == "fm" else 0
+        r["test_mse"] = r["valid_mse"] = r["test_rmse"] ** 2
+    result = rafm_experiment.as_result("synthetic", [8, 32], [0, 1], "rating", records)
+    rafm_experiment.save(result, rafm_experiment.results_path("synthetic"), "python -m fmlib reproduce rafm")
     at = page()
     fig = figure(at, 2)
     bars = fig["data"][0]
     assert list(bars["x"]) == ["FM(8)", "FM(32)", "RaFM(8, 32)", "RaFM-low"]
     assert "0.9450" in at.code[0].value  # RaFM mean over the two seeds
+    verdicts = at.dataframe[-1].value.set_index("other")
+    assert set(verdicts.index) == {"FM(8)", "FM(32)"}  # FM(8): the best on validation; FM(32): the largest
 
 
 def test_run_one_seed_here_trains_and_plots():

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from fmlib.cli import main
 from fmlib.experiments import rafm as rafm_experiment
+from fmlib.experiments.claims import measure_all
 
 
 @pytest.mark.parametrize(
@@ -68,14 +70,22 @@ def test_summary_mean_std_and_table():
     assert "—" in low  # RaFM-low is trained jointly: no time of its own
 
 
-def test_save_is_atomic_and_load_names_the_problem(tmp_path):
-    path = rafm_experiment.results_path("synthetic", tmp_path)
-    result = {"dataset": "synthetic", "ranks": [4, 16], "seeds": [0], "summary": []}
-    assert rafm_experiment.save(result, path) == path
-    assert rafm_experiment.load(path)["ranks"] == [4, 16]
+def test_save_load_round_trip_and_claims(tmp_path):
+    rows = [{**r, "kind": "rafm" if r["model"].startswith("RaFM(") else "rafm-low" if r["model"] == "RaFM-low" else "fm",
+             "rank": int(r["model"][3:-1]) if r["model"].startswith("FM(") else 0,
+             "valid_rmse": r["test_rmse"], "test_mse": r["test_rmse"] ** 2, "valid_mse": r["test_rmse"] ** 2}
+            for r in records()]  # fmt: skip
+    result = rafm_experiment.as_result("synthetic", [4, 16], [0, 1], "rating", rows)
+    path = rafm_experiment.results_path("synthetic", "rating", tmp_path)
+    assert rafm_experiment.save(result, path, "python -m fmlib reproduce rafm --seeds 2") == path
+    back = rafm_experiment.load(path)
+    assert back["ranks"] == [4, 16] and back["seeds"] == [0, 1] and "reproduce rafm --seeds 2" in back["made"]
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+    frame = rafm_experiment.claim_frame(pd.DataFrame(back["records"]))
+    verdicts = measure_all(frame, rafm_experiment.claims("rating", [4, 16]))
+    assert list(verdicts["other"]) == ["FM(4)", "FM(16)"]  # best by validation, then the largest rank
     with pytest.raises(FileNotFoundError, match="reproduce rafm"):
-        rafm_experiment.load(tmp_path / "missing.json")
-    (tmp_path / "bad.json").write_text('{"ranks": [4, 16]}')
-    with pytest.raises(ValueError, match="bad.json .*lacks summary, seeds"):
-        rafm_experiment.load(tmp_path / "bad.json")
+        rafm_experiment.load(tmp_path / "missing.csv")
+    (tmp_path / "rafm_bad_rating.csv").write_text("# command: x\n# commit: y\n# date: z\nseed\n0\n")
+    with pytest.raises(ValueError, match="lacks model, kind, rank, parameters"):
+        rafm_experiment.load(tmp_path / "rafm_bad_rating.csv")
