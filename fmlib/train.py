@@ -223,11 +223,14 @@ def quick_settings(dataset: str) -> tuple[TrainConfig, dict]:
     """The short training a page runs when no saved run is chosen: (TrainConfig, model hp).
 
     MovieLens: 4 epochs at lr 1e-2, dim 8. Synthetic data (a few thousand rows with a planted R,
-    ``fmlib.data.synthetic``): batches of 128 for 40 epochs, so Adam takes ~1000 steps instead of
-    32, and dim 4, the planted embedding size — with a larger dim the embeddings can absorb a
-    low-rank planted R (field-wise linear maps A_f with A_fᵀA_g ∝ R_fg), so R is not identifiable."""
+    ``fmlib.data.synthetic``): batches of 128 at lr 2e-2 for up to 40 epochs, so Adam takes ~1000
+    steps instead of 32, and dim 4, the planted embedding size — with a larger dim the embeddings
+    can absorb a low-rank planted R (field-wise maps A_f with A_fᵀA_g ∝ R_fg), so R is not
+    identifiable. Measured on ``synthetic.demo_R()``, training seeds 0–4: FwFM and DPLR (ρ = 2)
+    recover R with off-diagonal correlation 0.976–1.000 after ``align_field_scales`` (at lr 1e-2
+    with patience 5, two FwFM seeds stalled at 0.84 and 0.94)."""
     if dataset == "synthetic":
-        return TrainConfig(epochs=40, batch_size=128, lr=1e-2, patience=5), {"dim": 4}
+        return TrainConfig(epochs=40, batch_size=128, lr=2e-2, patience=10), {"dim": 4}
     return TrainConfig(epochs=4, lr=1e-2, patience=2), {"dim": 8}
 
 
