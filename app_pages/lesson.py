@@ -87,10 +87,11 @@ else:
         st.markdown(f"**Computed by fmlib** (`{stop.compute}`): {computed.text}")
     st.markdown(stop.reveal)
     st.markdown(f"**Notice.** {stop.notice}")
-    page = Path("app_pages") / f"{stop.page}.py"
-    if page.exists():
+    if (Path(__file__).parent / f"{stop.page}.py").exists():
         st.page_link(
-            str(page), label=f"Open the {stop.page.replace('_', ' ')} page, prepared", query_params=stop.params
+            f"app_pages/{stop.page}.py",
+            label=f"Open the {stop.page.replace('_', ' ')} page, prepared",
+            query_params=stop.params,
         )
     else:
         st.error(f"{lesson.path}: stop {number}, field 'page': no page named {stop.page!r}")

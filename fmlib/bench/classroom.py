@@ -1,6 +1,7 @@
 """``python -m fmlib bench classroom``: a class of browser sessions against one app server.
 
-Starts the app (``streamlit run app.py``) on a free loopback port with a fresh run store, then
+Starts the app (``streamlit run app.py``) on a free loopback port with a fresh run store (and no
+starter runs: a class meets a server whose starter runs are done), then
 drives real sessions, one per student, with ``--client``:
 
 * ``protocol`` (default): Streamlit's own websocket protocol, spoken as the browser speaks it
@@ -86,7 +87,9 @@ def start_server(port: int, runs: str, log) -> subprocess.Popen:
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
     command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none"]
     command += ["--browser.gatherUsageStats", "false"]
-    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "FMLIB_RUNS": runs}, stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env={**os.environ, "FMLIB_RUNS": runs, "FMLIB_STARTER_RUNS": "0"}, stdout=log, stderr=log
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
