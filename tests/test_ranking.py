@@ -30,6 +30,7 @@ from fmlib.ranking import (
     assemble,
     catalogue,
     context_of,
+    full_batch,
     full_pass,
     layout,
     overlap_at_k,
@@ -323,3 +324,10 @@ def test_per_item_cost_figure_has_spread_bars_title_and_units():
     floor = next(t for t in fig.data if t.name == FLOOR)
     assert list(floor.x) == [8, 12] and min(floor.error_y.array) >= 0 and min(floor.error_y.arrayminus) >= 0
     assert list(fig.layout.yaxis.ticktext) == [f"{t:g}" for t in fig.layout.yaxis.tickvals]
+
+
+def test_full_batch_caps_an_fwfm_gram_matrix():
+    schema = synthetic_schema(40, 20, cardinality=3)
+    fwfm, fm = build_model("fwfm", schema), build_model("fm", schema)
+    assert full_batch(fwfm) == 2**21 // (4 * 40 * 40) == 327 and full_batch(fwfm, 100) == 100
+    assert full_batch(fm) == 4096 and full_batch(build_model("fwfm", synthetic_schema(8, 4))) == 4096
