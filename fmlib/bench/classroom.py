@@ -351,6 +351,7 @@ def run(args) -> int:
         "baseline_views": quantiles(baseline.views),
         "class_views": quantiles(tally.views),
         "queue_wait": quantiles(tally.waits),
+        "queue_waits": sorted(round(w, 1) for w in tally.waits),
         "train_to_done": quantiles(tally.trainings),
         "errors": baseline.errors + tally.errors,
     }
