@@ -133,11 +133,11 @@ class RaFM(nn.Module):
         dense (B, S, D_1) gather; a higher level is a list of its active slots only: (sample b,
         field f, rank index k, vector v), padding slots left out."""
         table, pos = self.level_table(p, cut), self.level_pos[p]
-        if p == 0:
-            return table.index_select(0, pos[index.reshape(-1)]).view(*index.shape, -1) * weight.unsqueeze(-1)
+        if p == 0:  # weights multiplied in place: index_select's backward does not need its output
+            return table.index_select(0, pos[index.reshape(-1)]).view(*index.shape, -1).mul_(weight.unsqueeze(-1))
         b, s = ((self.k[index] > p) & (weight > 0)).nonzero(as_tuple=True)
         i = index[b, s]
-        return b, self.slot_field[s], self.k[i], table.index_select(0, pos[i]) * weight[b, s, None]
+        return b, self.slot_field[s], self.k[i], table.index_select(0, pos[i]).mul_(weight[b, s, None])
 
     def _A(self, level, index, within: int | None = None) -> torch.Tensor:
         """A (eq. 7) over cross-field pairs of one level's vectors, (B,); ``within`` = k keeps only
