@@ -164,26 +164,31 @@ def _offdiag_fit(R: np.ndarray, W: np.ndarray, signs: np.ndarray) -> PosthocDPLR
     """Least squares on the off-diagonal: min over W of Σ_{i<j} ((Wᵀ diag(s) W)_ij − R_ij)², from W.
 
     R̃ = Wᵀ diag(s) W + diag(d) is eq. 10 with U_r = W_r / ‖W_r‖ and e_r = s_r ‖W_r‖²; the
-    diagonal is free, so only i < j is fitted. Solved by trust-region least squares with the exact
-    Jacobian ∂r_ij/∂W_rk = s_r (δ_ki W_rj + δ_kj W_ri).
+    diagonal is free, so only i < j is fitted. Solved by Levenberg–Marquardt (MINPACK) with the
+    exact Jacobian ∂r_ij/∂W_rk = s_r (δ_ki W_rj + δ_kj W_ri); when there are fewer pairs than
+    unknowns (m ≤ 2ρ) the residual is padded with zeros, which MINPACK needs.
     """
     m, rank = R.shape[0], len(signs)
     rows, cols = np.triu_indices(m, 1)
     pair = np.arange(len(rows))
+    length = max(len(rows), rank * m)
 
     def residual(x):
         W = x.reshape(rank, m)
-        return np.einsum("r,ri,ri->i", signs, W[:, rows], W[:, cols]) - R[rows, cols]
+        r = np.zeros(length)
+        r[: len(rows)] = np.einsum("r,ri,ri->i", signs, W[:, rows], W[:, cols]) - R[rows, cols]
+        return r
 
     def jacobian(x):
         W = x.reshape(rank, m)
-        J = np.zeros((len(rows), rank, m))
+        J = np.zeros((length, rank, m))
         J[pair, :, rows] = (signs[:, None] * W[:, cols]).T
         J[pair, :, cols] = (signs[:, None] * W[:, rows]).T
-        return J.reshape(len(rows), rank * m)
+        return J.reshape(length, rank * m)
 
-    tol = 1e-14
-    W = least_squares(residual, W.ravel(), jac=jacobian, xtol=tol, ftol=tol, gtol=tol, max_nfev=300).x
+    tol = 1e-12
+    fit = least_squares(residual, W.ravel(), jac=jacobian, method="lm", xtol=tol, ftol=tol, gtol=tol, max_nfev=200)
+    W = fit.x
     W = W.reshape(rank, m)
     norms = np.linalg.norm(W, axis=1)
     norms[norms == 0] = 1.0
