@@ -38,11 +38,12 @@ def test_study_finds_a_config_and_resumes(tmp_path, small_split):
 
 def test_median_pruner_stops_a_bad_trial(tmp_path, small_split):
     study = _study(tmp_path)
-    base = TrainConfig(epochs=6, patience=6)
-    for _ in range(6):  # good trials first, so the median is low
+    base = TrainConfig(epochs=8, patience=8)
+    for _ in range(8):  # good trials first (the pruner waits for 8), so the median is low
         study.enqueue_trial({"lr": 2e-2, "weight_decay": 1e-6, "dim": 8})
     study.enqueue_trial({"lr": 1e-3, "weight_decay": 3e-2, "dim": 8})  # barely moves
-    tune.tune("fm", small_split, 7, base, {}, study, progress=False)
+    tune.tune("fm", small_split, 9, base, {}, study, progress=False)
+    assert len(study.trials[-1].intermediate_values) < 8  # stopped after its warm-up, before the budget
     assert study.trials[-1].state == optuna.trial.TrialState.PRUNED
 
 
