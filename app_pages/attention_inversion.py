@@ -75,8 +75,9 @@ st.caption(
 st.subheader("How often does the attack work? Success rate vs γ")
 bound_R = attack.assumption_R(inst.W, inst.V, inst.X_true, inst.B)
 st.markdown(
-    "Theorem 4.2 (Lemma H.2) prints γ > 72·n·d·R⁸; its proof, corrected (Lemma H.1 loses a "
-    "factor n, Lemma E.2 a factor 2), gives γ > 72·n²·d·R⁸ for convexity; for this instance R = "
+    "Theorem 4.2 (Lemma H.2) prints ∇²L ⪰ −72·n·d·R⁸·I; its proof, corrected (Lemma H.1 loses a "
+    "factor n, Lemma E.2 a factor 2), gives ∇²L ⪰ −144·n²·d·R⁸·I, so L + γ‖X‖² is convex for "
+    "γ > 72·n²·d·R⁸; for this instance R = "
     f"{bound_R:.2f} (the largest of ‖W‖, ‖V‖, ‖X_true‖, √max|b|), so γ > **{gamma_bound(n, d, bound_R):.3g}**. "
     "The trials below attack fresh random instances from two starts each, for several γ."
 )

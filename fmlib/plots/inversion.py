@@ -64,7 +64,7 @@ def convergence_figure(runs: dict) -> go.Figure:
 
 def gamma_label(gamma: float, bound: float | None = None) -> str:
     if bound is not None and gamma == bound:
-        return f"{gamma:.1e} (Thm 4.2 bound)"
+        return f"{gamma:.1e} (corrected Thm 4.2 bound)"
     return "0" if gamma == 0 else f"{gamma:g}"
 
 
@@ -72,7 +72,7 @@ def success_figure(rates: dict, bound: dict | None = None) -> go.Figure:
     """Success rate (recovered the secret) and agreement rate (two starts, same end point) vs γ.
 
     rates maps a label (e.g. "n=4, d=3") to a ``success_rates`` table; bound maps the same label
-    to the γ of Thm. 4.2 if that γ is in the table.
+    to the γ of Thm. 4.2 (corrected, ``attack.gamma_bound``) if that γ is in the table.
     """
     fig = make_subplots(
         rows=1,
