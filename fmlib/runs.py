@@ -93,16 +93,16 @@ class RunStore:
         self.quota = quota if quota is not None else Quota.from_env()
 
     def save(self, run: Run, name: str | None = None, author: str | None = None) -> str:
-        """Save a run; returns its id (``<model>-<dataset>-<time>`` unless ``name`` is given).
+        """Save a run; returns its id: ``name``, else ``<model>-<dataset>-<time>`` (with ``-2``, ``-3``, ...
+        when a class saves in the same second).
 
         ``author`` makes it that author's run; without one it is shared. QuotaError when the store
         is full; nothing is written then."""
-        run_id = check_run_id(name or f"{run.config['model']}-{run.config['dataset']}-{time.strftime('%Y%m%d-%H%M%S')}")
+        base = check_run_id(name or f"{run.config['model']}-{run.config['dataset']}-{time.strftime('%Y%m%d-%H%M%S')}")
         if author is not None:
             check_author(author)
-        final = self.root / run_id
-        if final.exists():
-            raise ValueError(f"a run named {run_id!r} already exists in {self.root}")
+        if name is not None and (self.root / name).exists():
+            raise ValueError(f"a run named {name!r} already exists in {self.root}")
         held = self.ids()
         if len(held) >= self.quota.runs:
             raise QuotaError(
@@ -110,12 +110,12 @@ class RunStore:
                 "nothing was saved — ask the teacher to delete some"
             )
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}-", dir=self.root))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{base}-", dir=self.root))
         try:
             state = {k: v.contiguous() for k, v in run.model.state_dict().items()}
             save_file(state, tmp / "model.safetensors")
             meta = {
-                "run_id": run_id,
+                "run_id": base,
                 "author": author,
                 "config": run.config,
                 "schema": run.model.schema.to_dict(),
@@ -125,17 +125,27 @@ class RunStore:
                 "created": time.strftime("%Y-%m-%d %H:%M:%S"),
             }
             (tmp / "run.json").write_text(json.dumps(meta, indent=1))
-            size, used = _bytes(tmp), sum(self.size(i) for i in held)
+            size, used = _bytes(tmp), sum(self.size(i) for i in held if (self.root / i).exists())
             if used + size > self.quota.bytes:
                 raise QuotaError(
                     f"the run store is full: this run needs {size / 2**20:.1f} MiB, {used / 2**20:.1f} of "
                     f"{self.quota.bytes / 2**20:.1f} MiB are used (FMLIB_MAX_RUN_BYTES); nothing was saved — "
                     "ask the teacher to delete some"
                 )
-            tmp.rename(final)
+            for k in range(1, 1000 if name is None else 2):
+                run_id = base if k == 1 else f"{base}-{k}"
+                if k > 1:
+                    meta["run_id"] = run_id
+                    (tmp / "run.json").write_text(json.dumps(meta, indent=1))
+                try:
+                    tmp.rename(self.root / run_id)  # atomic; fails if another save took the name first
+                    return run_id
+                except OSError:
+                    if not (self.root / run_id).exists():
+                        raise
+            raise ValueError(f"a run named {base!r} already exists in {self.root}")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        return run_id
 
     def ids(self) -> list[str]:
         """Saved run ids, newest first (temporary and hidden directories are skipped)."""

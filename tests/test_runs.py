@@ -96,3 +96,35 @@ def test_delete_removes_a_run(run, tmp_path):
     assert store.ids() == []
     with pytest.raises(RunError, match="no such run"):
         store.delete("gone")
+
+
+def test_runs_saved_in_the_same_second_without_a_name_all_keep_their_own_id(run, tmp_path, monkeypatch):
+    monkeypatch.setattr("time.strftime", lambda fmt, *a: "20260101-120000" if "%H%M%S" in fmt else "2026-01-01")
+    store = RunStore(tmp_path)
+    ids = [store.save(run, author=a) for a in ("Ada", "Bo", "Cy")]
+    assert ids == ["fm-synthetic-20260101-120000", "fm-synthetic-20260101-120000-2", "fm-synthetic-20260101-120000-3"]
+    assert [store.info(i)["run_id"] for i in ids] == ids and [store.info(i)["author"] for i in ids] == [
+        "Ada",
+        "Bo",
+        "Cy",
+    ]
+
+
+def test_concurrent_saves_under_one_name_keep_one_run_and_refuse_the_others(run, tmp_path):
+    import threading
+
+    store, outcomes = RunStore(tmp_path), []
+
+    def save(author):
+        try:
+            outcomes.append(store.save(run, "same", author=author))
+        except ValueError as err:
+            outcomes.append(str(err))
+
+    threads = [threading.Thread(target=save, args=(a,)) for a in ("Ada", "Bo", "Cy", "Di")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("same") == 1 and all("already exists" in o for o in outcomes if o != "same")
+    assert listing(tmp_path) == ["same"]
