@@ -43,3 +43,22 @@ def test_home_page_shows_the_scorecard(tmp_path, monkeypatch):
     card = at.dataframe[0].value.set_index("claim")
     assert card.loc["DPLR beats the FwFM pruned to the same budget at ρ = 2", "verdict"] == "holds"
     assert any("[Field interactions](field_interactions)" in m.value for m in at.markdown)
+
+
+def test_scorecard_reads_the_rafm_table_too(tmp_path):
+    from test_rafm_experiment import records
+
+    from fmlib.experiments import rafm
+
+    rows = []
+    for r in records():
+        kind = "rafm" if r["model"].startswith("RaFM(") else "rafm-low" if r["model"] == "RaFM-low" else "fm"
+        rank = int(r["model"][3:-1]) if kind == "fm" else 0
+        rows.append(
+            {**r, "kind": kind, "rank": rank, "test_mse": r["test_rmse"] ** 2, "valid_mse": r["test_rmse"] ** 2}
+        )
+    result = rafm.as_result("ml-100k", [4, 16], [0, 1], "rating", rows)
+    rafm.save(result, tmp_path / rafm.table_name("ml-100k", "rating"), "python -m fmlib reproduce rafm")
+    card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
+    assert list(card["paper"]) == ["RaFM", "RaFM"]
+    assert "vs FM(4)" in card["measured"].iloc[0] and card["page"].iloc[0].startswith("Rank-aware FM")

@@ -11,18 +11,23 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import dplr, tables
+from . import dplr, rafm, tables
 from .claims import measure_all
 
-# (paper, result table name, claims of a table, the page that shows it, its title)
+
+def _dplr(frame: pd.DataFrame, task: str):
+    return frame, dplr.claims(task, sorted(int(r) for r in frame["rank"].unique() if r > 0))
+
+
+def _rafm(frame: pd.DataFrame, task: str):
+    ranks = sorted({int(r) for r in frame.loc[frame["kind"] == "fm", "rank"]})
+    return rafm.claim_frame(frame), rafm.claims(task, ranks)
+
+
+# (paper, result table name, table -> (rows, claims), the page that shows it, its title)
 SOURCES = [
-    (
-        "DPLR",
-        dplr.table_name,
-        lambda frame, task: dplr.claims(task, sorted(int(r) for r in frame["rank"].unique() if r > 0)),
-        "field_interactions",
-        "Field interactions",
-    ),
+    ("DPLR", dplr.table_name, _dplr, "field_interactions", "Field interactions"),
+    ("RaFM", rafm.table_name, _rafm, "rank_aware_fm", "Rank-aware FM"),
 ]
 BEGIN, END = "<!-- SCORECARD: begin (python -m fmlib scorecard --readme README.md) -->", "<!-- SCORECARD: end -->"
 COLUMNS = ["paper", "claim", "measured", "verdict", "page", "table"]
@@ -44,7 +49,7 @@ def scorecard(dataset: str = "ml-100k", task: str = "rating", artifacts=None, co
         if path is None:
             continue
         frame, header = tables.read(path, columns=("seed", "model", "rank"))
-        for _, row in measure_all(frame, claims_of(frame, task)).iterrows():
+        for _, row in measure_all(*claims_of(frame, task)).iterrows():
             rows.append(
                 {
                     "paper": row["paper"],
