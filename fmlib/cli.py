@@ -4,7 +4,7 @@
     tune --model M --trials N [...]                     tune on the validation split, write presets/...
     scorecard [--readme README.md]                      the papers' claims with intervals and verdicts
     data info | data fetch                              which source serves the data, its fields
-    bench train                                         fmlib vs torchfm seconds per epoch
+    bench train                                         every model vs a plain FM and torchfm, s/epoch
 and the topic commands listed in TOPIC_COMMANDS. Bad input: one line on stderr, exit code 2.
 """
 
@@ -18,7 +18,7 @@ from importlib import import_module
 
 # (group, command, help, module): module has add_arguments(parser) and run(args) -> int
 TOPIC_COMMANDS = [
-    ("bench", "train", "seconds per epoch of fmlib's FM vs torchfm's, in one run", "fmlib.bench.train"),
+    ("bench", "train", "seconds per epoch of every model vs a plain PyTorch FM and torchfm", "fmlib.bench.train"),
     ("derivations", "check", "run every derivation check", "fmlib.derivations.cli"),
     (
         "reproduce",
