@@ -1,6 +1,7 @@
 """Lesson: a class walks through the stops of a lesson file, guessing before each answer is revealed."""
 
 from pathlib import Path
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -96,4 +97,16 @@ else:
     else:
         st.error(f"{lesson.path}: stop {number}, field 'page': no page named {stop.page!r}")
 
-st.caption("Keys: **N** next stop, **B** back. The URL keeps the lesson and the stop: share it to bring a class here.")
+
+def start_over():
+    """Back to stop 1 with every guess of this lesson cleared."""
+    st.session_state.stop = 1
+    for key in [k for k in st.session_state if k.startswith((f"guess_{name}_", f"revealed_{name}_"))]:
+        del st.session_state[key]
+
+
+st.divider()
+link, reset = st.columns([4, 1], vertical_alignment="bottom")
+link.code(f"{(st.context.url or '').split('?')[0]}?{urlencode({'lesson': name, 'stop': number})}", language=None)
+reset.button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess cleared")
+st.caption("Keys: **N** next stop, **B** back. The link above opens this stop: share it to bring a class here.")

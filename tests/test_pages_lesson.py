@@ -86,3 +86,14 @@ def test_a_stop_out_of_range_in_the_url_falls_back_without_an_exception():
     for stop in ("99", "-3", "x"):
         at = lesson_page(stop=stop)
         assert 1 <= at.session_state["stop"] <= 8
+
+
+def test_start_over_returns_to_stop_1_and_clears_the_guesses():
+    at = lesson_page(stop="4")
+    at.radio(key="guess_intro_4").set_value("once").run()
+    at.button(key="reveal_intro_4").click().run()
+    assert "lesson=intro&stop=4" in at.code[0].value, "a link to this stop"
+    at.button(key="lesson_reset").click().run()
+    assert at.session_state["stop"] == 1 and "revealed_intro_4" not in at.session_state
+    at.slider(key="stop").set_value(4).run()
+    assert at.radio(key="guess_intro_4").value is None and at.button(key="reveal_intro_4").disabled
