@@ -145,6 +145,13 @@ def test_cli_json_and_exit_codes(toy_catalog, capsys):
     failing = Derivation("bad", "bad", "test", (), (step(Check(square(-1), "symbolic", size=None)),))
     toy_catalog(failing)
     assert cli.main(["check"]) == 1
+    capsys.readouterr()
+    shape_only = WrongVariant("AᵀA", "x", Check(lambda n: (sp.ones(2, 3), sp.ones(3, 2)), "exact", size=1), "why")
+    toy_catalog(
+        Derivation("toy", "toy", "test", (), (step(Check(square(1), "symbolic", size=None), wrong=(shape_only,)),))
+    )
+    assert cli.main(["check"]) == 1  # a wrong variant must fail by value
+    assert "failed by shape mismatch only: toy #1 AᵀA" in capsys.readouterr().out
 
 
 def test_cli_bad_input_is_one_line_exit_2(toy_catalog, capsys):

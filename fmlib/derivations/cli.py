@@ -2,7 +2,8 @@
 
 Prints one row per step (derivation, step, status, method, detail) or, with --json, a
 JSON array with one object per step. Exit code 1 if any step failed or any prepared
-wrong variant passed, 2 on bad input, else 0.
+wrong variant passed or failed only by a shape mismatch (a wrong variant must fail by value),
+2 on bad input, else 0.
 """
 
 from __future__ import annotations
@@ -55,14 +56,15 @@ def run(args: argparse.Namespace) -> int:
     results = check_derivations(derivations, size=args.size, timeout=args.timeout)
     seconds = time.perf_counter() - start
     wrong_passed = [(r, label) for r in results for label in r.wrong_passed]
+    by_shape = [(r, label) for r in results for label, w in r.wrong if w.shape_mismatch]
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=1, ensure_ascii=False))
     else:
-        _print_table(results, wrong_passed, seconds)
-    return 1 if wrong_passed or any(r.status == "failed" for r in results) else 0
+        _print_table(results, wrong_passed, by_shape, seconds)
+    return 1 if wrong_passed or by_shape or any(r.status == "failed" for r in results) else 0
 
 
-def _print_table(results, wrong_passed, seconds: float) -> None:
+def _print_table(results, wrong_passed, by_shape, seconds: float) -> None:
     width = max(len(r.derivation) for r in results)
     step_width = min(48, max(len(r.step) for r in results))
     print(f"{'derivation':<{width}}  #  {'step':<{step_width}}  {'status':<11}  {'method':<8}  detail")
@@ -80,10 +82,12 @@ def _print_table(results, wrong_passed, seconds: float) -> None:
     print(
         f"{variants} prepared wrong variants: "
         + (
-            "all failed their checks, as they should"
-            if not wrong_passed
-            else "PASSED (they must fail): "
-            + "; ".join(f"{r.derivation} #{r.index + 1} {label}" for r, label in wrong_passed)
+            "all failed their checks by value, as they should"
+            if not wrong_passed and not by_shape
+            else "; ".join(
+                [f"PASSED (they must fail): {r.derivation} #{r.index + 1} {label}" for r, label in wrong_passed]
+                + [f"failed by shape mismatch only: {r.derivation} #{r.index + 1} {label}" for r, label in by_shape]
+            )
         )
     )
     print(f"checked in {seconds:.1f} s")
