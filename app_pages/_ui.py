@@ -113,6 +113,18 @@ def load_run(run_id: str):
     return run_store().load(run_id)
 
 
+def bounded_number(label: str, low, high, value, container=st, **kwargs):
+    """A number field whose range is checked here, not by the widget.
+
+    A widget with min/max silently keeps its old value when a number outside them is typed (the
+    field shows the new one): the page would run with a value the reader cannot see. Here any
+    number is accepted and one out of ``[low, high]`` stops the page with an error naming the field.
+    """
+    number = container.number_input(label, value=value, **kwargs)
+    if not low <= number <= high:
+        fail(f"{label}: {number:g} is out of range; use {low:g} to {high:g}.")
+    return number
+
 def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, train_quick):
     """The run picked in the sidebar if ``usable(run)``, else a quick run trained here on a click.
 

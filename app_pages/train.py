@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
-from app_pages._ui import dataset_name, fail, load_split
+from app_pages._ui import bounded_number, dataset_name, fail, load_split
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
@@ -61,7 +61,7 @@ with left:
         "that did best on the validation split.",
     )
     seed = int(
-        st.number_input(
+        bounded_number(
             "Seed",
             0,
             10_000,
@@ -72,9 +72,9 @@ with left:
         )
     )
 with right:
-    epochs = int(st.number_input("Max epochs", 1, 200, defaults.epochs, key="epochs", bind="query-params"))
-    lr = st.number_input("Learning rate", 1e-5, 1.0, defaults.lr, format="%.4f", key="lr", bind="query-params")
-    weight_decay = st.number_input(
+    epochs = int(bounded_number("Max epochs", 1, 200, defaults.epochs, key="epochs", bind="query-params"))
+    lr = bounded_number("Learning rate", 1e-5, 1.0, defaults.lr, format="%.4f", key="lr", bind="query-params")
+    weight_decay = bounded_number(
         "Weight decay (L2)", 0.0, 1.0, defaults.weight_decay, format="%.5f", key="weight_decay", bind="query-params"
     )
 
@@ -87,9 +87,9 @@ with st.expander(f"{model} hyperparameters", expanded=True):
         if isinstance(default, bool):
             hp[key] = st.checkbox(label, default, key=f"hp_{model}_{key}")
         elif isinstance(default, int):
-            hp[key] = int(st.number_input(label, 1, 512, default, key=f"hp_{model}_{key}"))
+            hp[key] = int(bounded_number(label, 1, 512, default, key=f"hp_{model}_{key}"))
         elif isinstance(default, float):
-            hp[key] = st.number_input(label, 0.0, 100.0, default, key=f"hp_{model}_{key}")
+            hp[key] = bounded_number(label, 0.0, 100.0, default, key=f"hp_{model}_{key}")
         elif isinstance(default, (tuple, list)):
             text = st.text_input(f"{label} (comma-separated)", ",".join(map(str, default)), key=f"hp_{model}_{key}")
             try:
@@ -107,6 +107,12 @@ if st.button("Train", type="primary"):
 
 follow_training()
 run = st.session_state.get("trained")
+if run is not None and (run.config["model"], run.config["train"]["task"]) != (model, task):
+    st.info(
+        f"Your last training was {run.config['model']} ({run.config['train']['task']}); "
+        f"press *Train* to train {model} ({task}), or switch back to see and save it."
+    )
+    run = None
 if run is not None:
     st.subheader(f"{run.config['model']} on {run.config['dataset']}")
     st.plotly_chart(learning_curves(run.history), key="final_curves")

@@ -23,12 +23,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+MAX_RANK = 512  # the largest embedding size the app and the CLI accept for any model
 
 def check_ranks(ranks: Sequence[int]) -> tuple[int, ...]:
     """The rank set D_1 < … < D_m as a tuple of ints; a clear ValueError otherwise.
 
     The paper allows D_1 ≤ … ≤ D_m, but two equal ranks are the same FM twice: we ask for
-    strictly increasing ranks. One rank is a plain FM, so at least two are needed.
+    strictly increasing ranks. One rank is a plain FM, so at least two are needed; no rank
+    exceeds MAX_RANK (an embedding table of that size already dwarfs MovieLens).
     """
     if isinstance(ranks, str):
         raise ValueError(f"ranks must be a list of integers such as (8, 32), got the text {ranks!r}")
@@ -43,8 +45,8 @@ def check_ranks(ranks: Sequence[int]) -> tuple[int, ...]:
         raise ValueError(
             f"ranks needs at least two ranks D_1 < D_2 (got {values}); a single rank is a plain FM (model 'fm')"
         )
-    if min(values) < 1:
-        raise ValueError(f"ranks must be positive integers, got {values}")
+    if min(values) < 1 or max(values) > MAX_RANK:
+        raise ValueError(f"ranks must be integers from 1 to {MAX_RANK}, got {values}")
     if any(a >= b for a, b in zip(values, values[1:])):
         raise ValueError(f"ranks must be strictly increasing (D_1 < D_2 < …), got {values}")
     return values
