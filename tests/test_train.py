@@ -122,3 +122,22 @@ def test_param_groups_decay_matrices_only_and_fwfm_R_is_pulled_to_r_fm(small_spl
     assert model.extra_loss().item() == pytest.approx(model.r_l2 * 0.25 * model.r_upper.numel())
     (grad,) = torch.autograd.grad(model.extra_loss(), model.r_upper)
     assert torch.allclose(grad, torch.full_like(grad, 2 * model.r_l2 * 0.5))
+
+
+def test_bad_training_input_says_what_to_change(small_split):
+    from fmlib.models import build_model
+
+    model = build_model("fm", small_split.schema, dim=2)
+    too_big = len(small_split.train) + 1
+    with pytest.raises(ValueError, match=f"batch_size {too_big} is larger than the {too_big - 1} training samples"):
+        fit(model, small_split.train, small_split.valid, TrainConfig(batch_size=too_big))
+    with torch.no_grad():
+        model.embedding.weight.fill_(float("nan"))
+    with pytest.raises(ValueError, match="training loss became nan in epoch 1.*lower the learning rate lr"):
+        fit(model, small_split.train, small_split.valid, TrainConfig(epochs=2))
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU.*use device cpu"):
+            TrainConfig(device="cuda")
+    with pytest.raises(ValueError, match="device must be one of"):
+        TrainConfig(device="tpu")
+    assert TrainConfig().batch_size == 1024
