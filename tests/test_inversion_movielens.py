@@ -81,7 +81,7 @@ def test_recovery_beats_chance_and_popularity(experiment):
     assert summary.loc["top-1", "attack"] > 10 * summary.loc["top-1", "chance"]
     assert summary.loc["top-1", "attack"] > 3 * summary.loc["top-1", "popularity"]
     table = trajectory_table(rec, tokens, 0, experiment.titles)
-    assert table["step"].iloc[0] == 0 and table["step"].iloc[-1] == "truth"
+    assert table["step"].iloc[0] == "0" and table["step"].iloc[-1] == "truth"
     assert table["recovered hidden movies"].str.contains("movie").all()
 
 
@@ -99,3 +99,18 @@ def test_attack_users_attacks_training_and_heldout_users_alike(experiment):
         assert torch.equal(done.tokens, tokens)
         alone = recover(experiment.model, tokens, hidden=2, steps=20, seed=0)
         pd.testing.assert_frame_equal(done.summary, recovery_summary(alone, tokens, ranking))
+
+
+def test_trajectory_table_has_one_type_per_column_so_arrow_converts_it():
+    import pyarrow as pa
+
+    from fmlib.inversion.movielens import Recovery
+
+    guesses = pd.DataFrame(
+        {"step": [0, 0, 50, 50], "user_row": 0, "position": [0, 1, 0, 1], "guess": [3, 1, 2, 1], "loss": 0.5}
+    )
+    recovery = Recovery(logits=torch.zeros(1, 4, 5), guesses=guesses, hidden=2)
+    table = trajectory_table(recovery, torch.tensor([[2, 1, 4, 0]]), 0, list("abcde"))
+    assert table["step"].tolist() == ["0", "50", "truth"]
+    assert table["recovered hidden movies"].iloc[1] == "✔ c | ✔ b"
+    pa.Table.from_pandas(table)  # raised ArrowTypeError on the mixed int/str step column

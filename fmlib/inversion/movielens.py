@@ -241,7 +241,7 @@ def trajectory_table(recovery: Recovery, tokens: torch.Tensor, row: int, titles:
         hits = [gi == tokens[row, p].item() for p, gi in enumerate(guesses)]
         out.append(
             {
-                "step": step,
+                "step": str(step),  # one type per column: the last row's step is "truth"
                 "recovered hidden movies": " | ".join(
                     (f"✔ {titles[gi]}" if hit else titles[gi]) for gi, hit in zip(guesses, hits)
                 ),
