@@ -134,6 +134,7 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
     ``(run, source)``, source saying where the run comes from; stops the page until there is a run.
     """
     run_id = selected_run_id()
+    quick = st.session_state.get(quick_key)
     if run_id is not None:
         try:
             run = load_run(run_id)
@@ -142,8 +143,8 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
         else:
             if usable(run):
                 return run, f"saved run **{run_id}** ({run.config['model']} on {run.config['dataset']})"
-            st.warning(f"Run {run_id} is an **{run.config['model']}** model: {advice}")
-    quick = st.session_state.get(quick_key)
+            if quick is None:  # once the quick run is there, the source line names the picked run instead
+                st.warning(f"Run {run_id} is an **{run.config['model']}** model: {advice}")
     if quick is None:
         name = dataset_name()
         if run_id is None:
@@ -161,7 +162,9 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
         except Exception as err:  # no data source, bad settings: say why, no traceback
             fail(err)
         st.session_state[quick_key] = quick
-    return quick, f"a {quick_name} trained here on {quick.config['dataset']} (not saved)"
+        st.rerun()  # draw the page again from the session, without the offer to train
+    unused = "" if run_id is None else f", not the picked run {run_id}"
+    return quick, f"a {quick_name} trained here on {quick.config['dataset']} (not saved{unused})"
 
 
 @st.cache_resource

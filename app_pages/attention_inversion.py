@@ -84,12 +84,20 @@ st.markdown(
 c1, c2 = st.columns(2)
 count = c1.select_slider("instances per γ", [10, 20, 50, 100], 20)
 trial_start = c2.radio("trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start")
-if st.button("Run trials", type="primary"):
-    noise = None if trial_start.startswith("random") else 0.3
+if st.button("Run trials", type="primary"):  # what a button made is kept in the session: it survives reruns
+    st.session_state["inversion_trials"] = dict(n=n, d=d, R=R, count=count, near=trial_start.startswith("near"))
+trials = st.session_state.get("inversion_trials")
+if trials is not None:
+    n_t, d_t, R_t, count = trials["n"], trials["d"], trials["R"], trials["count"]
+    noise = 0.3 if trials["near"] else None
+    if (n_t, d_t, R_t) != (n, d, R):
+        st.caption(
+            f"These trials were made with n = {n_t}, d = {d_t}, R = {R_t}: press *Run trials* for the settings above."
+        )
     with st.status(f"{2 * count} Newton runs × {len(GAMMAS)} values of γ …") as status:
-        table, rates = run_trials(n, d, R, count, noise)
+        table, rates = run_trials(n_t, d_t, R_t, count, noise)
         status.update(label="trials done", state="complete")
-    st.plotly_chart(plots.success_figure({f"n={n}, d={d}, R={R}": rates}))
+    st.plotly_chart(plots.success_figure({f"n={n_t}, d={d_t}, R={R_t}": rates}))
     st.dataframe(rates, hide_index=True)
     st.caption(
         "Notice: γ buys agreement (every start reaches the same point, as convexity promises) and "
@@ -105,7 +113,7 @@ if st.button("Run trials", type="primary"):
         )
         shown = {
             f"{label} (instance {int(row['trial'])})": attack.replay_trial(
-                n, d, R, int(row["trial"]), int(row["start"]), count, start_noise=noise
+                n_t, d_t, R_t, int(row["trial"]), int(row["start"]), count, start_noise=noise
             )
             for label, row in (("recovered", win.iloc[0]), ("stalled", lose.iloc[0]))
         }
@@ -156,6 +164,11 @@ def movielens_attack(users, attack_steps):
 
 
 if st.button("Train the tiny transformer and attack"):
+    st.session_state["inversion_movielens"] = (users, attack_steps)
+if "inversion_movielens" in st.session_state:
+    if st.session_state["inversion_movielens"] != (users, attack_steps):
+        users, attack_steps = st.session_state["inversion_movielens"]
+        st.caption(f"Made with {users} users and {attack_steps} attack steps: press the button for the settings above.")
     try:
         with st.status("loading MovieLens 100K, training, attacking …") as status:
             exp = movielens_experiment()

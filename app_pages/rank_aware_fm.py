@@ -104,17 +104,19 @@ st.table(pd.DataFrame(rows).set_index("level k"))
 
 st.subheader("3 · Does it pay off?")
 path = tables.newest(rafm_experiment.table_name(name, "rating"))
-result = None
-if path is None:
-    st.info(
-        f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} "
-        f"--ranks {','.join(map(str, ranks))}` (it needs the tuned presets), or one seed here."
-    )
-else:
-    try:
-        result = rafm_experiment.load(path)
-    except ValueError as err:
-        st.error(str(err))
+result = st.session_state.get("rafm_result")
+if result is None or result["dataset"] != name:  # a run made here wins over the saved file, on its own dataset
+    result = None
+    if path is None:
+        st.info(
+            f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} "
+            f"--ranks {','.join(map(str, ranks))}` (it needs the tuned presets), or one seed here."
+        )
+    else:
+        try:
+            result = rafm_experiment.load(path)
+        except ValueError as err:
+            st.error(str(err))
 
 if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"):
     with st.status("Training ...", expanded=True) as status:
@@ -129,9 +131,7 @@ if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"):
             fail(str(err))
         status.update(label="done", state="complete")
     st.session_state["rafm_result"] = rafm_experiment.as_result(name, ranks, [0], "rating", records, "one seed, here")
-session = st.session_state.get("rafm_result")
-if session is not None and session["dataset"] == name:  # a run made here wins over the saved file
-    result = session
+    st.rerun()  # draw the page again from the session, without the messages about the saved file
 
 if result is not None:
     if tuple(result["ranks"]) != ranks:

@@ -87,3 +87,41 @@ def test_a_rank_set_above_the_largest_rank_is_refused(text):
 
 def int_(text):
     return [int(p) for p in text.split(",")]
+
+
+def test_trial_results_a_button_made_stay_when_another_widget_reruns_the_page():
+    at = app_page("app_pages/attention_inversion.py", timeout=60)
+    at.run()
+    at.select_slider[4].set_value(10)  # instances per γ
+    at.button[0].click().run()
+    charts, tables = len(at.get("plotly_chart")), len(at.dataframe)
+    assert charts >= 2 and tables == 1
+    at.select_slider[5].set_value(50).run()  # users attacked in the MovieLens section: not a trial setting
+    assert not at.exception
+    assert (len(at.get("plotly_chart")), len(at.dataframe)) == (charts, tables), "the trials vanished"
+    at.slider[0].set_value(5).run()  # tokens n: the trials shown were made for n = 4
+    assert "made with n = 4" in texts(at.caption)
+
+
+def test_a_fresh_comparison_replaces_the_no_comparison_message(monkeypatch, tmp_path):
+    monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path / "results"))
+    at = app_page("app_pages/rank_aware_fm.py", timeout=60, dataset="synthetic")
+    at.run()
+    at.text_input(key="rafm_ranks").set_value("2,4").run()
+    assert "No comparison saved" in texts(at.info)
+    next(b for b in at.button if b.label.startswith("Run one seed here")).click().run(timeout=120)
+    assert not at.exception and not at.error
+    assert "No comparison saved" not in texts(at.info)
+    assert "one seed, here" in texts(at.caption)
+
+
+def test_a_quick_run_is_not_shown_under_the_wrong_run_warning():
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    run_id = RunStore().save(train_model("fm", data, TrainConfig(epochs=1), dim=4))
+    at = app_page("app_pages/field_interactions.py", timeout=60, dataset="synthetic", run_id=run_id)
+    at.run()
+    assert "has no field interaction matrix R" in texts(at.warning)
+    at.button(key="quick_train").click().run()
+    assert not at.exception and not at.error
+    assert "has no field interaction matrix R" not in texts(at.warning)
+    assert f"not the picked run {run_id}" in texts(at.caption)
