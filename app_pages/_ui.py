@@ -6,6 +6,7 @@ Not a page itself (st.navigation lists only PAGES). Pages import it as ``app_pag
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import NoReturn
 
 import streamlit as st
@@ -73,6 +74,7 @@ PAGES = [
     ),
 ]
 DATASETS = [*movielens.SPECS, "synthetic"]
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 @st.cache_resource(show_spinner="Loading data ...")
@@ -91,6 +93,15 @@ def load_split(name: str, seed: int = 0, min_count: int = 1):
 def dataset_name() -> str:
     """The dataset chosen in the sidebar (ml-100k when a page runs on its own)."""
     return st.session_state.get("dataset", "ml-100k")
+
+
+def notebook_link(name: str) -> None:
+    """One caption naming the notebook that tells this page's story, e.g. ``notebook_link("06_attention_inversion")``."""
+    if not (NOTEBOOKS / f"{name}.ipynb").is_file():
+        raise ValueError(f"no notebook notebooks/{name}.ipynb")
+    st.caption(
+        f"Notebook: `notebooks/{name}.ipynb` tells this page's story step by step, with exercises (`make notebook` opens it)."
+    )
 
 
 def run_store() -> RunStore:

@@ -4,12 +4,13 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app_pages._ui import fail
+from app_pages._ui import fail, notebook_link
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.plots import inversion as plots
 
 st.title("Attention inversion")
+notebook_link("06_attention_inversion")
 st.markdown(
     "**Question.** A softmax-attention layer maps its input X ∈ ℝ^{d×n} (n tokens of length d) to "
     "B = D(X)⁻¹ exp(XᵀWX) XᵀV. Someone who knows the weights W, V and sees B minimises "

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app_pages._ui import notebook_link
 from fmlib.derivations import catalog, check_derivations, check_step, get
 from fmlib.plots.derivations import s3_slack_figure
 from fmlib.references import with_titles
@@ -50,6 +51,7 @@ def move(delta: int, last: int):
 
 
 st.title("Derivations, checked line by line")
+notebook_link("05_derivations")
 st.write(
     "Does each line of a paper really follow from the one before? Step through a derivation: "
     "every line shows the rule that justifies it, where it comes from, and how sympy checked it."

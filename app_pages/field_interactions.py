@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import streamlit as st
 
-from app_pages._ui import dataset_name, fail, load_split, saved_or_quick_run
+from app_pages._ui import dataset_name, fail, load_split, notebook_link, saved_or_quick_run
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
 from fmlib.analysis.interactions import (
     align_field_scales,
@@ -33,6 +33,7 @@ from fmlib.results import results_dir
 from fmlib.train import quick_settings, train_model
 
 st.title("Field interactions")
+notebook_link("02_field_interactions")
 st.markdown(
     "**Question.** An FwFM learns how strongly every pair of fields interacts: the matrix R. "
     "To serve it fast we must simplify R. Is it better to *prune* it (keep its largest entries) "

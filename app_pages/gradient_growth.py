@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app_pages._ui import notebook_link
 from fmlib.analysis.gradient_growth import M_RANGE, ProductBounds, RotationBounds, gradient_growth
 from fmlib.analysis.rotation_construction import (
     construct,
@@ -14,6 +15,7 @@ from fmlib.arguments import int_list
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
 
 st.title("Gradient growth")
+notebook_link("04_rotations_and_gradients")
 st.markdown(
     "**Question.** A product interaction multiplies the embeddings of m fields; RFM instead "
     "treats embeddings as angles and *rotates* them. How large does ‖∂y/∂X‖∞ get as m grows?"

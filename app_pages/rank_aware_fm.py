@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages._ui import dataset_name, fail, load_data, load_split
+from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
@@ -15,6 +15,7 @@ from fmlib.plots.verdicts import verdict_figure
 from fmlib.train import TrainConfig
 
 st.title("Rank-aware FM")
+notebook_link("03_rank_aware_fm")
 st.markdown(
     "**Should a movie rated three times get as many factors as one rated five hundred times?** "
     "An FM gives every feature an embedding of the same rank D. Rare features then over-fit, frequent "

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages._ui import fail, load_run, load_split, run_store, saved_or_quick_run
+from app_pages._ui import fail, load_run, load_split, notebook_link, run_store, saved_or_quick_run
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
@@ -17,6 +17,7 @@ QUICK_SIZES = (1_000, 10_000)  # catalogues the quick benchmark times here in se
 BENCH_COLUMNS = ("items", "schema", "m", "item_fields", "model", "per_item_us", "per_item_q1", "per_item_q3", "x_floor")
 
 st.title("Ranking with a cached context")
+notebook_link("02_field_interactions")
 st.markdown(
     "**Question.** To recommend movies to one user we score *every* movie. The user and time "
     "fields are the same for all of them — so compute their part once, and pay per movie only for "

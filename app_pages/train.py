@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
-from app_pages._ui import bounded_number, dataset_name, fail, load_split
+from app_pages._ui import bounded_number, dataset_name, fail, load_split, notebook_link
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
@@ -12,6 +12,7 @@ from fmlib.plots.training import learning_curves
 from fmlib.train import TrainConfig
 
 st.title("Train a model")
+notebook_link("01_fm_from_scratch")
 st.markdown(
     "**What does an FM learn, and how fast?** Pick a model, press *Train*, and watch the "
     "training loss and the validation metric epoch by epoch. Training stops when the "
