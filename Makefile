@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 PORT    ?= 8501
 ADDRESS ?= 0.0.0.0
 
-.PHONY: venv app serve notebook test lint bench browser-deps clean
+.PHONY: venv app serve notebook notebooks-html test lint bench browser-deps clean
 
 venv: $(STAMP)
 
@@ -34,6 +34,11 @@ serve: venv
 notebook: venv
 	$(PY) -m fmlib data fetch
 	.venv/bin/jupyter lab notebooks/
+
+# Executed copies of the notebooks as HTML in build/notebooks/ (git-ignored): read them without running anything.
+notebooks-html: venv
+	$(PY) -m fmlib data fetch
+	.venv/bin/jupyter nbconvert --execute --to html --output-dir build/notebooks notebooks/*.ipynb
 
 test: venv browser-deps
 	$(PY) -m fmlib data fetch

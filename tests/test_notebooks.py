@@ -1,0 +1,80 @@
+"""The notebooks as committed: no outputs, a reading order, exercises, and a page that links back.
+
+(pytest also executes every notebook through nbmake; see pytest.ini.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NAMES = [path.stem for path in NOTEBOOKS]
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def test_there_are_six_notebooks():
+    assert NAMES == [
+        "01_fm_from_scratch",
+        "02_field_interactions",
+        "03_rank_aware_fm",
+        "04_rotations_and_gradients",
+        "05_derivations",
+        "06_attention_inversion",
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_committed_without_outputs(path):
+    for i, cell in enumerate(cells(path)):
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [], f"{path.name} cell {i} has outputs: strip them before committing"
+            assert cell["execution_count"] is None, f"{path.name} cell {i} has an execution count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_first_cell_gives_the_reading_order(path):
+    first = source(cells(path)[0])
+    for word in ("Prerequisites", "Time", "Next", "In the app"):
+        assert f"**{word}" in first, f"{path.name}: the first cell names no {word!r}"
+    i = NAMES.index(path.stem)
+    if i + 1 < len(NAMES):
+        assert NAMES[i + 1] in first, f"{path.name}: the next notebook is {NAMES[i + 1]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_ends_with_summary_and_exercises_with_solutions(path):
+    nb = cells(path)
+    text = [source(c) for c in nb if c["cell_type"] == "markdown"]
+    assert any(re.search(r"^## Summary$", t, re.M) for t in text), f"{path.name}: no '## Summary' section"
+    exercises = [t for t in text if t.startswith("**Exercise")]
+    assert 2 <= len(exercises) <= 3, f"{path.name}: {len(exercises)} exercises, want 2–3"
+    hidden = [c for c in nb if c["metadata"].get("jupyter", {}).get("source_hidden")]
+    assert len(hidden) >= len(exercises), f"{path.name}: every exercise needs a hidden solution cell"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_a_page_links_to_each_notebook(path):
+    linked = {
+        name
+        for page in (ROOT / "app_pages").glob("*.py")
+        for name in re.findall(r'notebook_link\("([^"]+)"\)', page.read_text())
+    }
+    assert path.stem in linked, f"no page calls notebook_link({path.stem!r})"
+
+
+def test_readme_gives_the_reading_order():
+    readme = (ROOT / "README.md").read_text()
+    positions = [readme.find(f"{name}.ipynb") for name in NAMES]
+    assert all(p >= 0 for p in positions) and positions == sorted(positions)
