@@ -30,10 +30,10 @@ serve: venv
 	$(PY) -m streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
 		--server.fileWatcherType none --server.runOnSave false
 
-# JupyterLab from .venv on notebooks/; their kernel is the venv's Python.
+# JupyterLab from .venv on notebooks/; their kernel is the venv's Python (as root, e.g. in a container, JupyterLab needs --allow-root).
 notebook: venv
 	$(PY) -m fmlib data fetch
-	.venv/bin/jupyter lab notebooks/
+	.venv/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Executed copies of the notebooks as HTML in build/notebooks/ (git-ignored): read them without running anything.
 notebooks-html: venv
