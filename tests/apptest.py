@@ -33,3 +33,27 @@ def wait_for_training(at: AppTest, timeout: float = 120) -> AppTest:
         time.sleep(0.2)
         at.run()
     return at
+
+
+def unlabelled(fig: dict) -> list[str]:
+    """What a reader of this plotly figure (as JSON) would miss: a title, or an axis without a title."""
+    layout = fig["layout"]
+    missing = [] if (layout.get("title") or {}).get("text") else ["the figure's title"]
+    for name, axis in layout.items():
+        if (
+            name.startswith(("xaxis", "yaxis"))
+            and axis.get("visible", True)
+            and not (axis.get("title") or {}).get("text")
+        ):
+            missing.append(f"{name}'s title")
+    return missing
+
+
+def assert_figures_labelled(at: AppTest) -> int:
+    """Every plotly chart on the page has a title and titled axes; returns how many were checked."""
+    charts = at.get("plotly_chart")
+    for k in range(len(charts)):
+        fig = figure(at, k)
+        missing = unlabelled(fig)
+        assert not missing, f"chart {k} ({(fig['layout'].get('title') or {}).get('text')!r}) lacks {missing}"
+    return len(charts)

@@ -12,21 +12,26 @@ def s3_slack_figure(delta: float = 2.0, y: int = 1, points: int = 99) -> go.Figu
     """Slack of RaFM Proposition S3 (eq. S6) over (ŷ1, ŷ2) at the tightest θ; ≥ 0 everywhere if it holds."""
     y1, y2, slack = slack_grid(delta=delta, y=y, points=points)
     low = float(np.min(slack))
+    # The slack spans 0 to thousands near the corners: on a linear scale all but a corner is one
+    # colour. The colour is log10(1 + slack), with the colour bar labelled in slack itself.
+    shown = np.log10(1 + np.clip(slack, 0, None))
+    ticks = [t for t in (0, 0.1, 1, 10, 100, 1000, 10_000) if np.log10(1 + t) <= shown.max()]
     fig = go.Figure(
         go.Heatmap(
             x=y1,
             y=y2,
-            z=slack,
+            z=shown,
+            customdata=slack,
             colorscale="Viridis",
             zmin=0,
-            colorbar=dict(title="slack"),
-            hovertemplate="ŷ1=%{x:.3f}<br>ŷ2=%{y:.3f}<br>slack=%{z:.3f}<extra></extra>",
+            colorbar=dict(title="slack (log scale)", tickvals=[np.log10(1 + t) for t in ticks], ticktext=ticks),
+            hovertemplate="ŷ₁=%{x:.3f}<br>ŷ₂=%{y:.3f}<br>slack=%{customdata:.3f}<extra></extra>",
         )
     )
     fig.update_layout(
-        title=f"L(ŷ1,y) + C·D_KL(ŷ1‖ŷ2) + log δ − L(ŷ2,y)   (y={y}, δ={delta:g}; min {low:.3f})",
-        xaxis_title="ŷ1",
-        yaxis_title="ŷ2",
+        title=f"Slack of Prop. S3: L(ŷ₁, y) + C·D_KL(ŷ₁‖ŷ₂) + log δ − L(ŷ₂, y)   (y = {y}, δ = {delta:g}; min {low:.3f})",
+        xaxis_title="ŷ₁ (predicted probability)",
+        yaxis_title="ŷ₂ (predicted probability)",
         margin=dict(t=50),
     )
     return fig

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 
-def interaction_heatmaps(matrices: dict, names: list[str]) -> go.Figure:
+def interaction_heatmaps(matrices: dict, names: list[str], title: str = "Field interaction matrices R") -> go.Figure:
     """Side-by-side heatmaps of m×m matrices {title: R}, field names on the axes, one colour scale."""
     titles = list(matrices)
     vmax = max(float(np.abs(R).max()) for R in matrices.values()) or 1.0
@@ -28,8 +28,11 @@ def interaction_heatmaps(matrices: dict, names: list[str]) -> go.Figure:
             row=1,
             col=i,
         )
-        fig.update_yaxes(autorange="reversed", showticklabels=i == 1, row=1, col=i)
-    fig.update_layout(height=360, margin=dict(t=40, l=10, r=10, b=10))
+        fig.update_yaxes(autorange="reversed", showticklabels=i == 1, title_text="field f", row=1, col=i)
+        fig.update_xaxes(title_text="field g", row=1, col=i)
+    fig.update_layout(
+        title=f"{title}: R_fg per pair of fields (no unit)", height=400, margin=dict(t=80, l=10, r=10, b=10)
+    )
     return fig
 
 
@@ -52,8 +55,13 @@ def deviation_heatmap(R, names: list[str]) -> go.Figure:
             hovertemplate="%{y} × %{x}: R − 1 = %{z:.3f}<extra></extra>",
         )
     )
-    fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title="R − R_FM (scale fitted to the data)", height=420, margin=dict(t=40, l=10, r=10, b=10))
+    fig.update_yaxes(autorange="reversed", title_text="field f")
+    fig.update_xaxes(title_text="field g")
+    fig.update_layout(
+        title="R − R_FM per pair of fields (colour scale fitted to the data)",
+        height=420,
+        margin=dict(t=40, l=10, r=10, b=10),
+    )
     return fig
 
 
@@ -73,8 +81,9 @@ def eigen_spectrum_figure(eigenvalues: np.ndarray, reference: np.ndarray | None 
             )
         )
     fig.update_layout(
+        title="Eigenvalues of R",
         xaxis_title="i (eigenvalues in descending order)",
-        yaxis_title="λ_i",
+        yaxis_title="eigenvalue λᵢ(R)",
         height=320,
         margin=dict(t=30),
         legend=dict(orientation="h", y=1.12),
@@ -88,6 +97,11 @@ def error_spectra_figure(spectra: dict) -> go.Figure:
     for name, sigma in spectra.items():
         fig.add_trace(go.Scatter(x=np.arange(1, len(sigma) + 1), y=sigma, name=name, mode="lines+markers"))
     fig.update_layout(
-        xaxis_title="i", yaxis_title="σ_i(E)", height=320, margin=dict(t=30), legend=dict(orientation="h", y=1.12)
+        title="Singular values of the error E = R̃ − R",
+        xaxis_title="i (singular values in descending order)",
+        yaxis_title="singular value σᵢ(E)",
+        height=320,
+        margin=dict(t=60),
+        legend=dict(orientation="h", y=1.12),
     )
     return fig

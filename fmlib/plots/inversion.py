@@ -9,12 +9,14 @@ from plotly.subplots import make_subplots
 
 COLORS = {"gd": "#1f77b4", "adam": "#2ca02c", "newton": "#d62728"}
 NAMES = {"gd": "gradient descent", "adam": "Adam", "newton": "damped Newton"}
+OTHER_COLORS = ["#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"]  # runs labelled by outcome, not by method
 
 
-def convergence_figure(runs: dict) -> go.Figure:
+def convergence_figure(runs: dict, title: str = "Inverting the attention layer, iteration by iteration") -> go.Figure:
     """Loss, ‖X_t − X_true‖_F (log scales) and λ_min(∇²L) per iteration, one line per run.
 
-    runs maps a label (a method name, or any text) to an ``Inversion``.
+    runs maps a label (a method name, or any text) to an ``Inversion``; a method name gets its
+    method's colour, any other label a colour of its own (two Newton runs stay apart).
     """
     fig = make_subplots(
         rows=1,
@@ -22,9 +24,9 @@ def convergence_figure(runs: dict) -> go.Figure:
         horizontal_spacing=0.08,
         subplot_titles=("loss L(X_t)", "distance to the secret ‖X_t − X_true‖_F", "smallest Hessian eigenvalue"),
     )
-    for label, run in runs.items():
+    for k, (label, run) in enumerate(runs.items()):
         t = run.trajectory
-        color = COLORS.get(run.method)
+        color = COLORS[label] if label in COLORS else OTHER_COLORS[k % len(OTHER_COLORS)]
         name = NAMES.get(label, label)
         fig.add_trace(
             go.Scatter(
@@ -57,8 +59,11 @@ def convergence_figure(runs: dict) -> go.Figure:
     fig.update_yaxes(type="log", exponentformat="power", row=1, col=1)
     fig.update_yaxes(type="log", exponentformat="power", row=1, col=2)
     fig.add_hline(y=0, line=dict(color="gray", dash="dot"), row=1, col=3)
-    fig.update_xaxes(title_text="iteration")
-    fig.update_layout(height=380, margin=dict(t=40, b=40), legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title_text="iteration t")
+    fig.update_yaxes(title_text="loss (log scale)", row=1, col=1)
+    fig.update_yaxes(title_text="‖X_t − X_true‖_F (log scale)", row=1, col=2)
+    fig.update_yaxes(title_text="λ_min(∇²L)", row=1, col=3)
+    fig.update_layout(title=title, height=400, margin=dict(t=80, b=40), legend=dict(orientation="h", y=-0.2))
     return fig
 
 
@@ -68,7 +73,9 @@ def gamma_label(gamma: float, bound: float | None = None) -> str:
     return "0" if gamma == 0 else f"{gamma:g}"
 
 
-def success_figure(rates: dict, bound: dict | None = None) -> go.Figure:
+def success_figure(
+    rates: dict, bound: dict | None = None, title: str = "How often the Newton attack works, by regulariser γ"
+) -> go.Figure:
     """Success rate (recovered the secret) and agreement rate (two starts, same end point) vs γ.
 
     rates maps a label (e.g. "n=4, d=3") to a ``success_rates`` table; bound maps the same label
@@ -101,9 +108,9 @@ def success_figure(rates: dict, bound: dict | None = None) -> go.Figure:
                 1,
                 col,
             )
-    fig.update_yaxes(range=[-0.03, 1.03], title_text="fraction")
+    fig.update_yaxes(range=[-0.03, 1.03], title_text="fraction of runs")
     fig.update_xaxes(type="category", title_text="regulariser γ")
-    fig.update_layout(height=380, margin=dict(t=40, b=40), legend=dict(orientation="h", y=-0.3))
+    fig.update_layout(title=title, height=400, margin=dict(t=80, b=40), legend=dict(orientation="h", y=-0.3))
     return fig
 
 
@@ -138,12 +145,21 @@ def recovery_figure(summary: pd.DataFrame) -> go.Figure:
         )
     )
     fig.update_yaxes(title_text="fraction of hidden movies recovered", tickformat=".0%")
-    fig.update_layout(barmode="group", height=360, margin=dict(t=30, b=40))
+    fig.update_xaxes(title_text="hit within the attack's top-k guesses")
+    fig.update_layout(
+        title="Hidden first movies recovered: attack vs baselines", barmode="group", height=380, margin=dict(t=60, b=40)
+    )
     return fig
 
 
 def training_figure(losses) -> go.Figure:
     """Training cross-entropy of the tiny transformer per epoch."""
     fig = go.Figure(go.Scatter(x=np.arange(1, len(losses) + 1), y=losses, mode="lines+markers"))
-    fig.update_layout(height=280, margin=dict(t=30, b=40), xaxis_title="epoch", yaxis_title="next-movie cross-entropy")
+    fig.update_layout(
+        title="Training the tiny transformer",
+        height=300,
+        margin=dict(t=50, b=40),
+        xaxis_title="epoch",
+        yaxis_title="next-movie cross-entropy (nats)",
+    )
     return fig

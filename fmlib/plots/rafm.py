@@ -10,7 +10,9 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 
-def occurrence_histogram_figure(hist: pd.DataFrame, ranks=None, thresholds=None, title: str = "") -> go.Figure:
+def occurrence_histogram_figure(
+    hist: pd.DataFrame, ranks=None, thresholds=None, title: str = "Occurrences per feature"
+) -> go.Figure:
     """Features per occurrence bin [2^j, 2^{j+1}) stacked by field; x is log2 of the occurrences.
 
     ``hist`` comes from ``fmlib.analysis.frequency.occurrence_histogram``. With ``ranks`` and
@@ -37,7 +39,7 @@ def occurrence_histogram_figure(hist: pd.DataFrame, ranks=None, thresholds=None,
     fig.update_xaxes(
         tickvals=edges,
         ticktext=[str(2 ** int(e)) for e in edges],
-        title_text="occurrences n_i in the training split (log scale, bins [2^j, 2^(j+1)))",
+        title_text="occurrences nᵢ in the training split (log scale, bins [2ʲ, 2ʲ⁺¹))",
     )
     fig.update_yaxes(title_text="number of features")
     if ranks is not None and thresholds is not None:
@@ -66,7 +68,7 @@ def occurrence_histogram_figure(hist: pd.DataFrame, ranks=None, thresholds=None,
     return fig
 
 
-def rank_share_figure(table: pd.DataFrame, title: str = "") -> go.Figure:
+def rank_share_figure(table: pd.DataFrame, title: str = "Features per rank, by field") -> go.Figure:
     """Per field, how many features get each rank (``fmlib.analysis.frequency.rank_table``)."""
     fig = go.Figure()
     for column in [c for c in table if c.startswith("k=")]:
@@ -76,8 +78,8 @@ def rank_share_figure(table: pd.DataFrame, title: str = "") -> go.Figure:
         title=title,
         height=60 + 28 * len(table),
         margin=dict(t=50, b=40, l=90, r=20),
-        xaxis_title="features",
-        yaxis=dict(autorange="reversed"),
+        xaxis_title="number of features",
+        yaxis=dict(autorange="reversed", title="field"),
         legend_title_text="rank",
     )
     return fig
@@ -124,10 +126,13 @@ def comparison_figure(result: dict) -> go.Figure:
             col=2,
         )
     fig.add_hline(y=1.0, line_dash="dot", row=1, col=2)
+    fig.update_xaxes(title_text="model")
+    fig.update_yaxes(title_text=f"test {key.upper()}", row=1, col=1)
+    fig.update_yaxes(title_text=f"ratio to {top} (×)", row=1, col=2)
     fig.update_layout(
         barmode="group",
         height=400,
         margin=dict(t=60, b=40, l=50, r=20),
-        title=f"{result['dataset']}, ranks {tuple(result['ranks'])}",
+        title=f"FM at each rank vs RaFM: {result['dataset']}, ranks {tuple(result['ranks'])}",
     )
     return fig

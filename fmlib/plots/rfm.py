@@ -32,11 +32,12 @@ def gradient_growth_figure(df: pd.DataFrame, log_y: bool = True) -> go.Figure:
             )
         )
     fig.update_layout(
+        title="Gradient size as the number of fields grows",
         xaxis_title="number of fields m",
-        yaxis_title="‖∂y/∂X‖∞",
+        yaxis_title="‖∂y/∂X‖∞ (largest gradient entry" + (", log scale)" if log_y else ")"),
         yaxis_type="log" if log_y else "linear",
         legend=dict(orientation="h", y=-0.25),
-        margin=dict(t=30),
+        margin=dict(t=50),
     )
     return fig
 
@@ -72,8 +73,9 @@ def truth_table_figure(T: torch.Tensor, T_hat: torch.Tensor, sizes) -> go.Figure
             col,
         )
         _field_lines(fig, list(sizes), col)
-    fig.update_yaxes(autorange="reversed")
-    fig.update_layout(margin=dict(t=40))
+    fig.update_yaxes(autorange="reversed", title_text="feature s (row)")
+    fig.update_xaxes(title_text="feature t (column)")
+    fig.update_layout(title="Any truth table as attention scores (Theorem 1.1)", margin=dict(t=80))
     return fig
 
 
@@ -94,5 +96,11 @@ def construction_error_figure(df: pd.DataFrame, target: float = 1e-6) -> go.Figu
         ]
     )
     fig.add_hline(y=target, line=dict(color="#2ca02c", dash="dot"), annotation_text=f"{target:g}")
-    fig.update_layout(xaxis_title="S (the weight w = S·1)", yaxis_title="error", yaxis_type="log", margin=dict(t=30))
+    fig.update_layout(
+        title="The construction's error shrinks like Sigmoid(−S)",
+        xaxis_title="S (the weight w = S·1)",
+        yaxis_title="max |α − T| (log scale)",
+        yaxis_type="log",
+        margin=dict(t=50),
+    )
     return fig

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 
-def learning_curves(history: list[dict], title: str = "") -> go.Figure:
+def learning_curves(history: list[dict], title: str = "Learning curves") -> go.Figure:
     """Train loss and the validation metric(s) per epoch; the best epoch is marked."""
     epochs = [r["epoch"] for r in history]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("train loss", "validation"))
@@ -25,5 +25,7 @@ def learning_curves(history: list[dict], title: str = "") -> go.Figure:
     if best:
         fig.add_vline(x=best[-1], line_dash="dot", annotation_text="best", row=1, col=2)
     fig.update_xaxes(title_text="epoch")
+    fig.update_yaxes(title_text="training loss (MSE for ratings, log loss for clicks)", row=1, col=1)
+    fig.update_yaxes(title_text="validation metric", row=1, col=2)
     fig.update_layout(title=title, height=340, margin=dict(t=60, b=40, l=40, r=20))
     return fig

@@ -14,7 +14,7 @@ COLOURS = {
 }
 
 
-def verdict_figure(rows: pd.DataFrame, title: str = "") -> go.Figure:
+def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked seed by seed") -> go.Figure:
     """One horizontal bar per claim (rows of ``claims.measure_all``): the mean difference (> 0 favours
     the claim) with its interval; the dashed line is "no difference", a dotted one a claim's margin.
     A one-seed interval is unbounded and drawn without bars."""
@@ -49,5 +49,5 @@ def verdict_figure(rows: pd.DataFrame, title: str = "") -> go.Figure:
         margin=dict(t=50, b=40, l=20, r=20),
         legend=dict(orientation="h", y=-0.3),
     )
-    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(autorange="reversed", title_text="claim")
     return fig
