@@ -9,7 +9,7 @@ import torch
 
 from fmlib.data.schema import Schema
 from fmlib.models import build_model, hyperparameters, model_name
-from fmlib.models.base import slot_runs, spread_slots, sum_slots
+from fmlib.models.base import SlotLayout, gather_fields, scatter_fields, slot_runs, sum_slots
 from fmlib.models.fm import fm_pairwise
 
 SCHEMA = Schema.build(
@@ -148,22 +148,40 @@ INTERLEAVED = Schema.build(
 )
 
 
+def dense_field_sum(v, weight, schema):
+    """Σ_s weight_s v_s 1[s in f]: the dense slot-to-field product, (B, S, k) -> (B, m, k)."""
+    to_field = torch.eye(schema.num_fields, dtype=v.dtype)[schema.slot_fields()]
+    return torch.einsum("bsk,bs,sf->bfk", v, weight, to_field)
+
+
 @pytest.mark.parametrize("schema", [SCHEMA, INTERLEAVED], ids=["multi-last", "interleaved"])
-def test_slot_sums_equal_the_dense_weighted_sum_and_spread_is_their_gradient(schema):
-    """sum_slots == Σ_s weight_s v_s 1[s in f] (the dense slot-to-field product); spread_slots == its autograd."""
+def test_slot_sums_equal_the_dense_weighted_sum(schema):
+    """sum_slots (pre-gathered slot vectors, summed by slices) == the dense slot-to-field product."""
     gen = torch.Generator().manual_seed(5)
-    index, weight = random_batch(schema, n=16, seed=5)
-    v = torch.randn(16, schema.num_slots, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    _, weight = random_batch(schema, n=16, seed=5)
+    v = torch.randn(16, schema.num_slots, 3, generator=gen, dtype=torch.float64)
     weight = weight.double()
-    runs = slot_runs(schema)
-    dense = torch.einsum(
-        "bsk,bs,sf->bfk", v, weight, torch.eye(schema.num_fields, dtype=torch.float64)[schema.slot_fields()]
-    )
-    e = sum_slots(v, weight, runs)
-    assert torch.allclose(e, dense)
-    upstream = torch.randn(e.shape, generator=gen, dtype=torch.float64)
-    (grad,) = torch.autograd.grad(dense, v, upstream)
-    assert torch.allclose(spread_slots(upstream, weight, runs), grad)
+    dense = dense_field_sum(v, weight, schema)
+    assert torch.allclose(sum_slots(v, weight, slot_runs(schema)), dense)
+    assert torch.allclose(sum_slots(v * weight[..., None], None, slot_runs(schema)), dense)
+
+
+@pytest.mark.parametrize(
+    "schema", [SCHEMA, INTERLEAVED, Schema(SCHEMA.fields[:3])], ids=["multi-last", "interleaved", "single"]
+)
+def test_gathered_fields_equal_the_dense_weighted_sum_and_scatter_is_their_gradient(schema):
+    """gather_fields == the dense slot-to-field product of the gathered rows; scatter_fields ==
+    autograd's gradient of that product to the table, padding slots included (they add zero)."""
+    gen = torch.Generator().manual_seed(7)
+    index, weight = random_batch(schema, n=16, seed=7)
+    weight = weight.double()
+    table = torch.randn(schema.num_features, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    layout = SlotLayout.of(schema)
+    dense = dense_field_sum(table[index], weight, schema)
+    assert torch.allclose(gather_fields(table, index, weight, layout), dense)
+    upstream = torch.randn(dense.shape, generator=gen, dtype=torch.float64)
+    (grad,) = torch.autograd.grad(dense, table, upstream)
+    assert torch.allclose(scatter_fields(upstream, index, weight, layout, len(table)), grad)
 
 
 def test_memoised_fm_gradient_equals_autograd_with_interleaved_multi_fields():

@@ -6,15 +6,21 @@ the embedding of its one feature, for a multi-valued field (genres) the average 
 embeddings (DPLR paper §3.2). The first-order part is w0 + Σ_s weight[s] · w[index[s]]
 (DPLR eq. 2, first two terms). Subclasses add the pairwise part from ``field_embeddings``.
 
-The slots of one field are contiguous columns (``Schema.build`` lays them out in order), so
-the field sums are slices: a run of single-valued fields is kept as it is and a multi-valued
-field's columns are summed (``sum_slots``). No dense slot-to-field product is formed.
+The slots of one field are contiguous columns (``Schema.build`` lays them out in order).
+``gather_fields`` reads one row per single-valued field and one weighted ``embedding_bag`` sum
+per multi-valued field; its backward pass, ``scatter_fields``, adds each field's gradient to
+the rows of the slots that hold a value, skipping padding slots (weight 0). No dense
+slot-to-field product is formed. (``sum_slots`` sums already gathered slot vectors by slices,
+for RaFM's levels.)
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from ..data.schema import Schema
 
@@ -46,18 +52,72 @@ def sum_slots(v: torch.Tensor, weight: torch.Tensor | None, runs: tuple[tuple[in
     return parts[0] if len(parts) == 1 else torch.cat(parts, 1)
 
 
-def spread_slots(d: torch.Tensor, weight: torch.Tensor, runs: tuple[tuple[int, int, bool], ...]) -> torch.Tensor:
-    """The adjoint of ``sum_slots``: (B, m, k) field gradients -> (B, S, k), slot s of field f
-    getting weight_s · d_f (the chain rule through e_f = Σ_{s in f} weight_s v_s)."""
-    parts, f = [], 0
-    for a, b, multi in runs:
-        if multi:
-            parts.append(d[:, f : f + 1] * weight[:, a:b, None])
-            f += 1
-        else:
-            parts.append(d[:, f : f + b - a])
-            f += b - a
-    return parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+class SlotLayout(NamedTuple):
+    """Where each field's slots are: ``first`` (m,), the column of every field's first slot, and
+    ``multi``, (field f, first column a, stop b) of every multi-valued field."""
+
+    first: torch.Tensor
+    multi: tuple[tuple[int, int, int], ...]
+
+    @classmethod
+    def of(cls, schema: Schema) -> SlotLayout:
+        starts = torch.tensor([0, *(f.slots for f in schema.fields)]).cumsum(0)
+        multi = tuple((j, int(starts[j]), int(starts[j + 1])) for j, f in enumerate(schema.fields) if f.kind == "multi")
+        return cls(starts[:-1].contiguous(), multi)
+
+
+def first_rows(index: torch.Tensor, layout: SlotLayout) -> torch.Tensor:
+    """(B, S) slots -> (B, m): the table row in every field's first slot (a copy)."""
+    return torch.gather(index, 1, layout.first.expand(len(index), -1))
+
+
+def gather_fields(table: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, layout: SlotLayout) -> torch.Tensor:
+    """(B, S) slots -> (B, m, k) field embeddings e_f = Σ_{s in f} weight_s table[index_s] (DPLR §3.2).
+
+    A single-valued field is one gathered row (weight 1); a multi-valued field is one weighted
+    ``embedding_bag`` sum of its slots. No dense slot-to-field product is formed."""
+    if not layout.multi:  # one slot per field, of weight 1: slots are fields
+        return table.index_select(0, index.reshape(-1)).view(*index.shape, -1)
+    cols = first_rows(index, layout)  # a multi-valued field's embedding is overwritten below
+    e = table.index_select(0, cols.view(-1)).view(*cols.shape, -1)
+    for f, a, b in layout.multi:
+        e[:, f] = F.embedding_bag(index[:, a:b], table, per_sample_weights=weight[:, a:b], mode="sum")
+    return e
+
+
+def scatter_fields(
+    d: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, layout: SlotLayout, rows: int
+) -> torch.Tensor:
+    """The adjoint of ``gather_fields``: (B, m, k) field gradients ∂/∂e_f -> (rows, k) table
+    gradient, slot s of field f adding weight_s · ∂/∂e_f to row index_s (the chain rule through
+    e_f = Σ_{s in f} weight_s v_s). Padding slots (weight 0) are skipped, not added as zeros."""
+    k = d.shape[-1]
+    if not layout.multi:
+        return d.new_zeros(rows, k).index_add_(0, index.reshape(-1), d.reshape(-1, k))
+    cols = first_rows(index, layout)
+    for f, _, _ in layout.multi:
+        cols[:, f] = rows  # a multi-valued field's gradient goes to a spare row, dropped below
+    grad = d.new_zeros(rows + 1, k).index_add_(0, cols.view(-1), d.reshape(-1, k))
+    for f, a, b in layout.multi:
+        sample, slot = weight[:, a:b].nonzero(as_tuple=True)  # the values present, padding left out
+        slot = slot + a
+        grad.index_add_(0, index[sample, slot], d[:, f].index_select(0, sample).mul_(weight[sample, slot, None]))
+    return grad[:rows]
+
+
+class FieldSum(torch.autograd.Function):
+    """``gather_fields`` with ``scatter_fields`` as its backward pass (gradient to the table only)."""
+
+    @staticmethod
+    def forward(ctx, table, index, weight, layout):
+        ctx.save_for_backward(index, weight)
+        ctx.layout, ctx.rows = layout, table.shape[0]
+        return gather_fields(table, index, weight, layout)
+
+    @staticmethod
+    def backward(ctx, grad):
+        index, weight = ctx.saved_tensors
+        return scatter_fields(grad, index, weight, ctx.layout, ctx.rows), None, None, None
 
 
 class FieldEmbeddingModel(nn.Module):
@@ -75,8 +135,14 @@ class FieldEmbeddingModel(nn.Module):
         nn.init.zeros_(self.linear.weight)
         nn.init.normal_(self.embedding.weight, std=init_std)
         self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
-        self.runs = slot_runs(schema)
-        self._single = schema.num_slots == schema.num_fields
+        layout = SlotLayout.of(schema)
+        self.register_buffer("first_slot", layout.first, persistent=False)  # (m,)
+        self.multi = layout.multi
+
+    @property
+    def layout(self) -> SlotLayout:
+        """Where each field's slots are (on the model's device), for ``gather_fields``."""
+        return SlotLayout(self.first_slot, self.multi)
 
     @property
     def slot_to_field(self) -> torch.Tensor:
@@ -89,19 +155,23 @@ class FieldEmbeddingModel(nn.Module):
 
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """w0 + Σ_i w_i x_i (DPLR eq. 2, first two terms), shape (B,)."""
-        w = self.linear(index).squeeze(-1)
-        return self.bias + (w if self._single else w * weight).sum(1)
+        return self.bias + FieldSum.apply(self.linear.weight, index, weight, self.layout).sum((1, 2))
 
     def field_embeddings(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """e_f = Σ_{s in f} weight_s · v_{index_s} for every field (DPLR §3.2), shape (B, m, k)."""
-        v = self.embedding(index)  # (B, S, k)
-        if self._single:  # one slot per field, of weight 1: slots are fields
-            return v
-        return sum_slots(v, weight, self.runs)
+        return FieldSum.apply(self.embedding.weight, index, weight, self.layout)
 
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
         """Second-order term from field embeddings (B, m, k) -> (B,)."""
         raise NotImplementedError
 
+    def embed(self, index: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``first_order`` and ``field_embeddings`` from one gather of the table [v | w]
+        (the linear weights as a last column): (B,) and (B, m, k)."""
+        table = torch.cat([self.embedding.weight, self.linear.weight], 1)
+        fields = FieldSum.apply(table, index, weight, self.layout)
+        return self.bias + fields[..., -1].sum(1), fields[..., :-1]
+
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return self.first_order(index, weight) + self.pairwise(self.field_embeddings(index, weight))
+        first, e = self.embed(index, weight)
+        return first + self.pairwise(e)

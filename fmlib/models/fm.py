@@ -9,16 +9,17 @@ O(mk) gradient of [FMGrad]: with Z = Σ_f e_f computed once in the forward pass,
 ∂φ/∂e_f = Z − e_f (the note's eq. 8 in field form, with the coefficient corrected from 2 to 1:
 the note's eq. 7 drops the P_ij inside Z; see the Derivations page). Each slot's embedding
 row then receives weight · (Z − e_f) and its linear weight receives weight. Single-valued
-slots always weigh 1, so when every field is single-valued the weights are not multiplied in;
-a multi-valued field is the weighted sum of its contiguous slots (``base.sum_slots``), and its
-gradient goes back to every slot by an index along the slot axis — no slot-to-field matrix.
+slots always weigh 1, so their weights are not multiplied in; a multi-valued field is the
+weighted sum of its contiguous slots (``base.gather_fields``, one ``embedding_bag``), and its
+gradient goes back only to the slots that hold a value (``base.scatter_fields``: padding slots
+are skipped) — no slot-to-field matrix.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .base import FieldEmbeddingModel, spread_slots, sum_slots
+from .base import FieldEmbeddingModel, gather_fields, scatter_fields
 
 
 def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
@@ -29,39 +30,35 @@ def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
 class FMFunction(torch.autograd.Function):
     """Σ_s weight_s w[index_s] + Σ_{f<g}⟨e_f, e_g⟩ with the memoised O(mk) backward pass.
 
-    ``runs`` (``base.slot_runs``) says which columns are multi-valued fields, summed into one
-    field each; None when every field is single-valued (slots are fields, weights are 1).
+    ``layout`` (``base.SlotLayout``) says which columns are multi-valued fields, each a weighted
+    sum of its slots (``base.gather_fields``); slots are fields when there are none.
     """
 
     @staticmethod
-    def forward(ctx, linear, embedding, index, weight, runs):
-        """Σ_i w_i x_i + ½(‖Z‖² − Σ_f ‖e_f‖²) with Z = Σ_f e_f (DPLR eqs. 1–2), Z kept for backward."""
-        flat = index.reshape(-1)
-        e = embedding.index_select(0, flat).view(*index.shape, -1)  # (B, S, k) slot embeddings
-        first = linear.index_select(0, flat).view(index.shape)
-        if runs is not None:  # multi-valued fields: weighted sum of their slots
-            e = sum_slots(e, weight, runs)
-            first = first * weight
-        z = e.sum(1)  # Z, memoised for the backward pass
-        ctx.save_for_backward(index, weight, e, z)
-        ctx.runs = runs
-        ctx.shapes = (linear.shape, embedding.shape)
-        return first.sum(1) + 0.5 * (z.pow(2).sum(1) - e.pow(2).sum((1, 2)))
+    def forward(ctx, linear, embedding, index, weight, layout):
+        """Σ_i w_i x_i + ½(‖Z‖² − Σ_f ‖e_f‖²) with Z = Σ_f e_f (DPLR eqs. 1–2), Z kept for backward.
+
+        The linear weights ride along as a last column of the table [v | w], so one gather
+        gives every field's (e_f, Σ_{s in f} weight_s w_s) and one scatter their gradients."""
+        k = embedding.shape[1]
+        fields = gather_fields(torch.cat([embedding, linear], 1), index, weight, layout)  # (B, m, k + 1)
+        e = fields[..., :k]
+        sums = fields.sum(1)  # [Z | Σ_i w_i x_i], Z memoised for the backward pass
+        ctx.save_for_backward(index, weight, fields, sums)
+        ctx.layout, ctx.rows = layout, embedding.shape[0]
+        return sums[:, k] + 0.5 * (sums[:, :k].pow(2).sum(1) - e.pow(2).sum((1, 2)))
 
     @staticmethod
     def backward(ctx, grad):
-        """∂φ/∂e_f = Z − e_f from the memoised Z ([FMGrad] eq. 8, coefficient corrected);
-        slot s of field f gets weight_s · ∂φ/∂e_f."""
-        index, weight, e, z = ctx.saved_tensors
-        d_e = grad[:, None, None] * (z.unsqueeze(1) - e)  # ∂/∂e_f = Z − e_f
-        d_first = grad[:, None].expand_as(index)
-        if ctx.runs is not None:  # back from fields to their slots, times the slot weights
-            d_e = spread_slots(d_e, weight, ctx.runs)
-            d_first = d_first * weight
-        flat = index.reshape(-1)
-        d_embedding = e.new_zeros(ctx.shapes[1]).index_add_(0, flat, d_e.reshape(flat.numel(), -1))
-        d_linear = e.new_zeros(ctx.shapes[0]).index_add_(0, flat, d_first.reshape(-1, 1))
-        return d_linear, d_embedding, None, None, None
+        """∂φ/∂e_f = Z − e_f from the memoised Z ([FMGrad] eq. 8, coefficient corrected) and
+        ∂φ/∂(Σ_{s in f} weight_s w_s) = 1; slot s of field f gets weight_s times them
+        (``base.scatter_fields``)."""
+        index, weight, fields, sums = ctx.saved_tensors
+        d = sums.unsqueeze(1) - fields  # Z − e_f in the first k columns
+        d[..., -1] = 1.0
+        d.mul_(grad[:, None, None])
+        table = scatter_fields(d, index, weight, ctx.layout, ctx.rows)  # gradient of [v | w]
+        return table[:, -1:], table[:, :-1], None, None, None
 
 
 class FM(FieldEmbeddingModel):
@@ -70,5 +67,4 @@ class FM(FieldEmbeddingModel):
         return fm_pairwise(e)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        runs = None if self._single else self.runs
-        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight, runs)
+        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight, self.layout)
