@@ -42,7 +42,7 @@ def test_movielens_histogram_thresholds_and_parameters():
     [
         ("32,8", "strictly increasing"),
         ("16", "at least two ranks"),
-        ("0,8", "from 1 to 512"),
+        ("0,8", "positive"),
         ("8,abc", "comma-separated integers"),
     ],
 )

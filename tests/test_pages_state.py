@@ -82,7 +82,9 @@ def test_a_rank_set_above_the_largest_rank_is_refused(text):
     at.run()
     at.text_input(key="rafm_ranks").set_value(text).run()
     assert not at.exception
-    assert [e.value for e in at.error] == [f"Rank set: ranks must be integers from 1 to 512, got {tuple(int_(text))}"]
+    assert [e.value for e in at.error] == [
+        f"Rank set: ranks must be positive integers up to 512, got {tuple(int_(text))}"
+    ]
 
 
 def int_(text):

@@ -25,6 +25,7 @@ import numpy as np
 
 MAX_RANK = 512  # the largest embedding size the app and the CLI accept for any model
 
+
 def check_ranks(ranks: Sequence[int]) -> tuple[int, ...]:
     """The rank set D_1 < … < D_m as a tuple of ints; a clear ValueError otherwise.
 
@@ -46,7 +47,7 @@ def check_ranks(ranks: Sequence[int]) -> tuple[int, ...]:
             f"ranks needs at least two ranks D_1 < D_2 (got {values}); a single rank is a plain FM (model 'fm')"
         )
     if min(values) < 1 or max(values) > MAX_RANK:
-        raise ValueError(f"ranks must be integers from 1 to {MAX_RANK}, got {values}")
+        raise ValueError(f"ranks must be positive integers up to {MAX_RANK}, got {values}")
     if any(a >= b for a, b in zip(values, values[1:])):
         raise ValueError(f"ranks must be strictly increasing (D_1 < D_2 < …), got {values}")
     return values
