@@ -58,7 +58,7 @@ def table1_section():
     recompute = dict(
         dataset=table_data, task=table_task, seeds=5, ranks=[1, 2, 3, 4, 5], dim=8, finetune_epochs=5, out=None
     )
-    if st.button(f"Recompute here ({table_data}, 5 seeds × 17 models: minutes)", key="table1_recompute"):
+    if st.button(f"Recompute here ({table_data}, 5 seeds × 12 trainings: minutes)", key="table1_recompute"):
         with st.status("Training ...", expanded=False) as status:
             try:
                 tuned = dplr_experiment.load_presets(table_data, table_task, 8, recompute["ranks"])
