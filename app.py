@@ -5,14 +5,28 @@ import torch
 
 from app_pages._classroom import run_picker
 from app_pages._ui import DATASETS, PAGES, load_data, starter_status
+from app_pages._view import link_check, link_notes, one_of, projector, projector_style
 
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
-st.set_page_config(page_title="fmlib explainer", page_icon=":material/hub:", layout="wide")
+st.set_page_config(
+    page_title="fmlib explainer",
+    page_icon=":material/hub:",
+    layout="wide",
+    initial_sidebar_state="collapsed" if projector() else "auto",
+)
 page = st.navigation(
     [st.Page(path, title=title, icon=icon, default=(i == 0)) for i, (path, title, icon, _) in enumerate(PAGES)]
 )
 
+link_check("projector", lambda text: text.lower() in ("true", "false"), "true or false")
+link_check("dataset", one_of(DATASETS), "one of " + ", ".join(DATASETS))
 with st.sidebar:
+    st.toggle(
+        "Projector mode",
+        key="projector",
+        bind="query-params",
+        help="For a class: the sidebar collapsed, larger text and charts, side notes hidden.",
+    )
     st.selectbox(
         "Dataset",
         DATASETS,
@@ -26,5 +40,7 @@ with st.sidebar:
         st.error(str(err))
     starter_status()
     run_picker()
+projector_style()
+link_notes()
 
 page.run()

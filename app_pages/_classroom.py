@@ -12,6 +12,7 @@ import os
 import streamlit as st
 
 from app_pages._ui import run_store
+from app_pages._view import link_check
 from fmlib.jobs import JobQueue
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
@@ -121,6 +122,10 @@ def run_picker() -> None:
         return
     me = author()
     owners = [a for a in (me, "") if a in groups] + sorted(a for a in groups if a not in (me, ""))
+    owner_of = {run_id: a for a, ids in groups.items() for run_id in ids}
+    link_check("run_id", owner_of.__contains__, "no saved run has that id", sidebar=True)
+    if "run_id" not in st.session_state and st.query_params.get("run_id") in owner_of:  # a linked run: its author
+        st.session_state["run_owner"] = owner_of[st.query_params["run_id"]]
     if st.session_state.get("run_owner") not in (None, *owners):  # that author's runs were deleted
         del st.session_state["run_owner"]
     owner = st.selectbox(
@@ -136,7 +141,7 @@ def run_picker() -> None:
         return
     if st.session_state.get("run_id", groups[owner][0]) not in groups[owner]:
         del st.session_state["run_id"]
-    run_id = st.selectbox("Saved run", groups[owner], key="run_id")
+    run_id = st.selectbox("Saved run", groups[owner], key="run_id", bind="query-params")
     try:
         info = store.info(run_id)
         test = info["metrics"].get("test", {})

@@ -1,0 +1,142 @@
+"""A page's view lives in its URL: link checks, "link to this view", "reset", and projector mode.
+
+Widgets that change what a page shows are bound to the URL (``bind="query-params"``, the key is
+the parameter's name), so a link opened in a fresh browser shows the same view. Streamlit drops a
+URL value its widget cannot take without a word; ``link_check`` says so on the page instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from urllib.parse import urlencode
+
+import plotly.graph_objects as go
+import streamlit as st
+
+# The sidebar's bound widgets: part of every page's view.
+SIDEBAR_DEFAULTS = {"dataset": "ml-100k", "run_id": None, "projector": False}
+
+PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
+PROJECTOR_CSS = """
+<style>
+html { font-size: 20px; }
+.stMainBlockContainer { max-width: 100%; padding-top: 2.5rem; }
+.stButton button p, .stButton button div { white-space: nowrap; }
+</style>
+"""
+
+
+def link_check(key: str, ok: Callable[[str], bool], allowed: str, sidebar: bool = False) -> None:
+    """Before the bound widget ``key``: a URL value that ``ok`` rejects is dropped with a visible note.
+
+    Only a widget's first appearance in a session reads the URL, so only then is it checked; the
+    widget then shows its default. ``allowed`` says what the link may hold, e.g. "1 to 10". A
+    sidebar widget's note waits for ``link_notes()`` on the page itself, where it is seen.
+    """
+    if key in st.session_state or key not in st.query_params:
+        return
+    value = st.query_params[key]
+    if ok(value):
+        return
+    note = f"The link's {key} = {value!r} is not valid ({allowed}); showing the default instead."
+    if sidebar:
+        st.session_state.setdefault("link_notes", []).append(note)
+    else:
+        st.warning(note)
+    del st.query_params[key]
+
+
+def link_notes() -> None:
+    """The sidebar's notes on invalid link values, shown once above the page."""
+    for note in st.session_state.pop("link_notes", []):
+        st.warning(note)
+
+
+def in_range(low: float, high: float, integer: bool = False) -> Callable[[str], bool]:
+    """A check for ``link_check``: the text is a number in [low, high] (an integer if ``integer``)."""
+
+    def ok(text: str) -> bool:
+        try:
+            number = int(text) if integer else float(text)
+        except ValueError:
+            return False
+        return low <= number <= high
+
+    return ok
+
+
+def one_of(options: Iterable) -> Callable[[str], bool]:
+    """A check for ``link_check``: the text names one of ``options`` (as the widget writes them)."""
+    names = {str(option) for option in options}
+    return names.__contains__
+
+
+def _url_text(value) -> str:
+    """A value as a bound widget writes it into the URL."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def view_url(defaults: Mapping) -> str:
+    """This page's URL with every bound value (the sidebar's and ``defaults``' keys) that is not its default."""
+    params = {
+        key: _url_text(st.session_state[key])
+        for key, default in {**SIDEBAR_DEFAULTS, **defaults}.items()
+        if key in st.session_state and st.session_state[key] is not None and st.session_state[key] != default
+    }
+    base = (st.context.url or "").split("?")[0]
+    return f"{base}?{urlencode(params)}" if params else base
+
+
+def copy_link_and_reset(defaults: Mapping, clear: Iterable[str] = ()) -> None:
+    """A "link to this view" popover and a "Reset to defaults" button, side by side.
+
+    ``defaults``: every bound widget key of the page with its default value; the reset sets each
+    back (which also removes it from the URL) and deletes the session keys in ``clear`` (results
+    computed on the page).
+    """
+
+    def reset() -> None:
+        st.session_state.update(defaults)
+        for key in clear:
+            st.session_state.pop(key, None)
+
+    link, button, _ = st.columns([1, 1, 3], vertical_alignment="center")
+    with link.popover("Link to this view", icon=":material/link:"):
+        st.code(view_url(defaults), language=None, wrap_lines=True)
+        secondary("Copy it (the icon at the right): opened anywhere, it shows this page as it is now.")
+    button.button(
+        "Reset to defaults",
+        icon=":material/restart_alt:",
+        key="reset_view",
+        on_click=reset,
+        help="Every setting on this page back to its default; the URL keeps only the sidebar's.",
+    )
+
+
+def projector() -> bool:
+    """Projector mode: the sidebar toggle, or ``?projector=true`` before the toggle is drawn."""
+    if "projector" in st.session_state:
+        return bool(st.session_state["projector"])
+    return st.query_params.get("projector", "").lower() == "true"
+
+
+def projector_style() -> None:
+    """In projector mode: larger text, buttons and a full-width page (CSS)."""
+    if projector():
+        st.html(PROJECTOR_CSS)
+
+
+def secondary(text: str) -> None:
+    """A caption that projector mode leaves out: prose for reading, not for the room."""
+    if not projector():
+        st.caption(text)
+
+
+def chart(fig: go.Figure, container=st, **kwargs) -> None:
+    """``st.plotly_chart`` with larger text in projector mode."""
+    if projector():
+        fig = go.Figure(fig).update_layout(font_size=PROJECTOR_FONT, title_font_size=PROJECTOR_FONT + 4)
+        fig.update_annotations(font_size=PROJECTOR_FONT)
+    container.plotly_chart(fig, **kwargs)
