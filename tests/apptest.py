@@ -57,3 +57,8 @@ def assert_figures_labelled(at: AppTest) -> int:
         missing = unlabelled(fig)
         assert not missing, f"chart {k} ({(fig['layout'].get('title') or {}).get('text')!r}) lacks {missing}"
     return len(charts)
+
+
+def button(at: AppTest, label: str):
+    """The page's button with this label (positions shift as pages gain controls)."""
+    return next(b for b in at.button if b.label == label)

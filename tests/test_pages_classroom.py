@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from apptest import app_page, wait_for_training
+from apptest import app_page, button, wait_for_training
 
 from app_pages._classroom import job_queue
 from fmlib.runs import RunStore
@@ -41,8 +41,8 @@ def train_page(**state):
 
 def test_a_busy_server_shows_the_place_in_line_and_cancel_drops_the_training(busy_server):
     first, second = train_page(), train_page()
-    first.button[0].click().run()
-    second.button[0].click().run()
+    button(first, "Train").click().run()
+    button(second, "Train").click().run()
     assert "Queued, position 1" in first.info[0].value and "Queued, position 2" in second.info[0].value
     first.button(key="cancel_training").click().run()
     assert "Training cancelled." in first.info[0].value and "trained" not in first.session_state
@@ -56,14 +56,14 @@ def test_a_queued_training_runs_when_the_server_frees_up(monkeypatch):
     monkeypatch.setenv("FMLIB_TRAIN_WORKERS", "1")
     at = train_page()
     at.number_input(key="epochs").set_value(2)
-    wait_for_training(at.button[0].click().run())
+    wait_for_training(button(at, "Train").click().run())
     assert "Done: 2 epochs" in at.success[0].value and at.session_state["trained"] is not None
 
 
 def save(at, name: str, author: str):
     at.text_input(key="save_name").input(name)
     at.text_input(key="save_author").input(author)
-    at.button[1].click().run()
+    button(at, "Save run").click().run()
     assert not at.exception
     return at
 
@@ -133,7 +133,7 @@ def teacher(monkeypatch, passcode: str | None):
 
 def unlock(at, given: str):
     at.text_input(key="teacher_given").input(given)
-    at.button[0].click().run()
+    button(at, "Unlock").click().run()
     assert not at.exception
     return at
 

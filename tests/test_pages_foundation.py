@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apptest import app_page as page
-from apptest import wait_for_training
+from apptest import button, wait_for_training
 
 from fmlib.runs import RunStore
 
@@ -32,7 +32,7 @@ def test_train_page_trains_shows_metrics_and_saves():
     assert not at.exception
     at.number_input(key="epochs").set_value(3)
     at.number_input(key="lr").set_value(0.02)
-    wait_for_training(at.button[0].click().run())
+    wait_for_training(button(at, "Train").click().run())
     assert not at.exception and not at.error
     assert "in line" in at.success[0].value
     table = at.table[0].value
@@ -41,7 +41,7 @@ def test_train_page_trains_shows_metrics_and_saves():
     assert '"train loss"' in spec
     at.text_input(key="save_name").input("teaching-run")
     at.text_input(key="save_author").input("Ada")
-    at.button[1].click().run()
+    button(at, "Save run").click().run()
     assert not at.exception
     assert "Saved as teaching-run" in at.success[0].value
     assert RunStore().ids() == ["teaching-run"]
@@ -72,7 +72,7 @@ def test_train_page_trains_the_bayesian_fm_by_gibbs_sweeps():
     at.selectbox(key="model").set_value("bfm").run()
     assert {n.label for n in at.number_input} >= {"dim (embedding size k)", "burn_in"}
     at.number_input(key="epochs").set_value(8)
-    wait_for_training(at.button[0].click().run())
+    wait_for_training(button(at, "Train").click().run())
     assert not at.exception and not at.error
     assert '"rmse"' in at.get("plotly_chart")[-1].proto.spec  # the running posterior-mean valid RMSE per sweep
     assert at.table[0].value.loc["rmse", "test"] > 0
