@@ -11,7 +11,7 @@ from typing import NoReturn
 
 import streamlit as st
 
-from app_pages._view import in_range, link_check
+from app_pages._view import checked_link, in_range
 from fmlib.data import movielens, split, synthetic
 from fmlib.experiments import starter
 from fmlib.runs import RunError, RunStore
@@ -132,9 +132,15 @@ def bounded_number(label: str, low, high, value, container=st, **kwargs):
     field shows the new one): the page would run with a value the reader cannot see. Here any
     number is accepted and one out of ``[low, high]`` stops the page with an error naming the field.
     """
+
+    def draw():
+        return container.number_input(label, value=value, **kwargs)
+
     if kwargs.get("bind") == "query-params":  # a linked number out of range: the default, with a note
-        link_check(kwargs["key"], in_range(low, high, isinstance(value, int)), f"{label}: {low:g} to {high:g}")
-    number = container.number_input(label, value=value, **kwargs)
+        ok = in_range(low, high, isinstance(value, int))
+        number = checked_link(draw, kwargs["key"], ok, f"{label}: {low:g} to {high:g}", value)
+    else:
+        number = draw()
     if not low <= number <= high:
         fail(f"{label}: {number:g} is out of range; use {low:g} to {high:g}.")
     return number

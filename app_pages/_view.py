@@ -8,6 +8,7 @@ URL value its widget cannot take without a word; ``link_check`` says so on the p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 from urllib.parse import urlencode
 
 import plotly.graph_objects as go
@@ -16,6 +17,8 @@ import streamlit as st
 # The sidebar's bound widgets: part of every page's view.
 SIDEBAR_DEFAULTS = {"dataset": "ml-100k", "run_id": None, "projector": False}
 
+T = TypeVar("T")
+_UNSEEN = object()  # a widget value not read yet
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
 PROJECTOR_CSS = """
 <style>
@@ -26,29 +29,63 @@ html { font-size: 20px; }
 """
 
 
-def link_check(key: str, ok: Callable[[str], bool], allowed: str, sidebar: bool = False) -> None:
-    """Before the bound widget ``key``: a URL value that ``ok`` rejects is dropped with a visible note.
+def link_check(key: str, ok: Callable[[str], bool], allowed: str, sidebar: bool = False, **fallback) -> bool:
+    """Before the bound widget ``key``: a URL value that ``ok`` rejects falls back with a visible note.
 
-    Only a widget's first appearance in a session reads the URL, so only then is it checked; the
-    widget then shows its default. ``allowed`` says what the link may hold, e.g. "1 to 10". A
-    sidebar widget's note waits for ``link_notes()`` on the page itself, where it is seen.
+    Only a widget's first appearance in a session reads the URL, so only then is it checked.
+    ``allowed`` says what the link may hold, e.g. "1 to 10". Streamlit itself drops a value a
+    select or slider does not offer; a value the widget would take (a number out of the page's
+    range, unparsable text) needs ``fallback=default``: then this returns True and the caller
+    reruns right after drawing the widget, whose value this sets to the default on that rerun (on
+    the link's first load the URL wins over any value set before the widget). The note stays
+    until the widget is changed; a sidebar widget's note is shown by ``link_notes()`` on the page.
     """
+    notes = st.session_state.setdefault("link_notes", {})
+    if key in notes:
+        note, where, fallen_back_to = notes[key]
+        if key in (fallbacks := st.session_state.setdefault("link_fallbacks", {})):
+            st.session_state[key] = fallbacks.pop(key)
+        elif fallen_back_to is _UNSEEN:
+            notes[key] = (note, where, st.session_state.get(key, _UNSEEN))
+        elif st.session_state.get(key, _UNSEEN) != fallen_back_to:
+            del notes[key]  # changed since: the note has done its job
+            return False
+        if where == "page":
+            st.warning(note)
+        return False
     if key in st.session_state or key not in st.query_params:
-        return
+        return False
     value = st.query_params[key]
     if ok(value):
-        return
+        return False
     note = f"The link's {key} = {value!r} is not valid ({allowed}); showing the default instead."
-    if sidebar:
-        st.session_state.setdefault("link_notes", []).append(note)
-    else:
+    notes[key] = (note, "sidebar" if sidebar else "page", fallback.get("fallback", _UNSEEN))
+    if "fallback" in fallback:
+        st.session_state.setdefault("link_fallbacks", {})[key] = fallback["fallback"]
+        return True
+    if not sidebar:
         st.warning(note)
-    del st.query_params[key]
+    return False
+
+
+def checked_link(draw: Callable[[], T], key: str, ok: Callable[[str], bool], allowed: str, default) -> T:
+    """``draw()`` the bound widget ``key``, its linked value checked by ``ok`` (else ``default``, with a note)."""
+    if link_check(key, ok, allowed, fallback=default):
+        draw()  # registered once with the link's value, so that the rerun's default wins over the URL
+        st.rerun()
+    return draw()
 
 
 def link_notes() -> None:
-    """The sidebar's notes on invalid link values, shown once above the page."""
-    for note in st.session_state.pop("link_notes", []):
+    """The notes on the sidebar's invalid link values, shown above the page until the widget changes."""
+    for key, (note, where, fallen_back_to) in list(st.session_state.get("link_notes", {}).items()):
+        if where != "sidebar":
+            continue
+        if fallen_back_to is _UNSEEN:
+            st.session_state["link_notes"][key] = (note, where, st.session_state.get(key, _UNSEEN))
+        elif st.session_state.get(key, _UNSEEN) != fallen_back_to:
+            del st.session_state["link_notes"][key]
+            continue
         st.warning(note)
 
 

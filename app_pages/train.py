@@ -1,9 +1,12 @@
 """Train: pick a model and a few hyperparameters, watch it learn, save the run."""
 
+from functools import partial
+
 import streamlit as st
 
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
 from app_pages._ui import bounded_number, dataset_name, fail, load_split, notebook_link
+from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
@@ -24,6 +27,27 @@ name = dataset_name()
 defaults = TrainConfig()
 
 
+def widget_default(value):
+    """A hyperparameter's default as its widget holds it (a tuple as comma-separated text)."""
+    return ",".join(map(str, value)) if isinstance(value, tuple) else value
+
+
+VIEW = {
+    "model": next(iter(MODELS)),
+    "task": defaults.task,
+    "seed": defaults.seed,
+    "epochs": defaults.epochs,
+    "lr": defaults.lr,
+    "weight_decay": defaults.weight_decay,
+    **{
+        f"hp_{m}_{key}": widget_default(value)
+        for m in MODELS
+        for key, value in hyperparameters(m).items()
+        if value is not None
+    },
+}
+
+
 def apply_preset():
     """Fill the widgets from the chosen preset (or the defaults); they stay editable."""
     model, task, choice = st.session_state["model"], st.session_state["task"], st.session_state["preset"]
@@ -36,13 +60,22 @@ def apply_preset():
     hp = presets.hyperparameters(preset) if preset else {}
     st.session_state.update(lr=config.lr, weight_decay=config.weight_decay, epochs=config.epochs)
     for key, default in hyperparameters(model).items():
-        value = hp.get(key, default)
-        st.session_state[f"hp_{model}_{key}"] = ",".join(map(str, value)) if isinstance(value, tuple) else value
+        st.session_state[f"hp_{model}_{key}"] = widget_default(hp.get(key, default))
+
+
+def valid_int_list(text: str) -> bool:
+    try:
+        int_list(text)
+    except ValueError:
+        return False
+    return True
 
 
 left, right = st.columns(2)
 with left:
+    link_check("model", one_of(MODELS), "one of " + ", ".join(MODELS))
     model = st.selectbox("Model", list(MODELS), key="model", bind="query-params")
+    link_check("task", one_of(TASKS), "one of " + ", ".join(TASKS))
     task = st.radio(
         "Task",
         TASKS,
@@ -85,19 +118,29 @@ hp = {}
 with st.expander(f"{model} hyperparameters", expanded=True):
     for key, default in hyperparameters(model).items():
         label = "dim (embedding size k)" if key == "dim" else key
+        bound = {"key": f"hp_{model}_{key}", "bind": "query-params"}
         if isinstance(default, bool):
-            hp[key] = st.checkbox(label, default, key=f"hp_{model}_{key}")
+            link_check(bound["key"], lambda text: text.lower() in ("true", "false"), f"{label}: true or false")
+            hp[key] = st.checkbox(label, default, **bound)
         elif isinstance(default, int):
-            hp[key] = int(bounded_number(label, 1, 512, default, key=f"hp_{model}_{key}"))
+            hp[key] = int(bounded_number(label, 1, 512, default, **bound))
         elif isinstance(default, float):
-            hp[key] = bounded_number(label, 0.0, 100.0, default, key=f"hp_{model}_{key}")
+            hp[key] = bounded_number(label, 0.0, 100.0, default, **bound)
         elif isinstance(default, (tuple, list)):
-            text = st.text_input(f"{label} (comma-separated)", ",".join(map(str, default)), key=f"hp_{model}_{key}")
+            text_default = widget_default(tuple(default))
+            text = checked_link(
+                partial(st.text_input, f"{label} (comma-separated)", text_default, **bound),
+                bound["key"],
+                valid_int_list,
+                f"{label}: comma-separated integers",
+                text_default,
+            )
             try:
                 hp[key] = int_list(text)
             except ValueError as err:
                 fail(f"{key}: {err}")
 
+copy_link_and_reset({**VIEW, "preset": "defaults"})
 if st.button("Train", type="primary"):
     try:
         config = TrainConfig(task=task, epochs=epochs, lr=lr, weight_decay=weight_decay, seed=seed)
@@ -116,7 +159,7 @@ if run is not None and (run.config["model"], run.config["train"]["task"]) != (mo
     run = None
 if run is not None:
     st.subheader(f"{run.config['model']} on {run.config['dataset']}")
-    st.plotly_chart(learning_curves(run.history), key="final_curves")
+    chart(learning_curves(run.history), key="final_curves")
     st.table({split: {k: round(v, 4) for k, v in m.items()} for split, m in run.metrics.items()})
     shown_hp = {
         k: (f"<{len(v)} numbers>" if isinstance(v, list) and len(v) > 8 else v) for k, v in run.config["hp"].items()

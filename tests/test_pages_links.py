@@ -1,0 +1,76 @@
+"""AppTests that every view is a link: a URL restores the page's widgets, bad values fall back visibly."""
+
+from __future__ import annotations
+
+import pytest
+from apptest import app_page
+
+from fmlib.train import TrainConfig
+
+
+def opened(path: str, params: dict, **state):
+    """The page opened in a fresh session from a link carrying ``params``."""
+    at = app_page(path, **state)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    return at.run()
+
+
+def warnings(at) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+def test_a_train_link_restores_every_setting():
+    params = {"model": "dplr", "task": "click", "seed": 3, "epochs": 7, "lr": 0.02, "hp_dplr_dim": 8, "hp_dplr_rank": 3}
+    at = opened("app_pages/train.py", params, dataset="synthetic")
+    assert not at.exception and not at.warning
+    assert at.selectbox(key="model").value == "dplr" and at.radio(key="task").value == "click"
+    assert [at.number_input(key=k).value for k in ("seed", "epochs", "lr", "hp_dplr_dim", "hp_dplr_rank")] == [
+        3,
+        7,
+        0.02,
+        8,
+        3,
+    ]
+
+
+def test_a_rank_set_link_restores_the_text():
+    at = opened("app_pages/train.py", {"model": "rafm", "hp_rafm_ranks": "4,16"}, dataset="synthetic")
+    assert not at.exception and at.text_input(key="hp_rafm_ranks").value == "4,16"
+
+
+@pytest.mark.parametrize(
+    ("params", "key", "default"),
+    [
+        ({"model": "xgboost"}, "model", "fm"),
+        ({"epochs": "-3"}, "epochs", TrainConfig().epochs),
+        ({"lr": "abc"}, "lr", TrainConfig().lr),
+        ({"hp_fm_dim": "1e9"}, "hp_fm_dim", 16),
+        ({"model": "rafm", "hp_rafm_ranks": "8,x"}, "hp_rafm_ranks", "8,32"),
+    ],
+)
+def test_a_bad_train_link_value_falls_back_to_the_default_with_a_note(params, key, default):
+    at = opened("app_pages/train.py", params, dataset="synthetic")
+    assert not at.exception and not at.error
+    assert f"The link's {key} = {params[key]!r} is not valid" in warnings(at)
+    assert at.session_state[key] == default
+
+
+def test_the_note_stays_until_the_setting_is_changed():
+    at = opened("app_pages/train.py", {"epochs": "0"}, dataset="synthetic")
+    assert "epochs" in warnings(at)
+    at.run()
+    assert "epochs" in warnings(at)
+    at.number_input(key="epochs").set_value(5).run()
+    assert not at.warning
+
+
+def test_reset_to_defaults_and_the_link_to_this_view():
+    at = opened("app_pages/train.py", {"model": "fwfm", "epochs": 7, "hp_fwfm_dim": 4}, dataset="synthetic")
+    link = at.code[-1].value
+    assert "model=fwfm" in link and "epochs=7" in link and "hp_fwfm_dim=4" in link and "dataset=synthetic" in link
+    at.button(key="reset_view").click().run()
+    assert not at.exception
+    assert at.selectbox(key="model").value == "fm" and at.number_input(key="epochs").value == TrainConfig().epochs
+    assert at.session_state["hp_fwfm_dim"] == 16
+    assert "model=" not in at.code[-1].value and "epochs=" not in at.code[-1].value
