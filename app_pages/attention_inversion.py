@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app_pages._ui import fail, notebook_link
+from app_pages._ui import bounded_number, fail, notebook_link
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.plots import inversion as plots
@@ -12,9 +12,9 @@ from fmlib.plots import inversion as plots
 st.title("Attention inversion")
 notebook_link("06_attention_inversion")
 st.markdown(
-    "**Question.** A softmax-attention layer maps its input X ∈ ℝ^{d×n} (n tokens of length d) to "
-    "B = D(X)⁻¹ exp(XᵀWX) XᵀV. Someone who knows the weights W, V and sees B minimises "
-    "L(X) = ‖f(W; X) − B‖²_F + γ‖X‖²_F (Def. 3.1 of *Unmasking Transformers*). "
+    r"**Question.** A softmax-attention layer maps its input $X \in \mathbb R^{d\times n}$ (n tokens of length d) "
+    r"to $B = D(X)^{-1} \exp(X^\top W X)\, X^\top V$. Someone who knows the weights W, V and sees B minimises "
+    r"$L(X) = \|f(W; X) - B\|_F^2 + \gamma \|X\|_F^2$ (Def. 3.1 of *Unmasking Transformers*). "
     "Do they get X back?"
 )
 
@@ -44,9 +44,9 @@ d = left.slider("token length d", 2, 6, 3)
 R = left.select_slider("weight scale R = ‖W‖ = ‖V‖ (Assumption 4.1)", [0.3, 0.5, 1.0, 2.0, 3.0], 1.0)
 gamma = right.select_slider("regulariser γ", GAMMAS, 0.0)
 start_label = right.radio(
-    "attacker's start", ["random N(0, 1)", "near the secret (X_true + 0.3·noise)"], horizontal=True
+    "attacker's start", ["random N(0, 1)", r"near the secret ($X_\text{true}$ + 0.3·noise)"], horizontal=True
 )
-seed = right.number_input("seed (instance and start)", 0, 10_000, 0)
+seed = bounded_number("seed (instance and start)", 0, 10_000, 0, container=right)
 steps = right.select_slider("gradient-descent steps", [200, 500, 1000, 2000, 5000], 500)
 lr = right.select_slider("gradient-descent step size", [0.01, 0.05, 0.1, 0.2, 0.5], 0.05)
 start = "near" if start_label.startswith("near") else "random"
@@ -61,14 +61,22 @@ for note in gd.notes + newton.notes:
 st.plotly_chart(plots.convergence_figure({"gd": gd, "newton": newton}))
 norm = inst.X_true.norm().item()
 cols = st.columns(4)
-cols[0].metric("GD: relative error", f"{gd.trajectory['dist'].iloc[-1] / norm:.2g}")
-cols[1].metric("Newton: relative error", f"{newton.trajectory['dist'].iloc[-1] / norm:.2g}")
+DISTANCE_HELP = (
+    r"$\|X - X_\text{true}\|_F / \|X_\text{true}\|_F$: 0 is the secret itself; 1 is as far from it as X = 0 is "
+    "(nothing recovered — large γ pulls the end point there); above 1, farther still."
+)
+cols[0].metric(
+    r"GD: distance to the secret, relative", f"{gd.trajectory['dist'].iloc[-1] / norm:.2g}", help=DISTANCE_HELP
+)
+cols[1].metric(
+    r"Newton: distance to the secret, relative", f"{newton.trajectory['dist'].iloc[-1] / norm:.2g}", help=DISTANCE_HELP
+)
 cols[2].metric("Newton: final loss", f"{newton.trajectory['loss'].iloc[-1]:.2g}")
-cols[3].metric("Newton: λ_min(∇²L) at the end", f"{newton.trajectory['min_eig'].iloc[-1]:.2g}")
+cols[3].metric(r"Newton: $\lambda_{\min}(\nabla^2 L)$ at the end", f"{newton.trajectory['min_eig'].iloc[-1]:.2g}")
 st.caption(
     "Notice: from a start near the secret, Newton (the Hessian, damped) reaches it in a few dozen "
     "iterations while gradient descent crawls along directions where the loss is almost flat. "
-    "From a random start both often stop somewhere else — a spurious local minimum (λ_min > 0, "
+    "From a random start both often stop somewhere else — a spurious local minimum (λₘᵢₙ > 0, "
     "loss > 0), or another X with the *same* output (loss ≈ 0 but far from the secret). "
     "Raise γ and the smallest eigenvalue turns positive, but the end point slides away from the secret."
 )
@@ -79,7 +87,7 @@ st.markdown(
     "Theorem 4.2 (Lemma H.2) prints ∇²L ⪰ −72·n·d·R⁸·I; its proof, corrected (Lemma H.1 loses a "
     "factor n, Lemma E.2 a factor 2), gives ∇²L ⪰ −144·n²·d·R⁸·I, so L + γ‖X‖² is convex for "
     "γ > 72·n²·d·R⁸; for this instance R = "
-    f"{bound_R:.2f} (the largest of ‖W‖, ‖V‖, ‖X_true‖, √max|b|), so γ > **{gamma_bound(n, d, bound_R):.3g}**. "
+    f"{bound_R:.2f} (the largest of ‖W‖, ‖V‖, $\\|X_\\text{{true}}\\|$, √max|b|), so γ > **{gamma_bound(n, d, bound_R):.3g}**. "
     "The trials below attack fresh random instances from two starts each, for several γ."
 )
 c1, c2 = st.columns(2)

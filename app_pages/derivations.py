@@ -4,6 +4,8 @@ import streamlit as st
 
 from app_pages._ui import notebook_link
 from fmlib.derivations import catalog, check_derivations, check_step, get
+from fmlib.derivations.display import readable_latex
+from fmlib.notation import unicode_math
 from fmlib.plots.derivations import s3_slack_figure
 from fmlib.references import with_titles
 
@@ -24,6 +26,17 @@ def step_results(key: str, size: int | None = None):
 @st.cache_data(show_spinner=False)
 def one_step(key: str, index: int, size: int):
     return check_step(get(key), index, size=size)
+
+
+@st.cache_data(show_spinner=False)
+def readable_sides(lhs: str, rhs: str) -> str:
+    """The two sides sympy compared, factored and typeset, as one LaTeX block."""
+    return rf"\begin{{aligned}} \text{{left}} &= {readable_latex(lhs)} \\ \text{{right}} &= {readable_latex(rhs)} \end{{aligned}}"
+
+
+def math(text: str) -> str:
+    """Prose of a derivation with its ASCII sub- and superscripts as math (``a_i`` → ``aᵢ``)."""
+    return unicode_math(text, markdown=True)
 
 
 def badge(status: str) -> str:
@@ -58,7 +71,7 @@ st.write(
 )
 
 derivations = catalog()
-titles = {d.key: d.title for d in derivations}
+titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plain text
 key = st.selectbox("Derivation", list(titles), format_func=titles.get, key="deriv_derivation", on_change=reset_step)
 derivation = get(key)
 last = len(derivation.steps)
@@ -71,7 +84,7 @@ with st.expander("Assumptions"):
         if "\\" in assumption:  # LaTeX assumptions carry commands; plain ones are sentences
             st.latex(assumption)
         else:
-            st.markdown(f"- {assumption}")
+            st.markdown(f"- {math(assumption)}")
 
 with st.spinner("sympy is checking every line of this derivation…"):
     results = step_results(key)
@@ -84,43 +97,50 @@ st.slider("Step", 1, last, key="deriv_step")
 index = st.session_state.deriv_step - 1
 step, result = derivation.steps[index], results[index]
 
-st.subheader(f"Step {index + 1} of {last}: {step.name}")
+st.subheader(f"Step {index + 1} of {last}: {math(step.name)}")
+if result.status == "slip":
+    st.markdown("**Corrected line** (sympy accepts it):")
 st.latex(step.latex)
-st.markdown(f"**Rule.** {step.justification}")
-st.caption(f"From: {step.source}")
+st.markdown(f"**Rule.** {math(step.justification)}")
+st.caption(f"From: {with_titles(step.source)}")
 st.markdown(f"{badge(result.status)} &nbsp; checked by **{how(result.corrected)}**")
 
 if result.status == "slip":
-    st.warning("**Slip in the paper.** The line as printed fails its check; the line above is the corrected one.")
+    st.warning("**Slip in the paper.** The line as printed fails its check; the corrected line is above.")
+    st.markdown("**Printed line** (as in the paper):")
     st.latex(step.printed.latex)
-    st.markdown(f"{badge('failed')} printed line — {step.printed.note}")
+    st.markdown(f"{badge('failed')} printed line — {math(step.printed.note)}")
 elif result.status == "failed":
-    st.error(f"This line fails its check: {result.detail}")
+    st.error(f"This line fails its check: {math(result.detail)}")
 elif result.status == "not-checked":
-    st.info(result.detail)
+    st.info(math(result.detail))
 
-with st.expander("Show the check"):
-    st.markdown(result.detail)
-    st.code(f"left  = {result.corrected.lhs}\nright = {result.corrected.rhs}", language="python", wrap_lines=True)
+if st.toggle("Show the check (what sympy compared)", key="deriv_show_check"):
+    st.markdown(math(result.detail))
+    st.latex(readable_sides(result.corrected.lhs, result.corrected.rhs))
     if result.printed is not None:
-        st.markdown(f"Printed line: {result.printed.detail}")
-        st.code(f"left  = {result.printed.lhs}\nright = {result.printed.rhs}", language="python", wrap_lines=True)
+        st.markdown(f"Printed line: {math(result.printed.detail)}")
+        st.latex(readable_sides(result.printed.lhs, result.printed.rhs))
     st.caption(f"checked in {result.corrected.seconds:.2f} s")
 
 if step.wrong:
     if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong"):
         labels = [w.label for w in step.wrong]
         choice = (
-            st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True) if len(labels) > 1 else labels[0]
+            st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True, format_func=math)
+            if len(labels) > 1
+            else labels[0]
         )
         variant = step.wrong[labels.index(choice)]
         outcome = dict(result.wrong)[variant.label]
         st.latex(variant.latex)
         if outcome.status == "failed":
-            st.error(f"**{variant.label}**: the check fails — {outcome.detail} Why: {variant.explanation}.")
+            st.error(
+                f"**{math(variant.label)}**: the check fails — {math(outcome.detail)} Why: {math(variant.explanation)}."
+            )
         else:
             st.warning(
-                f"**{variant.label}**: this wrong line was expected to fail but is {outcome.status}: {outcome.detail}"
+                f"**{math(variant.label)}**: this wrong line was expected to fail but is {outcome.status}: {math(outcome.detail)}"
             )
 else:
     st.caption(
@@ -148,7 +168,7 @@ if step.check.size is not None:
         size = st.number_input("size n", min_value=1, max_value=30, value=step.check.size, key="deriv_size")
         with st.spinner(f"checking at n = {size}…"):
             other = one_step(key, index, int(size))
-        st.markdown(f"{badge(other.status)} &nbsp; {how(other.corrected)} — {other.detail}")
+        st.markdown(f"{badge(other.status)} &nbsp; {how(other.corrected)} — {math(other.detail)}")
 
 with st.expander("All steps of this derivation"):
     st.dataframe(

@@ -167,7 +167,7 @@ c3.metric("post-hoc DPLR: relative error", f"{offdiag_error(posthoc, R):.3f}")
 st.markdown(
     "**Notice:** pruning keeps the strongest pairs exactly and zeroes the rest; DPLR keeps a "
     "blurred version of *every* pair. Which error matters depends on the embeddings: App. C bounds "
-    "the change of the pairwise term by Σ λ_i(VVᵀ) σ_i(E) — so compare the error *spectra* below."
+    "the change of the pairwise term by $\\sum_i \\lambda_i(VV^\\top)\\,\\sigma_i(E)$ — so compare the error *spectra* below."
 )
 
 st.subheader("What the data did to R")
@@ -178,7 +178,7 @@ if run.config["dataset"] == "synthetic" and m == len(demo_R()):
         interaction_heatmaps({"planted R": planted, "learned R, field scales aligned": aligned}, names), key="planted"
     )
     st.caption(
-        "A learned R is fixed only up to a scale and sign per field (e_f / c_f with R_fg c_f c_g predicts the "
+        "A learned R is fixed only up to a scale and sign per field ($e_f / c_f$ with $R_{fg} c_f c_g$ predicts the "
         f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
     )
 else:

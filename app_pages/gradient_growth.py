@@ -40,7 +40,7 @@ log_y = right.toggle("log scale", value=True, key="log_y")
 with st.expander("Bounds (the appendix's assumptions)"):
     st.markdown(
         "Rotation layer: |X| < η, ‖B̃ᵀ‖∞ < α, ‖C̃ᵀ‖∞ < β, ‖D̃ᵀ‖∞, ‖D̃‖∞ < γ, ‖diag(w)‖∞ < ζ, "
-        "‖∂y/∂G‖∞ < θ. Product: |X_ij| ∈ [M − ε, M + ε], every field with exponent a."
+        "‖∂y/∂G‖∞ < θ. Product: |Xᵢⱼ| ∈ [M − ε, M + ε], every field with exponent a."
     )
     cols = st.columns(6)
     names = {"eta": "η", "alpha": "α", "beta": "β", "gamma": "γ", "zeta": "ζ", "theta": "θ"}
@@ -82,10 +82,10 @@ else:
     )
     with st.expander("Explain: which inequality is each line?"):
         st.markdown(f"""
-* **red, solid** — ‖∂y/∂X‖∞ of the product g = X₁^a ⊙ … ⊙ X_m^a, y = Σ_j g_j, by autograd
-  (smallest of 3 random draws with |X_ij| ∈ [M − ε, M + ε]).
-* **red, dashed** — the appendix's lower bound |∂y/∂X_ij| ≥ α_i (M − ε)^(Σα − 1), here
-  a·(M − ε)^(a·m − 1) (§1.2, last part). It holds for every entry, so for the norm too.
+* **red, solid** — ‖∂y/∂X‖∞ of the product g = X₁ᵃ ⊙ … ⊙ Xₘᵃ, y = Σⱼ gⱼ, by autograd
+  (smallest of 3 random draws with |Xᵢⱼ| ∈ [M − ε, M + ε]).
+* **red, dashed** — the appendix's lower bound $|\\partial y/\\partial X_{{ij}}| \\ge \\alpha_i (M - \\varepsilon)^{{\\sum\\alpha - 1}}$, here
+  $a(M - \\varepsilon)^{{am - 1}}$ (§1.2, last part). It holds for every entry, so for the norm too.
 * **blue, solid** — ‖∂y/∂X‖∞ of one self-attentive rotation layer G = σ(Re[exp(iQ) diag(w) exp(−iK)ᵀ])·V,
   y = f(cos G) + f(sin G) with linear f, by autograd on the dm×m block matrix X (largest of 3 draws,
   every norm at 99% of its bound).
@@ -100,7 +100,7 @@ The printed appendix has slips (a d too many in PART III's bound, "‖B̃‖∞"
 st.header("Theorem 1.1: a rotation layer can express any dependency")
 st.markdown(
     "Pick a field layout and a random dependency function f (its truth table T). The "
-    "construction feeds the angles π·r_j (relation vectors, via M = [0 | (π/ε)I]) to m heads "
+    "construction feeds the angles π·rⱼ (relation vectors, via M = [0 | (π/ε)I]) to m heads "
     "with w = S·1, so the attention score is Sigmoid(S·cos(π − π·T)) → T as S grows."
 )
 c1, c2, c3, c4 = st.columns(4)
@@ -122,14 +122,14 @@ else:
         k1, k2, k3 = st.columns(3)
         k1.metric("max |α − T| (l ≠ j)", f"{c.error:.2e}")
         k2.metric("Sigmoid(−S)", f"{predicted_error(S):.2e}")
-        k3.metric("min self-score α_jj", f"{c.self_score_min:.6f}")
+        k3.metric("min self-score αⱼⱼ", f"{c.self_score_min:.6f}")
         st.plotly_chart(construction_error_figure(errors))
         st.markdown(
             "**Notice:** the error is exactly Sigmoid(−S): below 10⁻⁶ once S ≳ 14. "
-            "Each field also attends to itself with score Sigmoid(S·n_j) → 1 — the printed proof "
-            "claims T(s, s) = 0 there; corrected, θ̂_j = θ_j + Σ_{l≠j} f(e_j, e_l) θ_l."
+            "Each field also attends to itself with score Sigmoid(S·nⱼ) → 1 — the printed proof "
+            "claims T(s, s) = 0 there; corrected, $\\hat\\theta_j = \\theta_j + \\sum_{l \\ne j} f(e_j, e_l)\\,\\theta_l$."
         )
-        with st.expander("The relation vectors r_j of one sample"):
+        with st.expander("The relation vectors rⱼ of one sample"):
             b = int(st.number_input("sample #", min_value=0, max_value=len(c.ids) - 1, value=0, step=1, key="sample"))
             st.dataframe(relation_frame(sizes, T, c.ids[b].tolist()))
-            st.caption("r_j[k] = T(k, ID(x_j)) outside field j; ½ inside field j, 1 at the active feature.")
+            st.caption("rⱼ[k] = T(k, ID(xⱼ)) outside field j; ½ inside field j, 1 at the active feature.")

@@ -19,13 +19,13 @@ notebook_link("03_rank_aware_fm")
 st.markdown(
     "**Should a movie rated three times get as many factors as one rated five hundred times?** "
     "An FM gives every feature an embedding of the same rank D. Rare features then over-fit, frequent "
-    "ones under-fit. RaFM keeps several embeddings per feature, of ranks D_1 < … < D_m, and lets a pair "
-    "of features interact at the largest rank *both* have: k_ij = min(k_i, k_j) (eqs. 4–5)."
+    "ones under-fit. RaFM keeps several embeddings per feature, of ranks $D_1 < \\dots < D_m$, and lets a pair "
+    "of features interact at the largest rank *both* have: $k_{ij} = \\min(k_i, k_j)$ (eqs. 4–5)."
 )
 
 name = dataset_name()
 text = st.text_input(
-    "Rank set D_1, …, D_m (comma-separated, strictly increasing)", "8,32", key="rafm_ranks", bind="query-params"
+    "Rank set $D_1, \\dots, D_m$ (comma-separated, strictly increasing)", "8,32", key="rafm_ranks", bind="query-params"
 )
 try:
     ranks = check_ranks(int_list(text))
@@ -50,9 +50,9 @@ st.plotly_chart(
 )
 st.markdown(
     "Each feature gets the rank closest to its count on a log scale, **eq. 17**: "
-    "k_i = argmin_k |log n_i − log D_k|. Two neighbours are equally close at the geometric mean, so eq. 17 "
-    "is a set of thresholds t_k = √(D_k D_{k+1}): "
-    + ", ".join(f"n_i > {t:.3g} → at least D = {D}" for t, D in zip(summary["thresholds"], ranks[1:]))
+    "$k_i = \\arg\\min_k |\\log n_i - \\log D_k|$. Two neighbours are equally close at the geometric mean, so "
+    "eq. 17 is a set of thresholds $t_k = \\sqrt{D_k D_{k+1}}$: "
+    + ", ".join(f"$n_i > {t:.3g}$ → at least $D = {D}$" for t, D in zip(summary["thresholds"], ranks[1:]))
     + ". Counts come from the training split only (the authors' code also counts valid and test)."
 )
 note = zero_count_note(counts)
@@ -74,9 +74,9 @@ with right:
         delta_color="off",
     )
     st.markdown(
-        f"Only *active* factors are kept (Prop. 1): v_i^(k) for k ≤ k_i, i.e. Σ_k D_k |F_k| with "
-        f"|F_k| = {summary['F_sizes']} features having k_i ≥ k, against D_m |F| = {summary['fm_parameters']:,} "
-        f"for FM({ranks[-1]}). Share of occurrences in each F_k: "
+        f"Only *active* factors are kept (Prop. 1): $v_i^{{(k)}}$ for $k \\le k_i$, i.e. $\\sum_k D_k |F_k|$ with "
+        f"$|F_k|$ = {summary['F_sizes']} features having $k_i \\ge k$, against $D_m |F|$ = {summary['fm_parameters']:,} "
+        f"for FM({ranks[-1]}). Share of occurrences in each $F_k$: "
         + ", ".join(f"{100 * s:.0f} %" for s in summary["occurrence_share"])
         + " — what the evaluation time depends on (Remark 5)."
     )
@@ -94,9 +94,9 @@ sizes = summary["F_sizes"] + [0]  # |F_1|, …, |F_m|, and F_{m+1} = ∅
 rows = [
     {
         "level k": k,
-        "rank D_k": D,
-        "free features (F_k − F_k+1)": sizes[k - 1] - sizes[k],
-        "dependent features (F_k+1)": sizes[k],
+        "rank Dₖ": D,
+        "free features (Fₖ − Fₖ₊₁)": sizes[k - 1] - sizes[k],
+        "dependent features (Fₖ₊₁)": sizes[k],
         "stored numbers": D * sizes[k - 1],
     }
     for k, D in enumerate(ranks, 1)
@@ -148,6 +148,6 @@ if result is not None:
     )
     st.markdown(
         "Notice whether RaFM's interval lies right of zero, and how many parameters it needs for it. "
-        "RaFM-low is the rank-D_1 part of the same trained model. The best single-rank FM is picked on the "
+        "RaFM-low is the rank-$D_1$ part of the same trained model. The best single-rank FM is picked on the "
         "validation split."
     )

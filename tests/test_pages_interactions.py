@@ -47,7 +47,7 @@ def test_interactions_page_on_a_saved_dplr_run():
     at.radio(key="method").set_value("nuclear").run()
     assert not at.exception and not at.error
     spectra = figure(at, 2)
-    assert [t["name"] for t in spectra["data"]] == ["learned R", "R_FM = 11ᵀ − I"]
+    assert [t["name"] for t in spectra["data"]] == ["learned R", "R<sub>FM</sub> = 11ᵀ − I"]
 
 
 def test_interactions_page_explains_a_run_that_is_not_field_weighted():

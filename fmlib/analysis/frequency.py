@@ -28,8 +28,8 @@ def zero_count_note(counts) -> str:
         return ""
     return (
         f"{zeros} feature row{'s' if zeros > 1 else ''} never occur{'s' if zeros == 1 else ''} in the "
-        "training split (rare buckets and values seen only in valid/test): eq. 17 needs log n_i, and "
-        "log 0 = −∞ is closest to log D_1, so they get the lowest rank; their embeddings stay untrained."
+        "training split (rare buckets and values seen only in valid/test): eq. 17 needs log nᵢ, and "
+        "log 0 = −∞ is closest to log D₁, so they get the lowest rank; their embeddings stay untrained."
     )
 
 

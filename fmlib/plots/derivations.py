@@ -29,7 +29,7 @@ def s3_slack_figure(delta: float = 2.0, y: int = 1, points: int = 99) -> go.Figu
         )
     )
     fig.update_layout(
-        title=f"Slack of Prop. S3: L(ŷ₁, y) + C·D_KL(ŷ₁‖ŷ₂) + log δ − L(ŷ₂, y)   (y = {y}, δ = {delta:g}; min {low:.3f})",
+        title=f"Slack of Prop. S3: L(ŷ₁, y) + C·D<sub>KL</sub>(ŷ₁‖ŷ₂) + log δ − L(ŷ₂, y)   (y = {y}, δ = {delta:g}; min {low:.3f})",
         xaxis_title="ŷ₁ (predicted probability)",
         yaxis_title="ŷ₂ (predicted probability)",
         margin=dict(t=50),

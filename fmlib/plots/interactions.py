@@ -31,7 +31,7 @@ def interaction_heatmaps(matrices: dict, names: list[str], title: str = "Field i
         fig.update_yaxes(autorange="reversed", showticklabels=i == 1, title_text="field f", row=1, col=i)
         fig.update_xaxes(title_text="field g", row=1, col=i)
     fig.update_layout(
-        title=f"{title}: R_fg per pair of fields (no unit)", height=400, margin=dict(t=80, l=10, r=10, b=10)
+        title=f"{title}: R<sub>fg</sub> per pair of fields (no unit)", height=400, margin=dict(t=80, l=10, r=10, b=10)
     )
     return fig
 
@@ -58,7 +58,7 @@ def deviation_heatmap(R, names: list[str]) -> go.Figure:
     fig.update_yaxes(autorange="reversed", title_text="field f")
     fig.update_xaxes(title_text="field g")
     fig.update_layout(
-        title="R − R_FM per pair of fields (colour scale fitted to the data)",
+        title="R − R<sub>FM</sub> per pair of fields (colour scale fitted to the data)",
         height=420,
         margin=dict(t=40, l=10, r=10, b=10),
     )
@@ -75,7 +75,7 @@ def eigen_spectrum_figure(eigenvalues: np.ndarray, reference: np.ndarray | None 
             go.Scatter(
                 x=i,
                 y=reference,
-                name="R_FM = 11ᵀ − I",
+                name="R<sub>FM</sub> = 11ᵀ − I",
                 mode="markers",
                 marker=dict(symbol="line-ew", size=18, line=dict(width=3, color="black")),
             )

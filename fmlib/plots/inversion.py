@@ -22,7 +22,11 @@ def convergence_figure(runs: dict, title: str = "Inverting the attention layer, 
         rows=1,
         cols=3,
         horizontal_spacing=0.08,
-        subplot_titles=("loss L(X_t)", "distance to the secret ‖X_t − X_true‖_F", "smallest Hessian eigenvalue"),
+        subplot_titles=(
+            "loss L(Xₜ)",
+            "distance to the secret ‖Xₜ − X<sub>true</sub>‖<sub>F</sub>",
+            "smallest Hessian eigenvalue",
+        ),
     )
     for k, (label, run) in enumerate(runs.items()):
         t = run.trajectory
@@ -61,8 +65,8 @@ def convergence_figure(runs: dict, title: str = "Inverting the attention layer, 
     fig.add_hline(y=0, line=dict(color="gray", dash="dot"), row=1, col=3)
     fig.update_xaxes(title_text="iteration t")
     fig.update_yaxes(title_text="loss (log scale)", row=1, col=1)
-    fig.update_yaxes(title_text="‖X_t − X_true‖_F (log scale)", row=1, col=2)
-    fig.update_yaxes(title_text="λ_min(∇²L)", row=1, col=3)
+    fig.update_yaxes(title_text="‖Xₜ − X<sub>true</sub>‖<sub>F</sub> (log scale)", row=1, col=2)
+    fig.update_yaxes(title_text="λ<sub>min</sub>(∇²L)", row=1, col=3)
     fig.update_layout(title=title, height=400, margin=dict(t=80, b=40), legend=dict(orientation="h", y=-0.2))
     return fig
 

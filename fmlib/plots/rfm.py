@@ -10,8 +10,8 @@ from plotly.subplots import make_subplots
 from ..analysis.rotation_construction import feature_labels
 
 GRADIENT_LINES = {  # column -> (legend name, colour, dash)
-    "product": ("product g = X₁^a ⊙ … ⊙ X_m^a (autograd)", "#d62728", "solid"),
-    "product_lower_bound": ("lower bound a(M−ε)^(am−1)", "#d62728", "dash"),
+    "product": ("product g = X₁ᵃ ⊙ … ⊙ Xₘᵃ (autograd)", "#d62728", "solid"),
+    "product_lower_bound": ("lower bound a(M−ε)<sup>am−1</sup>", "#d62728", "dash"),
     "rotation": ("rotation layer σ(①)V (autograd)", "#1f77b4", "solid"),
     "rotation_upper_bound": ("upper bound C₁·m", "#1f77b4", "dash"),
 }
