@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from app_pages._ui import notebook_link
-from fmlib.analysis.gradient_growth import M_RANGE, ProductBounds, RotationBounds, gradient_growth
+from app_pages._ui import bounded_number, notebook_link
+from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check
+from fmlib.analysis.gradient_growth import D_RANGE, M_RANGE, ProductBounds, RotationBounds, gradient_growth
 from fmlib.analysis.rotation_construction import (
     construct,
     construction_error,
@@ -33,10 +34,24 @@ def construction(sizes, density, seed, S):
     return T, construct(sizes, T, S=S), construction_error(sizes, T, [1, 2, 4, 6, 8, 10, 14, 20, 30])
 
 
-m_max = st.slider("number of fields m (up to)", M_RANGE[0], M_RANGE[1], 32, key="m_max")
+VIEW = {"m_max": 32, "d": 8, "log_y": True, "M": 1.5, "eps": 0.25, "exponent": 1}
+VIEW |= {"layout": "2, 3, 2", "density": 0.4, "seed": 0, "S": 20.0}
+VIEW |= {key: 1.0 for key in ("eta", "alpha", "beta", "gamma", "zeta", "theta")}
+
+
+def valid_layout(text: str) -> bool:
+    try:
+        return all(n >= 1 for n in int_list(text))
+    except ValueError:
+        return False
+
+
+link_check("m_max", in_range(*M_RANGE, integer=True), f"{M_RANGE[0]} to {M_RANGE[1]}")
+m_max = st.slider("number of fields m (up to)", M_RANGE[0], M_RANGE[1], 32, key="m_max", bind="query-params")
 left, right = st.columns(2)
-d = int(left.number_input("embedding size d", value=8, step=1, key="d"))
-log_y = right.toggle("log scale", value=True, key="log_y")
+d = int(bounded_number("embedding size d", *D_RANGE, 8, container=left, step=1, key="d", bind="query-params"))
+link_check("log_y", lambda text: text.lower() in ("true", "false"), "true or false")
+log_y = right.toggle("log scale", value=True, key="log_y", bind="query-params")
 with st.expander("Bounds (the appendix's assumptions)"):
     st.markdown(
         "Rotation layer: |X| < η, ‖B̃ᵀ‖∞ < α, ‖C̃ᵀ‖∞ < β, ‖D̃ᵀ‖∞, ‖D̃‖∞ < γ, ‖diag(w)‖∞ < ζ, "
@@ -45,14 +60,14 @@ with st.expander("Bounds (the appendix's assumptions)"):
     cols = st.columns(6)
     names = {"eta": "η", "alpha": "α", "beta": "β", "gamma": "γ", "zeta": "ζ", "theta": "θ"}
     rotation = tuple(
-        float(c.number_input(label, value=1.0, step=0.1, format="%.3f", key=key))
+        float(c.number_input(label, value=1.0, step=0.1, format="%.3f", key=key, bind="query-params"))
         for c, (key, label) in zip(cols, names.items())
     )
     cols = st.columns(3)
     product = (
-        float(cols[0].number_input("M", value=1.5, step=0.1, key="M")),
-        float(cols[1].number_input("ε", value=0.25, step=0.05, key="eps")),
-        int(cols[2].number_input("exponent a", value=1, step=1, key="exponent")),
+        float(cols[0].number_input("M", value=1.5, step=0.1, key="M", bind="query-params")),
+        float(cols[1].number_input("ε", value=0.25, step=0.05, key="eps", bind="query-params")),
+        int(bounded_number("exponent a", 1, 3, 1, container=cols[2], step=1, key="exponent", bind="query-params")),
     )
 
 try:
@@ -62,7 +77,7 @@ except ValueError as err:
     st.error(str(err))
 else:
     bounds, prod = RotationBounds(*rotation), ProductBounds(*product)
-    st.plotly_chart(gradient_growth_figure(df, log_y=log_y))
+    chart(gradient_growth_figure(df, log_y=log_y))
     last = df.iloc[-1]
     st.markdown(
         f"At m = {int(last.m)}: product **{last['product']:.3g}** (lower bound "
@@ -104,10 +119,18 @@ st.markdown(
     "with w = S·1, so the attention score is Sigmoid(S·cos(π − π·T)) → T as S grows."
 )
 c1, c2, c3, c4 = st.columns(4)
-layout_text = c1.text_input("features per field", value="2, 3, 2", key="layout")
-density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density")
-seed = int(c3.number_input("seed", value=0, step=1, key="seed"))
-S = c4.slider("S", 1.0, 30.0, 20.0, 0.5, key="S")
+layout_text = checked_link(
+    lambda: c1.text_input("features per field", value="2, 3, 2", key="layout", bind="query-params"),
+    "layout",
+    valid_layout,
+    "positive integers, comma-separated",
+    "2, 3, 2",
+)
+link_check("density", in_range(0.0, 1.0), "0 to 1")
+density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density", bind="query-params")
+seed = int(bounded_number("seed", 0, 10_000, 0, container=c3, step=1, key="seed", bind="query-params"))
+link_check("S", in_range(1.0, 30.0), "1 to 30")
+S = c4.slider("S", 1.0, 30.0, 20.0, 0.5, key="S", bind="query-params")
 try:
     sizes = int_list(layout_text)
 except ValueError as err:
@@ -118,18 +141,30 @@ else:
     except ValueError as err:
         st.error(str(err))
     else:
-        st.plotly_chart(truth_table_figure(T, c.T_hat, sizes))
+        chart(truth_table_figure(T, c.T_hat, sizes))
         k1, k2, k3 = st.columns(3)
         k1.metric("max |α − T| (l ≠ j)", f"{c.error:.2e}")
         k2.metric("Sigmoid(−S)", f"{predicted_error(S):.2e}")
         k3.metric("min self-score αⱼⱼ", f"{c.self_score_min:.6f}")
-        st.plotly_chart(construction_error_figure(errors))
+        chart(construction_error_figure(errors))
         st.markdown(
             "**Notice:** the error is exactly Sigmoid(−S): below 10⁻⁶ once S ≳ 14. "
             "Each field also attends to itself with score Sigmoid(S·nⱼ) → 1 — the printed proof "
             "claims T(s, s) = 0 there; corrected, $\\hat\\theta_j = \\theta_j + \\sum_{l \\ne j} f(e_j, e_l)\\,\\theta_l$."
         )
         with st.expander("The relation vectors rⱼ of one sample"):
-            b = int(st.number_input("sample #", min_value=0, max_value=len(c.ids) - 1, value=0, step=1, key="sample"))
+            b = int(
+                st.number_input(
+                    "sample #",
+                    min_value=0,
+                    max_value=len(c.ids) - 1,
+                    value=0,
+                    step=1,
+                    key="sample",
+                    bind="query-params",
+                )
+            )
             st.dataframe(relation_frame(sizes, T, c.ids[b].tolist()))
             st.caption("rⱼ[k] = T(k, ID(xⱼ)) outside field j; ½ inside field j, 1 at the active feature.")
+
+copy_link_and_reset(VIEW, clear=["sample"])

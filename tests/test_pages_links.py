@@ -74,3 +74,36 @@ def test_reset_to_defaults_and_the_link_to_this_view():
     assert at.selectbox(key="model").value == "fm" and at.number_input(key="epochs").value == TrainConfig().epochs
     assert at.session_state["hp_fwfm_dim"] == 16
     assert "model=" not in at.code[-1].value and "epochs=" not in at.code[-1].value
+
+
+def test_a_derivation_link_opens_its_step_and_the_step_survives_leaving_the_page():
+    at = opened("app.py", {"deriv_derivation": "fm-gradient", "deriv_step": 7}, dataset="synthetic")
+    at.switch_page("app_pages/derivations.py").run()
+    assert not at.exception and "The link's" not in warnings(at)
+    assert at.selectbox(key="deriv_derivation").value == "fm-gradient" and at.slider(key="deriv_step").value == 7
+    at.button(key="deriv_next").click().run()
+    at.switch_page("app_pages/train.py").run()
+    at.switch_page("app_pages/derivations.py").run()
+    assert at.slider(key="deriv_step").value == 8
+
+
+@pytest.mark.parametrize(
+    ("params", "key"),
+    [({"deriv_derivation": "no-such-derivation"}, "deriv_derivation"), ({"deriv_step": "99"}, "deriv_step")],
+)
+def test_a_bad_derivation_link_falls_back_with_a_note(params, key):
+    at = opened("app_pages/derivations.py", params)
+    assert not at.exception
+    assert f"The link's {key} = {params[key]!r} is not valid" in warnings(at)
+    assert at.slider(key="deriv_step").value == 1
+
+
+def test_a_gradient_growth_link_restores_its_settings_and_bad_values_fall_back():
+    params = {"m_max": 16, "log_y": "false", "density": 0.6, "layout": "3, 3", "M": 1.2, "d": -3, "S": 99}
+    at = opened("app_pages/gradient_growth.py", params)
+    assert not at.exception and not at.error
+    assert at.slider(key="m_max").value == 16 and at.toggle(key="log_y").value is False
+    assert at.slider(key="density").value == 0.6 and at.text_input(key="layout").value == "3, 3"
+    assert at.number_input(key="M").value == 1.2
+    assert at.number_input(key="d").value == 8 and at.slider(key="S").value == 20.0
+    assert "The link's d = '-3' is not valid" in warnings(at) and "The link's S = '99' is not valid" in warnings(at)
