@@ -36,9 +36,11 @@ notebook: venv
 	.venv/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Executed copies of the notebooks as HTML in build/notebooks/ (git-ignored): read them without running anything.
+# PLOTLY_RENDERER=notebook embeds plotly.js and each figure as HTML (the default output, plotly's own MIME type,
+# is drawn by JupyterLab but dropped by nbconvert); formulas are typeset by MathJax, loaded when a page opens.
 notebooks-html: venv
 	$(PY) -m fmlib data fetch
-	.venv/bin/jupyter nbconvert --execute --to html --output-dir build/notebooks notebooks/*.ipynb
+	PLOTLY_RENDERER=notebook .venv/bin/jupyter nbconvert --execute --to html --output-dir build/notebooks notebooks/*.ipynb
 
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
