@@ -17,7 +17,7 @@ plug-in); each choice made here:
 * **Angles.** The field embeddings θ ∈ ℝ^{m×k} of the shared table (``FieldEmbeddingModel``)
   are used directly as angles; a multi-valued field (genres) averages its values' angles.
 * **Rotation layer** (``RotationLayer``). Per-field projections W_Q, W_K, W_V ∈ ℝ^{m×k×h}
-  (einsum ``bfd,fdw->bfw``: every field has its own map), split into ``heads`` heads of
+  (q_f = θ_f W_Q[f]: every field has its own map), split into ``heads`` heads of
   h/heads angles. Score = σ(cos q diag(w) cos kᵀ + sin q diag(w) sin kᵀ) — a sigmoid, not a
   softmax, so a field may attend to many fields at once or to none; one w (h/heads numbers)
   is shared by all heads. Output = score · V per head, heads concatenated, then
@@ -26,7 +26,8 @@ plug-in); each choice made here:
   logits lie in [−1, 1].
 * **Readout.** r = cos(G), p = sin(G). With ``residual=True`` the first-order residual of the
   authors' code is added: r ← LN(r + cos(P θ₀)), p ← LN(p + sin(P θ₀)), θ₀ the input angles
-  and P a linear map ℝ^k → ℝ^h (one LayerNorm shared by r and p).
+  and P a linear map ℝ^k → ℝ^h (one LayerNorm shared by r and p). r and p are stacked and go
+  through the LayerNorm and AmpNet in one pass (both act on each sample alone: the same numbers).
 * **AmpNet** f: one small MLP shared by r and p — Linear(m·h → a) → ReLU → group LayerNorm
   (``nn.GroupNorm``: LayerNorm inside each of ``groups`` groups of the a units) → Linear(a → 1).
   Interaction term = f(r) + f(p), the appendix's y = f(cos G) + f(sin G).
@@ -66,8 +67,34 @@ def rotation_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor) -> torch.
     return torch.sigmoid(rotation_logits(q, k, w))
 
 
+class CosSin(torch.autograd.Function):
+    """[cos x, sin x] stacked on a new first axis: the unit complex number e^{ix} (RFM appendix
+    §1.2). The backward pass reuses them (d cos x = −sin x dx, d sin x = cos x dx) instead of
+    evaluating cos and sin again. Everything runs on contiguous memory, where the CPU's vector
+    units apply (strided cos and sin are several times slower)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x = x.contiguous()
+        out = x.new_empty(2, *x.shape)
+        torch.cos(x, out=out[0])
+        torch.sin(x, out=out[1])
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        d_cos, d_sin = grad.contiguous()
+        return d_sin * out[0] - d_cos * out[1]
+
+
 class RotationLayer(nn.Module):
-    """One self-attentive rotation layer: (B, m, k) angles -> (B, m, h) angles."""
+    """One self-attentive rotation layer: (B, m, k) angles -> (B, m, h) angles.
+
+    Q, K and V come from one batched product with the per-field maps [W_Q W_K W_V]; cos and sin of
+    Q and K are evaluated once (``CosSin``), and ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ
+    (``rotation_logits``) is two batched products over all samples and heads at once."""
 
     def __init__(self, num_fields: int, in_dim: int, hidden: int, heads: int, dropout: float):
         super().__init__()
@@ -85,23 +112,23 @@ class RotationLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm = nn.LayerNorm(hidden)
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, m, h) -> (B, heads, m, h/heads)."""
-        B, m, h = x.shape
-        return x.view(B, m, self.heads, h // self.heads).transpose(1, 2)
-
-    def scores(self, theta: torch.Tensor) -> torch.Tensor:
-        """σ(①) per head (RFM appendix §1.2), (B, heads, m, m); Q, K from per-field maps W_Q, W_K."""
-        q = self.split_heads(torch.einsum("bfd,fdw->bfw", theta, self.W_Q))
-        k = self.split_heads(torch.einsum("bfd,fdw->bfw", theta, self.W_K))
-        return rotation_scores(q, k, self.w)
-
     def forward(self, theta: torch.Tensor) -> torch.Tensor:
-        """G = σ(①)·V per head (RFM appendix §1.2), then LayerNorm(G + W_res·dropout(θ))."""
-        v = self.split_heads(torch.einsum("bfd,fdw->bfw", theta, self.W_V))
-        out = self.scores(theta) @ v  # G = σ(①) V per head, (B, heads, m, h/heads)
-        out = out.transpose(1, 2).flatten(2)  # heads concatenated, (B, m, h)
-        return self.norm(out + self.W_res(self.dropout(theta)))
+        """G = σ(①)·V per head (RFM appendix §1.2), heads concatenated, then LayerNorm(G + W_res·dropout(θ))."""
+        B, m, _ = theta.shape
+        heads, c = self.heads, self.w.numel()
+        # one per-field map [W_Q W_K W_V], its columns ordered (head, Q/K/V, angle), so that every
+        # (sample, head) block of the product is a strided matrix that bmm reads in place
+        W = torch.stack([self.W_Q, self.W_K, self.W_V], 2).view(m, -1, 3, heads, c).transpose(2, 3).flatten(2)
+        qkv = torch.bmm(theta.transpose(0, 1), W).view(m, B * heads, 3, c).transpose(0, 1)  # (B·head, m, Q/K/V, angle)
+        cos, sin = CosSin.apply(qkv[:, :, :2])  # (B·head, m, Q/K, angle) each
+        logits = torch.baddbmm(  # ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ per head
+            torch.bmm(cos[:, :, 0] * self.w, cos[:, :, 1].transpose(1, 2)),
+            sin[:, :, 0] * self.w,
+            sin[:, :, 1].transpose(1, 2),
+        )
+        G = torch.bmm(torch.sigmoid(logits), qkv[:, :, 2])  # σ(①) V per head, (B·head, m, angle)
+        G = G.view(B, heads, m, c).transpose(1, 2).reshape(B, m, -1)  # heads concatenated
+        return self.norm(G + self.W_res(self.dropout(theta)))
 
 
 class AmpNet(nn.Module):
@@ -173,9 +200,7 @@ class RFM(FieldEmbeddingModel):
         G = e
         for layer in self.rotations:
             G = layer(G)
-        r, p = torch.cos(G), torch.sin(G)
-        if self.residual:
-            angle0 = self.P(e)
-            r = self.residual_norm(r + torch.cos(angle0))
-            p = self.residual_norm(p + torch.sin(angle0))
-        return self.f(r) + self.f(p)
+        rp = CosSin.apply(G)  # r = cos G, p = sin G, stacked: (2, B, m, h)
+        if self.residual:  # LN(r + cos(P θ₀)), LN(p + sin(P θ₀)): one LayerNorm, shared
+            rp = self.residual_norm(rp + CosSin.apply(self.P(e)))
+        return self.f(rp.flatten(0, 1)).view(2, -1).sum(0)  # f(r) + f(p), one pass of f
