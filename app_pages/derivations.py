@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app_pages._ui import notebook_link
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary
 from fmlib.derivations import catalog, check_derivations, check_step, get
 from fmlib.derivations.display import readable_latex
 from fmlib.notation import unicode_math
@@ -72,13 +73,16 @@ st.write(
 
 derivations = catalog()
 titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plain text
-key = st.selectbox("Derivation", list(titles), format_func=titles.get, key="deriv_derivation", on_change=reset_step)
+link_check("deriv_derivation", one_of(titles), "one of " + ", ".join(titles))
+key = st.selectbox("Derivation", list(titles), key="deriv_derivation", bind="query-params", on_change=reset_step)
+st.markdown(f"**{titles[key]}**")
 derivation = get(key)
 last = len(derivation.steps)
+step_link_bad = link_check("deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=1)
 st.session_state.setdefault("deriv_step", 1)
 st.session_state.deriv_step = min(st.session_state.deriv_step, last)
 
-st.caption(f"Source: {with_titles(derivation.source)}")
+secondary(f"Source: {with_titles(derivation.source)}")
 with st.expander("Assumptions"):
     for assumption in derivation.assumptions:
         if "\\" in assumption:  # LaTeX assumptions carry commands; plain ones are sentences
@@ -89,10 +93,12 @@ with st.expander("Assumptions"):
 with st.spinner("sympy is checking every line of this derivation…"):
     results = step_results(key)
 
-back, forward, _ = st.columns([1, 1, 5])
+back = forward = st.container(horizontal=True)  # buttons as wide as their labels, never truncated
 back.button("◀ Back", key="deriv_back", on_click=move, args=(-1, last), disabled=st.session_state.deriv_step <= 1)
 forward.button("Next ▶", key="deriv_next", on_click=move, args=(1, last), disabled=st.session_state.deriv_step >= last)
-st.slider("Step", 1, last, key="deriv_step")
+st.slider("Step", 1, last, key="deriv_step", bind="query-params", persist_state="session")
+if step_link_bad:
+    st.rerun()
 
 index = st.session_state.deriv_step - 1
 step, result = derivation.steps[index], results[index]
@@ -102,7 +108,7 @@ if result.status == "slip":
     st.markdown("**Corrected line** (sympy accepts it):")
 st.latex(step.latex)
 st.markdown(f"**Rule.** {math(step.justification)}")
-st.caption(f"From: {with_titles(step.source)}")
+secondary(f"From: {with_titles(step.source)}")
 st.markdown(f"{badge(result.status)} &nbsp; checked by **{how(result.corrected)}**")
 
 if result.status == "slip":
@@ -115,7 +121,7 @@ elif result.status == "failed":
 elif result.status == "not-checked":
     st.info(math(result.detail))
 
-if st.toggle("Show the check (what sympy compared)", key="deriv_show_check"):
+if st.toggle("Show the check (what sympy compared)", key="deriv_show_check", bind="query-params"):
     st.markdown(math(result.detail))
     st.latex(readable_sides(result.corrected.lhs, result.corrected.rhs))
     if result.printed is not None:
@@ -124,7 +130,7 @@ if st.toggle("Show the check (what sympy compared)", key="deriv_show_check"):
     st.caption(f"checked in {result.corrected.seconds:.2f} s")
 
 if step.wrong:
-    if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong"):
+    if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind="query-params"):
         labels = [w.label for w in step.wrong]
         choice = (
             st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True, format_func=math)
@@ -151,9 +157,11 @@ else:
 
 if key == S3_KEY and step.check.relation == ">=" and step.name.startswith("Proposition S3"):
     left, right = st.columns(2)
-    delta = left.select_slider("δ", options=[1.05, 1.2, 1.5, 2.0, 4.0, 10.0], value=2.0, key="deriv_delta")
-    y = right.radio("label y", [1, 0], horizontal=True, key="deriv_label")
-    st.plotly_chart(s3_slack_figure(delta=delta, y=y))
+    delta = left.select_slider(
+        "δ", options=[1.05, 1.2, 1.5, 2.0, 4.0, 10.0], value=2.0, key="deriv_delta", bind="query-params"
+    )
+    y = right.radio("label y", [1, 0], horizontal=True, key="deriv_label", bind="query-params")
+    chart(s3_slack_figure(delta=delta, y=y))
     st.write(
         "The slack never drops below 0, and its smallest values sit near ŷ2 = ŷ1: there log δ alone "
         "carries the inequality, which is why dropping it (the wrong variant) breaks it."
@@ -165,11 +173,25 @@ if step.check.size is not None:
             f"This line is checked at n = {step.check.size}: exact up to n = {step.check.exact_limit}, "
             f"numeric above, not at all beyond n = {step.check.build_limit}."
         )
-        size = st.number_input("size n", min_value=1, max_value=30, value=step.check.size, key="deriv_size")
+        link_check("deriv_size", in_range(1, 30, integer=True), "1 to 30")
+        size = st.number_input(
+            "size n", min_value=1, max_value=30, value=step.check.size, key="deriv_size", bind="query-params"
+        )
         with st.spinner(f"checking at n = {size}…"):
             other = one_step(key, index, int(size))
         st.markdown(f"{badge(other.status)} &nbsp; {how(other.corrected)} — {math(other.detail)}")
 
+copy_link_and_reset(
+    {
+        "deriv_derivation": derivations[0].key,
+        "deriv_step": 1,
+        "deriv_show_check": False,
+        "deriv_wrong": False,
+        "deriv_delta": 2.0,
+        "deriv_label": 1,
+    },
+    clear=["deriv_size", "deriv_variant"],
+)
 with st.expander("All steps of this derivation"):
     st.dataframe(
         [{"#": r.index + 1, "step": r.step, "status": r.status, "method": how(r.corrected)} for r in results],
