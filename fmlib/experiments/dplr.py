@@ -277,6 +277,7 @@ def run(args) -> int:
     def log(msg):
         return print(msg, file=sys.stderr, flush=True)
 
+    check_rank_list(args.ranks, load_split(args.dataset, 0, 1, args.data_dir).schema.num_fields)  # before any preset
     tuned = load_presets(args.dataset, args.task, args.dim, args.ranks)
     df = reproduce(args.dataset, list(range(args.seeds)), args.ranks, tuned, args.finetune_epochs, args.data_dir, log)
     path = tables.write(df, Path(args.out or results_dir()) / table_name(args.dataset, args.task), command(args))
