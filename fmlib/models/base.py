@@ -81,7 +81,7 @@ def gather_fields(table: torch.Tensor, index: torch.Tensor, weight: torch.Tensor
     cols = first_rows(index, layout)  # a multi-valued field's embedding is overwritten below
     e = table.index_select(0, cols.view(-1)).view(*cols.shape, -1)
     for f, a, b in layout.multi:
-        e[:, f] = F.embedding_bag(index[:, a:b], table, per_sample_weights=weight[:, a:b], mode="sum")
+        e[:, f] = F.embedding_bag(index[:, a:b], table, per_sample_weights=weight[:, a:b].to(table.dtype), mode="sum")
     return e
 
 

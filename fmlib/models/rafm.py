@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .base import slot_runs, sum_slots
+from .base import SlotLayout, gather_fields, slot_runs, sum_slots
 from .fm import fm_pairwise
 from .rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes
 
@@ -93,6 +93,11 @@ class RaFM(nn.Module):
         self.register_buffer("level_pos", torch.stack(positions), persistent=False)  # (m, n)
         self.runs = slot_runs(schema)  # column ranges of the fields, for the field sums
         self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
+        layout = SlotLayout.of(schema)  # for the fused evaluation (``predict``)
+        self.register_buffer("first_slot", layout.first, persistent=False)
+        self.multi = layout.multi
+        # 1(k_i = p) for p = 1..m−1: which lower level a feature's pairs use (``predict``)
+        self.register_buffer("at_level", torch.as_tensor(k[:, None] == np.arange(1, m)), persistent=False)
         self._consistency_pairs = None
 
     def hparams(self) -> dict:
@@ -173,9 +178,37 @@ class RaFM(nn.Module):
         first = self.first_order(index, weight)
         return [first + B for B in self.interactions(index, weight)]
 
+    def predict(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """The RaFM score w0 + Σ w_i x_i + B_{1,m} with the levels fused (evaluation).
+
+        By Theorem 3, B_{1,m} = A_{m,m} + Σ_{p<m} (A_{p,p} − A_{p,p+1}), and A_{p,p} − A_{p,p+1}
+        sums the pairs in F_p that are not both in F_{p+1}: it is zero for a sample without a
+        feature of rank index exactly p. So one gather of the table [v^(m) | w | 1(k_i = p), p < m]
+        (zero rows for i ∉ F_m) gives every sample's A_{m,m}, its first-order term and the levels
+        it touches; level p < m is read, from [v^(p) | v^(p) on F_{p+1}], only for the samples
+        that touch it. On MovieLens 100K with ranks (8, 32), 99.5 % of the slots are in F_2, and
+        about one sample in twenty touches level 1. The tables are formed on each call (n rows)."""
+        m, layout = len(self.ranks), SlotLayout(self.first_slot, self.multi)
+        top = self.embedding_table(m)
+        table = torch.cat([top, self.linear.weight, self.at_level.to(top.dtype)], 1)
+        fields = gather_fields(table, index, weight, layout)  # (B, m fields, D_m + 1 + (m − 1))
+        D, sums = self.ranks[-1], fields.sum(1)  # [Σ_f e_f | Σ_i w_i x_i | features at each level p < m]
+        A = 0.5 * (sums[:, :D].pow(2).sum(1) - fields[..., :D].pow(2).sum((1, 2)))  # A_{m,m} (eq. 7)
+        score = self.bias + sums[:, D] + A
+        touched = sums[:, D + 1 :] > 0  # (B, m − 1): has a feature with k_i = p
+        for p in range(1, m):
+            rows = touched[:, p - 1].nonzero().squeeze(1)
+            if len(rows):
+                v = self.embedding_table(p)
+                low = torch.cat([v, v * (self.k > p).unsqueeze(1).to(v.dtype)], 1)
+                e = gather_fields(low, index[rows], weight[rows], layout)
+                D = self.ranks[p - 1]
+                score = score.index_add(0, rows, fm_pairwise(e[..., :D]) - fm_pairwise(e[..., D:]))
+        return score
+
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if not self.training:
-            return self.outputs(index, weight)[-1]
+            return self.predict(index, weight)
         if self._consistency_pairs is not None:
             raise RuntimeError(
                 "RaFM: the trainer did not call model.extra_loss(criterion) after the last "
