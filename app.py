@@ -4,7 +4,7 @@ import streamlit as st
 import torch
 
 from app_pages._classroom import run_picker
-from app_pages._ui import DATASETS, PAGES, load_data, starter_status
+from app_pages._ui import DATASETS, PAGES, load_data, starter_status, warm_up
 from app_pages._view import link_check, link_notes, one_of, projector, projector_style
 
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
@@ -14,6 +14,7 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state="collapsed" if projector() else "auto",
 )
+warm_up()
 page = st.navigation(
     [st.Page(path, title=title, icon=icon, default=(i == 0)) for i, (path, title, icon, _) in enumerate(PAGES)]
 )

@@ -6,6 +6,7 @@ Not a page itself (st.navigation lists only PAGES). Pages import it as ``app_pag
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import NoReturn
 
@@ -13,7 +14,9 @@ import streamlit as st
 
 from app_pages._view import checked_link, in_range
 from fmlib.data import movielens, split, synthetic
+from fmlib.derivations import catalog, check_step
 from fmlib.experiments import starter
+from fmlib.inversion import attack
 from fmlib.runs import RunError, RunStore
 
 # (file, title, icon, one line for the home page). Add one line per page.
@@ -194,6 +197,21 @@ def starter_runs():
     if os.environ.get("FMLIB_STARTER_RUNS", "1") == "0":
         return None
     return starter.start(run_store(), lambda: split(movielens.load("ml-100k"), seed=0))
+
+
+@st.cache_resource
+def warm_up() -> threading.Thread:
+    """Started once per server: what every reader would wait for once, computed in the background
+    from constants instead of on a reader's first visit to a page."""
+    thread = threading.Thread(target=_warm_up, name="warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_up() -> None:
+    attack.warm_up()  # torch.func's first gradient and Hessian: seconds on Attention inversion
+    for derivation in catalog():  # fills the checker's cache: a derivation opens on a checked first line
+        check_step(derivation, 0)
 
 
 def starter_status() -> None:

@@ -25,7 +25,7 @@ def step_results(key: str, size: int | None = None):
 
 
 @st.cache_data(show_spinner=False)
-def one_step(key: str, index: int, size: int):
+def one_step(key: str, index: int, size: int | None):
     return check_step(get(key), index, size=size)
 
 
@@ -90,9 +90,6 @@ with st.expander("Assumptions"):
         else:
             st.markdown(f"- {math(assumption)}")
 
-with st.spinner("sympy is checking every line of this derivation…"):
-    results = step_results(key)
-
 back = forward = st.container(horizontal=True)  # buttons as wide as their labels, never truncated
 back.button("◀ Back", key="deriv_back", on_click=move, args=(-1, last), disabled=st.session_state.deriv_step <= 1)
 forward.button("Next ▶", key="deriv_next", on_click=move, args=(1, last), disabled=st.session_state.deriv_step >= last)
@@ -101,7 +98,9 @@ if step_link_bad:
     st.rerun()
 
 index = st.session_state.deriv_step - 1
-step, result = derivation.steps[index], results[index]
+step = derivation.steps[index]
+with st.spinner("sympy is checking this line…"):  # only the line shown: a derivation opens in about a second
+    result = one_step(key, index, None)
 
 st.subheader(f"Step {index + 1} of {last}: {math(step.name)}")
 if result.status == "slip":
@@ -192,7 +191,9 @@ copy_link_and_reset(
     },
     clear=["deriv_size", "deriv_variant"],
 )
-with st.expander("All steps of this derivation"):
+if st.toggle("Check every step of this derivation", key="deriv_all"):
+    with st.spinner("sympy is checking every line of this derivation…"):
+        results = step_results(key)
     st.dataframe(
         [{"#": r.index + 1, "step": r.step, "status": r.status, "method": how(r.corrected)} for r in results],
         hide_index=True,
