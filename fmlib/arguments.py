@@ -41,6 +41,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    value = _number(int, text)
+    if not value >= 0:
+        raise BadValue(f"must be >= 0, got {text}")
+    return value
+
+
 def non_negative_float(text: str) -> float:
     value = _number(float, text)
     if not value >= 0:
@@ -76,6 +83,10 @@ TRAIN_FIELDS = {
     "patience": {"type": positive_int, "help": "epochs without a better validation metric before stopping"},
     "seed": {"type": int, "help": "seeds the split, the init and the batches"},
     "device": {"choices": DEVICES, "help": "where to train: cpu, or cuda (an NVIDIA GPU)"},
+    "average_from": {
+        "type": non_negative_int,
+        "help": "from this epoch on, keep the mean of the end-of-epoch weights (0: off)",
+    },
 }
 
 

@@ -27,6 +27,12 @@ TOPIC_COMMANDS = [
         "fmlib.experiments.rafm",
     ),
     ("reproduce", "dplr", "DPLR paper Table 1: FM, FwFM, DPLR vs pruned FwFM over seeds", "fmlib.experiments.dplr"),
+    (
+        "reproduce",
+        "fm-ablation",
+        "the Adam FM with weight averaging, a larger lr and k 16 added one at a time: valid/test RMSE, seconds",
+        "fmlib.experiments.fm_ablation",
+    ),
     ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench.ranking"),
     (
         "bench",

@@ -21,6 +21,7 @@ from .results import write_text
 from .train import TrainConfig
 
 TRAIN_KEYS = ("lr", "weight_decay", "batch_size", "epochs", "patience")  # what a preset fixes
+OPTIONAL_TRAIN_KEYS = ("average_from",)  # fixed when present (presets written before it exist)
 RANK_HP = {"fm": "dim", "fwfm": "dim", "rfm": "dim", "dplr": "rank", "rafm": "ranks"}
 
 
@@ -55,7 +56,7 @@ def load(dataset: str, model: str, rank=None, task: str = "rating", root=None) -
     try:
         preset = json.loads(path.read_text())
         found = (preset["model"], preset["dataset"], preset["task"])
-        TrainConfig(**{k: preset["train"][k] for k in TRAIN_KEYS}, task=preset["task"])
+        TrainConfig(**train_settings(preset), task=preset["task"])
         preset["hp"].items(), preset["min_count"]
     except FileNotFoundError:
         rank_flag = "" if rank is None else f" --{'ranks' if model == 'rafm' else 'rank'} {rank_label(rank)}"
@@ -75,7 +76,14 @@ def load(dataset: str, model: str, rank=None, task: str = "rating", root=None) -
 
 def train_config(preset: dict, **fixed) -> TrainConfig:
     """The preset's ``TrainConfig``; ``fixed`` overrides fields (e.g. ``seed``)."""
-    return TrainConfig(**{**{k: preset["train"][k] for k in TRAIN_KEYS}, "task": preset["task"], **fixed})
+    return TrainConfig(**{**train_settings(preset), "task": preset["task"], **fixed})
+
+
+def train_settings(preset: dict) -> dict:
+    """The ``TrainConfig`` fields the preset fixes: every one of ``TRAIN_KEYS``, and those of
+    ``OPTIONAL_TRAIN_KEYS`` it holds."""
+    train = preset["train"]
+    return {**{k: train[k] for k in TRAIN_KEYS}, **{k: train[k] for k in OPTIONAL_TRAIN_KEYS if k in train}}
 
 
 def hyperparameters(preset: dict) -> dict:

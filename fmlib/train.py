@@ -3,6 +3,11 @@
 Rating task: MSE loss; RMSE and MAE of predictions clipped to the rating range [1, 5].
 Click task (rating >= 4): logistic loss on the score as a logit; logloss and AUC.
 ``fit`` calls ``callback(record)`` after every epoch (the app and the CLI draw progress from it).
+
+Weight averaging (``TrainConfig.average_from``): from that epoch on, the model that is evaluated
+and kept is the running mean of the end-of-epoch weights — Polyak–Ruppert averaging over epochs,
+as in stochastic weight averaging (Izmailov et al. 2018). It is the point-estimate analogue of a
+Bayesian FM's prediction, which averages the FM over posterior samples instead of using one.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class TrainConfig:
     patience: int = 3
     seed: int = 0
     device: str = "cpu"
+    average_from: int = 0  # 0: no averaging; e >= 1: the mean of the weights after epochs e, e+1, ... (if reached)
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -48,6 +54,8 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "patience"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if int(self.average_from) < 0:
+            raise ValueError(f"average_from must be 0 (off) or an epoch >= 1, got {self.average_from}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if not self.weight_decay >= 0:
@@ -116,9 +124,44 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]
     return [g for g in groups if g["params"]]
 
 
+class WeightAverage:
+    """Running mean of weight snapshots: after n updates θ̄_n = (1/n) Σ_{j≤n} θ_j, kept as
+    θ̄_n = θ̄_{n−1} + (θ_n − θ̄_{n−1}) / n (Polyak–Ruppert averaging). Floating-point entries of the
+    state dict are averaged; others (integer buffers) are taken from the latest snapshot."""
+
+    def __init__(self):
+        self.mean: dict | None = None
+        self.count = 0
+
+    def update(self, state: dict) -> None:
+        self.count += 1
+        if self.mean is None:
+            self.mean = {k: v.detach().clone() for k, v in state.items()}
+            return
+        for k, v in state.items():
+            if v.is_floating_point():
+                self.mean[k] += (v.detach() - self.mean[k]) / self.count
+            else:
+                self.mean[k] = v.detach().clone()
+
+
+@torch.no_grad()
+def evaluate_with(model: nn.Module, state: dict, data: Dataset, task: str) -> dict:
+    """``evaluate`` with the weights ``state`` loaded; the model's own weights are put back after."""
+    own = {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    try:
+        return evaluate(model, data, task)
+    finally:
+        model.load_state_dict(own)
+
+
 def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None) -> Run:
     """Train with Adam on ``config.device``; stop when the validation metric has not improved for
     ``patience`` epochs and restore the best weights. Deterministic for a given ``config.seed``.
+
+    With ``config.average_from`` = e > 0, from epoch e on the validation metric, early stopping and
+    the restored weights are those of the running mean of the end-of-epoch weights (``WeightAverage``).
 
     The step loop never waits on a number: the epoch's loss is summed on the device and read
     once per epoch. A training loss that is not finite stops training with a message."""
@@ -140,6 +183,7 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
     # RaFM: Algorithm 1's consistency terms (eq. 12b); FwFM: L2 of R toward R_FM
     extra_loss = getattr(model, "extra_loss", None)
     best, best_state, stale, history = float("inf"), None, 0, []
+    average = WeightAverage()
     start = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
         model.train()
@@ -160,7 +204,13 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
                 f"the training loss became {train_loss} in epoch {epoch} (training diverged): "
                 f"lower the learning rate lr (now {config.lr})"
             )
-        metrics = evaluate(model, valid, config.task)
+        if config.average_from and epoch >= config.average_from:
+            average.update(model.state_dict())
+            state = average.mean
+            metrics = evaluate_with(model, state, valid, config.task)
+        else:
+            state = model.state_dict()
+            metrics = evaluate(model, valid, config.task)
         record = {
             "epoch": epoch,
             "epochs": config.epochs,
@@ -171,7 +221,7 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
         history.append(record)
         if metrics[key] < best:
             best, stale = metrics[key], 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best_state = {k: v.detach().clone() for k, v in state.items()}
         else:
             stale += 1
         record["best"] = stale == 0

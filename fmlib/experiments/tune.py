@@ -33,9 +33,10 @@ from ..train import MONITOR, TrainConfig, evaluate, fit
 
 # name -> (low, high) for a log-uniform float, or a tuple of choices. lr and weight_decay go to
 # TrainConfig, the rest to the model. Weight decay is Adam's L2 on tables and weight matrices;
+# average_from is the epoch from which the end-of-epoch weights are averaged (0: off, see fmlib.train);
 # r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7).
 SEARCH_SPACES = {
-    "fm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
+    "fm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "average_from": (0, 3, 5)},
     "fwfm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
     "dplr": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
     "rafm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "consistency": (0.1, 10.0)},
@@ -48,7 +49,7 @@ SEARCH_SPACES = {
         "dropout": (0.0, 0.2, 0.4),
     },
 }
-TRAIN_PARAMS = ("lr", "weight_decay")
+TRAIN_PARAMS = ("lr", "weight_decay", "average_from")
 
 
 def search_space(model: str, fixed: dict) -> dict:
@@ -165,7 +166,7 @@ def make_preset(model, dataset, rank, base: TrainConfig, fixed, params, value, s
         "task": base.task,
         "rank": rank,
         "hp": hp,
-        "train": {k: config[k] for k in presets.TRAIN_KEYS},
+        "train": {k: config[k] for k in presets.TRAIN_KEYS + presets.OPTIONAL_TRAIN_KEYS},
         "min_count": min_count,
         "tuning": {
             "study": study.study_name,
@@ -191,7 +192,7 @@ def add_arguments(p) -> None:
     p.add_argument("--trials", type=positive_int, required=True, help="finished trials in all (a rerun resumes)")
     p.add_argument("--timeout", type=positive_int, default=None, help="stop starting trials after this many seconds")
     p.add_argument("--min-count", type=positive_int, default=1, help="features seen fewer times in train: rare bucket")
-    add_train_arguments(p, skip=("lr", "weight_decay"))
+    add_train_arguments(p, skip=TRAIN_PARAMS)
     p.add_argument("--runs-dir", default=None, help="run store holding the studies (default: $FMLIB_RUNS or ./runs)")
     p.add_argument("--presets-dir", default=None, help="where presets go (default: $FMLIB_PRESETS or ./presets)")
 
