@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages._ui import dataset_name, fail, load_split, notebook_link, saved_or_quick_run
+from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, one_of
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
 from fmlib.analysis.interactions import (
     align_field_scales,
@@ -53,7 +54,10 @@ def table1_section():
     if table_data == "synthetic":
         st.caption("Table 1 is measured on MovieLens: pick ml-100k in the sidebar to see it.")
         return
-    table_task = st.radio("task", list(dplr_experiment.METRICS), horizontal=True, key="table1_task")
+    link_check("table1_task", one_of(dplr_experiment.METRICS), "one of " + ", ".join(dplr_experiment.METRICS))
+    table_task = st.radio(
+        "task", list(dplr_experiment.METRICS), horizontal=True, key="table1_task", bind="query-params"
+    )
     table_name = dplr_experiment.table_name(table_data, table_task)
     recompute = dict(
         dataset=table_data, task=table_task, seeds=5, ranks=[1, 2, 3, 4, 5], dim=8, finetune_epochs=5, out=None
@@ -86,7 +90,7 @@ def table1_section():
     st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
     ranks = sorted(int(r) for r in frame["rank"].unique() if r > 0)
     verdicts = measure_all(frame, dplr_experiment.claims(table_task, ranks))
-    st.plotly_chart(verdict_figure(verdicts), key="table1_verdicts")
+    chart(verdict_figure(verdicts), key="table1_verdicts")
     st.dataframe(
         verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],
         hide_index=True,
@@ -134,12 +138,22 @@ st.caption(
 
 max_rank = min(m - 1, (m * (m - 1) // 2) // (m + 1))
 left, right = st.columns([2, 1])
-rank = left.slider("rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho")
+rank = checked_link(
+    lambda: left.slider(
+        "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho", bind="query-params"
+    ),
+    "rho",
+    in_range(1, max_rank, integer=True),
+    f"ρ: 1 to {max_rank} for m = {m} fields",
+    min(2, max_rank),
+)
+link_check("method", one_of(["eig", "nuclear"]), "eig or nuclear")
 method = right.radio(
     "post-hoc DPLR by",
     ["eig", "nuclear"],
     horizontal=True,
     key="method",
+    bind="query-params",
     help="eig: truncated eigendecomposition (diagonal filled in); nuclear: minimise the "
     "nuclear norm of the error (App. C)",
 )
@@ -149,7 +163,7 @@ except ValueError as err:
     fail(err)
 keep = budget(m, rank)
 left_pct = percent_left(m, keep)
-st.plotly_chart(
+chart(
     interaction_heatmaps(
         {
             ("R implied by DPLR" if is_dplr else "learned R"): R,
@@ -174,7 +188,7 @@ st.subheader("What the data did to R")
 if run.config["dataset"] == "synthetic" and m == len(demo_R()):
     planted = demo_R().double().numpy()
     aligned = align_field_scales(R, planted)
-    st.plotly_chart(
+    chart(
         interaction_heatmaps({"planted R": planted, "learned R, field scales aligned": aligned}, names), key="planted"
     )
     st.caption(
@@ -182,7 +196,7 @@ if run.config["dataset"] == "synthetic" and m == len(demo_R()):
         f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
     )
 else:
-    st.plotly_chart(deviation_heatmap(R, names), key="deviation")
+    chart(deviation_heatmap(R, names), key="deviation")
     upper = R[np.triu_indices(m, 1)]
     st.caption(
         f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
@@ -192,7 +206,7 @@ else:
 st.subheader("Spectra")
 left, right = st.columns(2)
 with left:
-    st.plotly_chart(eigen_spectrum_figure(spectrum(R), spectrum(r_fm(m))), key="eigen")
+    chart(eigen_spectrum_figure(spectrum(R), spectrum(r_fm(m))), key="eigen")
     st.caption(
         "Eigenvalues of R (bars) and of R_FM = 11ᵀ − I (black ticks: m − 1 once, then −1). "
         "The FM's R is not low rank — its zero diagonal makes it full rank — but it *is* "
@@ -200,9 +214,7 @@ with left:
     )
 with right:
     sigma_pruned, sigma_dplr = spectrum(pruned - R, "singular"), spectrum(posthoc - R, "singular")
-    st.plotly_chart(
-        error_spectra_figure({"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}), key="errors"
-    )
+    chart(error_spectra_figure({"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}), key="errors")
     bigger = "post-hoc DPLR's" if sigma_dplr.max() > sigma_pruned.max() else "pruning's"
     st.caption(
         "Singular values of the approximation errors E = R̃ − R (App. C, Fig. 2). The paper found "
@@ -211,3 +223,5 @@ with right:
         f"Here the largest is {bigger}: σ₁ = {sigma_pruned.max():.3g} (pruned) vs "
         f"{sigma_dplr.max():.3g} (post-hoc DPLR)."
     )
+
+copy_link_and_reset({"rho": min(2, max_rank), "method": "eig", "table1_task": next(iter(dplr_experiment.METRICS))})

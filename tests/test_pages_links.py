@@ -107,3 +107,51 @@ def test_a_gradient_growth_link_restores_its_settings_and_bad_values_fall_back()
     assert at.number_input(key="M").value == 1.2
     assert at.number_input(key="d").value == 8 and at.slider(key="S").value == 20.0
     assert "The link's d = '-3' is not valid" in warnings(at) and "The link's S = '99' is not valid" in warnings(at)
+
+
+@pytest.fixture
+def fwfm_run_id():
+    from fmlib.data import split, synthetic
+    from fmlib.runs import RunStore
+    from fmlib.train import train_model
+
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
+    return RunStore().save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), author="Ada")
+
+
+def test_a_field_interactions_link_restores_rho_and_method(fwfm_run_id):
+    at = opened(
+        "app_pages/field_interactions.py", {"rho": 3, "method": "nuclear"}, dataset="synthetic", run_id=fwfm_run_id
+    )
+    assert not at.exception and not at.error
+    assert at.slider(key="rho").value == 3 and at.radio(key="method").value == "nuclear"
+
+
+@pytest.mark.parametrize(("key", "value"), [("rho", "-2"), ("method", "svd")])
+def test_a_bad_field_interactions_link_falls_back_with_a_note(fwfm_run_id, key, value):
+    at = opened("app_pages/field_interactions.py", {key: value}, dataset="synthetic", run_id=fwfm_run_id)
+    assert not at.exception and not at.error
+    assert f"The link's {key} = {value!r} is not valid" in warnings(at)
+    assert at.slider(key="rho").value == 2 and at.radio(key="method").value == "eig"
+
+
+def test_a_run_link_selects_that_run_and_its_author_in_the_sidebar(fwfm_run_id):
+    at = opened("app.py", {"run_id": fwfm_run_id, "dataset": "synthetic"})
+    assert not at.exception and "The link's" not in warnings(at)
+    assert at.sidebar.selectbox(key="run_id").value == fwfm_run_id
+    assert at.session_state["run_owner"] == "Ada"
+
+
+@pytest.mark.parametrize("run_id", ["deleted-run", "../../etc/passwd", "a/b"])
+def test_a_stale_or_tampered_run_link_falls_back_with_a_note_on_the_page(fwfm_run_id, run_id):
+    at = opened("app.py", {"run_id": run_id, "dataset": "synthetic"})
+    assert not at.exception
+    assert f"The link's run_id = {run_id!r} is not valid" in warnings(at)
+    assert "run_id" not in at.session_state  # the default: no run (the only saved one is another author's)
+
+
+@pytest.mark.parametrize(("key", "value"), [("dataset", "ml-1b"), ("projector", "maybe")])
+def test_a_bad_sidebar_link_value_falls_back_with_a_note(key, value):
+    at = opened("app.py", {key: value})
+    assert not at.exception
+    assert f"The link's {key} = {value!r} is not valid" in warnings(at)
