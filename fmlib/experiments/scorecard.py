@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import dplr, rafm, tables
+from . import dplr, fm_ablation, rafm, tables
 from .claims import measure_all
 
 
@@ -28,6 +28,7 @@ def _rafm(frame: pd.DataFrame, task: str):
 SOURCES = [
     ("DPLR", dplr.table_name, _dplr, "field_interactions", "Field interactions"),
     ("RaFM", rafm.table_name, _rafm, "rank_aware_fm", "Rank-aware FM"),
+    ("fmlib", fm_ablation.table_name, fm_ablation.claims, "train", "Train"),
 ]
 BEGIN, END = "<!-- SCORECARD: begin (python -m fmlib scorecard --readme README.md) -->", "<!-- SCORECARD: end -->"
 COLUMNS = ["paper", "claim", "measured", "verdict", "page", "table"]

@@ -1,0 +1,47 @@
+"""The Adam FM's ablation: validation and test RMSE per configuration, mean ± std over splits."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+
+def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference: dict | None = None) -> go.Figure:
+    """Grouped bars from a ``reproduce fm-ablation`` table (one row per split and configuration,
+    columns ``model``, ``valid_rmse``, ``rmse``, ``cpu_seconds``): the validation and test RMSE of
+    every configuration, in the table's order, with the std over splits as error bars; the hover
+    gives the CPU seconds of training. ``target``: a dashed line (the test RMSE aimed at);
+    ``reference``: {label: test RMSE} dotted lines (e.g. a Bayesian FM measured elsewhere)."""
+    order = list(dict.fromkeys(frame["model"]))
+    stats = frame.groupby("model")[["valid_rmse", "rmse", "cpu_seconds"]].agg(["mean", "std"]).loc[order]
+    fig = go.Figure()
+    for column, name, colour in (("valid_rmse", "validation", "#9ecae1"), ("rmse", "test", "#3182bd")):
+        fig.add_trace(
+            go.Bar(
+                x=order,
+                y=stats[(column, "mean")],
+                error_y=dict(type="data", array=stats[(column, "std")].fillna(0.0)),
+                name=f"{name} RMSE",
+                marker_color=colour,
+                customdata=stats[("cpu_seconds", "mean")],
+                hovertemplate="%{x}<br>" + name + " RMSE %{y:.4f}<br>training %{customdata:.1f} s CPU<extra></extra>",
+            )
+        )
+    if target is not None:
+        fig.add_hline(y=target, line_dash="dash", line_color="black", annotation_text=f"target {target:.3f}")
+    for label, value in (reference or {}).items():
+        fig.add_hline(y=value, line_dash="dot", line_color="#d62728", annotation_text=f"{label} {value:.4f}")
+    low = min(
+        stats[("rmse", "mean")].min(), stats[("valid_rmse", "mean")].min(), target or 9, *(reference or {}).values()
+    )
+    high = max(stats[("rmse", "mean")].max(), stats[("valid_rmse", "mean")].max())
+    fig.update_layout(
+        title=f"What the Adam FM needs: RMSE per configuration, mean ± std over {frame['seed'].nunique()} splits",
+        barmode="group",
+        xaxis_title="configuration (ingredients added to the tuned FM, then averaging removed)",
+        yaxis_title="RMSE (stars)",
+        yaxis_range=[low - 0.01, high + 0.01],
+        margin=dict(t=60, b=40, l=20, r=20),
+        legend=dict(orientation="h", y=-0.35),
+    )
+    return fig
