@@ -116,12 +116,17 @@ def _url_text(value) -> str:
 
 
 def view_url(defaults: Mapping) -> str:
-    """This page's URL with every bound value (the sidebar's and ``defaults``' keys) that is not its default."""
-    params = {
-        key: _url_text(st.session_state[key])
-        for key, default in {**SIDEBAR_DEFAULTS, **defaults}.items()
-        if key in st.session_state and st.session_state[key] is not None and st.session_state[key] != default
-    }
+    """This page's URL with every bound value (the sidebar's and ``defaults``' keys) that is not its default.
+
+    A widget not drawn yet in this session (further down the page, or behind a button) keeps the
+    value its link gave."""
+    params = {}
+    for key, default in {**SIDEBAR_DEFAULTS, **defaults}.items():
+        if key in st.session_state:  # drawn already (or earlier in the session)
+            if st.session_state[key] is not None and st.session_state[key] != default:
+                params[key] = _url_text(st.session_state[key])
+        elif key in st.query_params:  # not drawn yet in this session: the link's value stands
+            params[key] = st.query_params[key]
     base = (st.context.url or "").split("?")[0]
     return f"{base}?{urlencode(params)}" if params else base
 
@@ -130,9 +135,11 @@ def copy_link_and_reset(defaults: Mapping, clear: Iterable[str] = ()) -> None:
     """A "link to this view" popover and a "Reset to defaults" button, side by side.
 
     ``defaults``: every bound widget key of the page with its default value; the reset sets each
-    back (which also removes it from the URL) and deletes the session keys in ``clear`` (results
-    computed on the page).
+    back (which also removes it from the URL) and deletes the session keys in ``clear`` (bound
+    widgets whose default depends on the data, results computed on the page).
     """
+
+    clear = list(clear)
 
     def reset() -> None:
         st.session_state.update(defaults)
@@ -141,7 +148,7 @@ def copy_link_and_reset(defaults: Mapping, clear: Iterable[str] = ()) -> None:
 
     link, button, _ = st.columns([1, 1, 3], vertical_alignment="center")
     with link.popover("Link to this view", icon=":material/link:"):
-        st.code(view_url(defaults), language=None, wrap_lines=True)
+        st.code(view_url({**dict.fromkeys(clear), **defaults}), language=None, wrap_lines=True)
         secondary("Copy it (the icon at the right): opened anywhere, it shows this page as it is now.")
     button.button(
         "Reset to defaults",

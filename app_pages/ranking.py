@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages._ui import fail, load_run, load_split, notebook_link, run_store, saved_or_quick_run
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
@@ -34,9 +35,11 @@ if saved_path.exists():
         st.warning(f"{err} — run `python -m fmlib bench ranking` again.")
 quick = st.session_state.get("ranking_bench", {})
 sizes = sorted(set(QUICK_SIZES) | set(quick) | (set() if saved is None else set(saved["items"])))
+link_check("catalogue", one_of(sizes), "one of " + ", ".join(map(str, sizes)))
 n_items = st.select_slider(
-    "catalogue size (items per query)", sizes, value=sizes[0], format_func=lambda n: f"{n:,}", key="catalogue"
+    "catalogue size (items per query)", sizes, value=sizes[0], key="catalogue", bind="query-params"
 )
+copy_link_and_reset({"catalogue": sizes[0], "query": 0, "k": 10}, clear=["user"])
 if n_items in QUICK_SIZES and st.button(f"Time a quick benchmark here ({n_items:,} items, m = 8 … 64)", key="bench"):
     with st.spinner("timing (warm-up, then 2 runs × 3 rounds) ..."):
         quick = {
@@ -63,14 +66,16 @@ else:
     st.caption(f"`python -m fmlib bench ranking` writes the full benchmark (10³ … 10⁵ items) to {saved_path}.")
 if bench is not None:
     left, right = st.columns(2)
-    left.plotly_chart(
-        per_item_cost_figure(
+    chart(
+        container=left,
+        fig=per_item_cost_figure(
             sweep_rows(bench, n_items, "m"), "m", f"Per-item cost vs m ({n_items:,} items, |I| = m/2)"
         ),
         key="by_m",
     )
-    right.plotly_chart(
-        per_item_cost_figure(
+    chart(
+        container=right,
+        fig=per_item_cost_figure(
             sweep_rows(bench, n_items, "item_fields"),
             "item_fields",
             f"Per-item cost vs |I| ({n_items:,} items, m = 40)",
@@ -118,7 +123,12 @@ st.caption(
 movielens = data.test.frame is not None and {"user_id", "movie_id", "rating", "timestamp"} <= set(data.test.frame)
 if movielens:
     users = sorted(int(u) for u in data.test.frame.user_id.unique())
-    user = int(st.selectbox("user", users, key="user", help="their latest test rating gives the time fields"))
+    link_check("user", one_of(users), "a user of the test split")
+    user = int(
+        st.selectbox(
+            "user", users, key="user", bind="query-params", help="their latest test rating gives the time fields"
+        )
+    )
     query = user_query(data.test, user)
     sample = data.test.frame.iloc[query]
     seen = data.test.movies.set_index("movie_id")["title"].get(int(sample.movie_id), "")
@@ -127,7 +137,8 @@ if movielens:
         f"(their latest test rating: {seen} {sample.rating:g} stars)."
     )
 else:
-    query = int(st.number_input("query: test sample #", 0, len(data.test) - 1, 0, key="query"))
+    link_check("query", in_range(0, len(data.test) - 1, integer=True), f"0 to {len(data.test) - 1}")
+    query = int(st.number_input("query: test sample #", 0, len(data.test) - 1, 0, key="query", bind="query-params"))
 context = context_of(data.test, query)
 scores = rank_items(model, *context, items, item_weight)
 timing = query_timing(model, *context, items, item_weight)
@@ -192,7 +203,8 @@ if len(runs) < 2:
         st.session_state["ranking_quick_models"] = trained
         runs.update(trained)
 if len(runs) >= 2:
-    k = st.slider("k", 1, 50, 10, key="k")
+    link_check("k", in_range(1, 50, integer=True), "1 to 50")
+    k = st.slider("k", 1, 50, 10, key="k", bind="query-params")
     tops, rows = {}, []
     for label, other in runs.items():
         other_model = other.model.eval()

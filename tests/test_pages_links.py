@@ -155,3 +155,17 @@ def test_a_bad_sidebar_link_value_falls_back_with_a_note(key, value):
     at = opened("app.py", {key: value})
     assert not at.exception
     assert f"The link's {key} = {value!r} is not valid" in warnings(at)
+
+
+def test_a_ranking_link_restores_the_catalogue_size_and_a_bad_one_falls_back():
+    at = opened("app_pages/ranking.py", {"catalogue": 10000}, dataset="synthetic")
+    assert not at.exception and at.select_slider(key="catalogue").value == 10000
+    at = opened("app_pages/ranking.py", {"catalogue": 7}, dataset="synthetic")
+    assert not at.exception and at.select_slider(key="catalogue").value == 1000
+    assert "The link's catalogue = '7' is not valid" in warnings(at)
+
+
+def test_a_ranking_link_keeps_the_user_in_the_link_to_this_view_before_the_query_is_drawn():
+    at = opened("app_pages/ranking.py", {"user": 42, "k": 5}, dataset="synthetic")
+    link = at.code[0].value
+    assert "user=42" in link and "k=5" in link
