@@ -13,7 +13,14 @@ def test_tuned_preset_fills_the_widgets(tmp_path, monkeypatch):
         "task": "rating",
         "rank": "4",
         "hp": {"dim": 4},
-        "train": {"lr": 0.0123, "weight_decay": 2e-5, "batch_size": 1024, "epochs": 7, "patience": 3},
+        "train": {
+            "lr": 0.0123,
+            "weight_decay": 2e-5,
+            "batch_size": 1024,
+            "epochs": 7,
+            "patience": 3,
+            "average_from": 2,
+        },
         "min_count": 1,
         "tuning": {},
     }
@@ -25,9 +32,11 @@ def test_tuned_preset_fills_the_widgets(tmp_path, monkeypatch):
     assert not at.exception and not at.error
     assert at.number_input(key="lr").value == 0.0123
     assert at.number_input(key="epochs").value == 7
+    assert at.number_input(key="average_from").value == 2
     assert at.number_input(key="hp_fm_dim").value == 4
     at.selectbox(key="preset").set_value("defaults").run()
     assert at.number_input(key="hp_fm_dim").value == 16
+    assert at.number_input(key="average_from").value == 0
 
 
 def test_a_corrupt_preset_is_an_error_on_the_page(tmp_path, monkeypatch):
