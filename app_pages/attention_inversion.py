@@ -5,6 +5,7 @@ import streamlit as st
 import torch
 
 from app_pages._ui import bounded_number, fail, notebook_link
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.plots import inversion as plots
@@ -38,17 +39,37 @@ def run_trials(n, d, R, count, start_noise):
     return table, attack.success_rates(table)
 
 
+STARTS = ["random N(0, 1)", r"near the secret ($X_\text{true}$ + 0.3·noise)"]
+CHOICES = {  # the page's select sliders: key -> (options, default)
+    "inv_R": ([0.3, 0.5, 1.0, 2.0, 3.0], 1.0),
+    "inv_gamma": (GAMMAS, 0.0),
+    "inv_steps": ([200, 500, 1000, 2000, 5000], 500),
+    "inv_lr": ([0.01, 0.05, 0.1, 0.2, 0.5], 0.05),
+    "inv_count": ([10, 20, 50, 100], 20),
+    "inv_users": ([50, 100, 200, 400], 200),
+    "inv_attack_steps": ([100, 200, 300], 300),
+}
+
+
+def choice(container, label: str, key: str):
+    """A select slider bound to the URL; a linked value it does not offer falls back with a note."""
+    options, default = CHOICES[key]
+    link_check(key, one_of(options), "one of " + ", ".join(map(str, options)))
+    return container.select_slider(label, options, default, key=key, bind="query-params")
+
+
 left, right = st.columns(2)
-n = left.slider("tokens n", 2, 8, 4)
-d = left.slider("token length d", 2, 6, 3)
-R = left.select_slider("weight scale R = ‖W‖ = ‖V‖ (Assumption 4.1)", [0.3, 0.5, 1.0, 2.0, 3.0], 1.0)
-gamma = right.select_slider("regulariser γ", GAMMAS, 0.0)
-start_label = right.radio(
-    "attacker's start", ["random N(0, 1)", r"near the secret ($X_\text{true}$ + 0.3·noise)"], horizontal=True
-)
-seed = bounded_number("seed (instance and start)", 0, 10_000, 0, container=right)
-steps = right.select_slider("gradient-descent steps", [200, 500, 1000, 2000, 5000], 500)
-lr = right.select_slider("gradient-descent step size", [0.01, 0.05, 0.1, 0.2, 0.5], 0.05)
+link_check("inv_n", in_range(2, 8, integer=True), "2 to 8")
+n = left.slider("tokens n", 2, 8, 4, key="inv_n", bind="query-params")
+link_check("inv_d", in_range(2, 6, integer=True), "2 to 6")
+d = left.slider("token length d", 2, 6, 3, key="inv_d", bind="query-params")
+R = choice(left, "weight scale R = ‖W‖ = ‖V‖ (Assumption 4.1)", "inv_R")
+gamma = choice(right, "regulariser γ", "inv_gamma")
+link_check("inv_start", one_of(STARTS), "one of " + ", ".join(STARTS))
+start_label = right.radio("attacker's start", STARTS, horizontal=True, key="inv_start", bind="query-params")
+seed = bounded_number("seed (instance and start)", 0, 10_000, 0, container=right, key="inv_seed", bind="query-params")
+steps = choice(right, "gradient-descent steps", "inv_steps")
+lr = choice(right, "gradient-descent step size", "inv_lr")
 start = "near" if start_label.startswith("near") else "random"
 
 try:
@@ -58,7 +79,7 @@ except ValueError as err:
 
 for note in gd.notes + newton.notes:
     st.warning(note)
-st.plotly_chart(plots.convergence_figure({"gd": gd, "newton": newton}))
+chart(plots.convergence_figure({"gd": gd, "newton": newton}))
 norm = inst.X_true.norm().item()
 cols = st.columns(4)
 DISTANCE_HELP = (
@@ -91,8 +112,11 @@ st.markdown(
     "The trials below attack fresh random instances from two starts each, for several γ."
 )
 c1, c2 = st.columns(2)
-count = c1.select_slider("instances per γ", [10, 20, 50, 100], 20)
-trial_start = c2.radio("trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start")
+count = choice(c1, "instances per γ", "inv_count")
+link_check("trial_start", one_of(["random N(0, 1)", "near the secret"]), "random N(0, 1) or near the secret")
+trial_start = c2.radio(
+    "trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start", bind="query-params"
+)
 if st.button("Run trials", type="primary"):  # what a button made is kept in the session: it survives reruns
     st.session_state["inversion_trials"] = dict(n=n, d=d, R=R, count=count, near=trial_start.startswith("near"))
 trials = st.session_state.get("inversion_trials")
@@ -106,7 +130,7 @@ if trials is not None:
     with st.status(f"{2 * count} Newton runs × {len(GAMMAS)} values of γ …") as status:
         table, rates = run_trials(n_t, d_t, R_t, count, noise)
         status.update(label="trials done", state="complete")
-    st.plotly_chart(plots.success_figure({f"n={n_t}, d={d_t}, R={R_t}": rates}))
+    chart(plots.success_figure({f"n={n_t}, d={d_t}, R={R_t}": rates}))
     st.dataframe(rates, hide_index=True)
     st.caption(
         "Notice: γ buys agreement (every start reaches the same point, as convexity promises) and "
@@ -126,7 +150,7 @@ if trials is not None:
             )
             for label, row in (("recovered", win.iloc[0]), ("stalled", lose.iloc[0]))
         }
-        st.plotly_chart(plots.convergence_figure(shown))
+        chart(plots.convergence_figure(shown))
 
 st.subheader("The paper's gradient, checked")
 X = torch.randn(d, n, generator=torch.Generator().manual_seed(int(seed)), dtype=torch.float64)
@@ -148,8 +172,8 @@ st.markdown(
     "logits, Adam, cross-entropy of the model's next-movie predictions, §5.1)."
 )
 m1, m2 = st.columns(2)
-users = m1.select_slider("users attacked (from the training set)", [50, 100, 200, 400], 200)
-attack_steps = m2.select_slider("attack steps", [100, 200, 300], 300)
+users = choice(m1, "users attacked (from the training set)", "inv_users")
+attack_steps = choice(m2, "attack steps", "inv_attack_steps")
 
 
 @st.cache_resource(show_spinner=False)
@@ -189,10 +213,10 @@ if "inversion_movielens" in st.session_state:
         f"{sum(p.numel() for p in exp.model.parameters())} parameters; "
         f"{len(exp.train_rows)} training users, {len(exp.heldout_rows)} held out."
     )
-    st.plotly_chart(plots.training_figure(exp.losses))
+    chart(plots.training_figure(exp.losses))
     for label, (summary, table) in results.items():
         st.markdown(f"**{label}** ({int(summary['hidden_movies'].iloc[0])} hidden movies)")
-        st.plotly_chart(plots.recovery_figure(summary))
+        chart(plots.recovery_figure(summary))
         st.dataframe(table, hide_index=True, height="content")
         st.caption(
             "The attack on the first of these users, step by step: ✔ marks a recovered movie; "
@@ -206,3 +230,14 @@ if "inversion_movielens" in st.session_state:
         "held-out users, whom the model never saw — the gap between them is the part that "
         "leaks from training."
     )
+
+copy_link_and_reset(
+    {
+        **{key: default for key, (_, default) in CHOICES.items()},
+        "inv_n": 4,
+        "inv_d": 3,
+        "inv_start": STARTS[0],
+        "inv_seed": 0,
+        "trial_start": "random N(0, 1)",
+    }
+)

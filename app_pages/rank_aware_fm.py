@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
+from app_pages._view import chart, checked_link, copy_link_and_reset
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
@@ -24,8 +25,27 @@ st.markdown(
 )
 
 name = dataset_name()
-text = st.text_input(
-    "Rank set $D_1, \\dots, D_m$ (comma-separated, strictly increasing)", "8,32", key="rafm_ranks", bind="query-params"
+
+
+def valid_ranks(text: str) -> bool:
+    try:
+        check_ranks(int_list(text))
+    except ValueError:
+        return False
+    return True
+
+
+text = checked_link(
+    lambda: st.text_input(
+        "Rank set $D_1, \\dots, D_m$ (comma-separated, strictly increasing)",
+        "8,32",
+        key="rafm_ranks",
+        bind="query-params",
+    ),
+    "rafm_ranks",
+    valid_ranks,
+    "strictly increasing positive integers up to 512, comma-separated",
+    "8,32",
 )
 try:
     ranks = check_ranks(int_list(text))
@@ -40,7 +60,7 @@ counts = data.train.feature_counts()
 summary = parameter_summary(counts, ranks)
 
 st.subheader("1 · How often does each feature occur?")
-st.plotly_chart(
+chart(
     occurrence_histogram_figure(
         occurrence_histogram(counts, data.schema),
         ranks,
@@ -62,7 +82,7 @@ if note:
 table = rank_table(counts, ranks, data.schema)
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(rank_share_figure(table, title="features per rank, by field"))
+    chart(rank_share_figure(table, title="features per rank, by field"))
     with st.expander("as a table"):
         st.dataframe(table, hide_index=True)
 with right:
@@ -137,12 +157,12 @@ if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"):
 if result is not None:
     if tuple(result["ranks"]) != ranks:
         st.warning(f"The saved comparison used ranks {tuple(result['ranks'])}, not {ranks}.")
-    st.plotly_chart(comparison_figure(result))
+    chart(comparison_figure(result))
     st.caption(f"{result['dataset']} · seeds {result['seeds']} · made by {result['made']}")
     st.code(rafm_experiment.format_table(result), language=None)
     frame = rafm_experiment.claim_frame(pd.DataFrame(result["records"]))
     verdicts = measure_all(frame, rafm_experiment.claims(result["task"], result["ranks"]))
-    st.plotly_chart(verdict_figure(verdicts, "RaFM's claims: paired per-seed difference, 95 % interval"))
+    chart(verdict_figure(verdicts, "RaFM's claims: paired per-seed difference, 95 % interval"))
     st.dataframe(
         verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]], hide_index=True
     )
@@ -151,3 +171,5 @@ if result is not None:
         "RaFM-low is the rank-$D_1$ part of the same trained model. The best single-rank FM is picked on the "
         "validation split."
     )
+
+copy_link_and_reset({"rafm_ranks": "8,32"})

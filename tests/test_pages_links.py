@@ -169,3 +169,21 @@ def test_a_ranking_link_keeps_the_user_in_the_link_to_this_view_before_the_query
     at = opened("app_pages/ranking.py", {"user": 42, "k": 5}, dataset="synthetic")
     link = at.code[0].value
     assert "user=42" in link and "k=5" in link
+
+
+def test_an_inversion_link_restores_its_settings_and_bad_values_fall_back():
+    params = {"inv_n": 3, "inv_gamma": "0.01", "inv_seed": 5, "inv_count": 50, "inv_d": 99, "inv_lr": "7"}
+    at = opened("app_pages/attention_inversion.py", params)
+    assert not at.exception and not at.error
+    assert at.slider(key="inv_n").value == 3 and at.select_slider(key="inv_gamma").value == 0.01
+    assert at.number_input(key="inv_seed").value == 5 and at.select_slider(key="inv_count").value == 50
+    assert at.slider(key="inv_d").value == 3 and at.select_slider(key="inv_lr").value == 0.05
+    assert "The link's inv_d = '99' is not valid" in warnings(
+        at
+    ) and "The link's inv_lr = '7' is not valid" in warnings(at)
+
+
+def test_a_rank_set_link_on_the_rafm_page_falls_back_when_not_increasing():
+    at = opened("app_pages/rank_aware_fm.py", {"rafm_ranks": "32,8"}, dataset="synthetic")
+    assert not at.exception and not at.error
+    assert at.text_input(key="rafm_ranks").value == "8,32" and "The link's rafm_ranks = '32,8'" in warnings(at)
