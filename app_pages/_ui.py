@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import streamlit as st
 
-from app_pages._view import checked_link, in_range
+from app_pages._view import checked_link, in_range, secondary
 from fmlib.data import movielens, split, synthetic
 from fmlib.derivations import catalog, check_step
 from fmlib.experiments import starter
@@ -103,7 +103,7 @@ def notebook_link(name: str) -> None:
     """One caption naming the notebook that tells this page's story, e.g. ``notebook_link("06_attention_inversion")``."""
     if not (NOTEBOOKS / f"{name}.ipynb").is_file():
         raise ValueError(f"no notebook notebooks/{name}.ipynb")
-    st.caption(
+    secondary(
         f"Notebook: `notebooks/{name}.ipynb` tells this page's story step by step, with exercises (`make notebook` opens it)."
     )
 
