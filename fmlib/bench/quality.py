@@ -1,7 +1,8 @@
 """``python -m fmlib bench quality``: test RMSE/MAE and fit seconds of fmlib's FMs, Surprise SVD and myFM, side by side.
 
 On each split ``split(movielens.load(dataset), seed=s)`` every method fits on the train part:
-  * fmlib FM with the defaults, and with each tuned FM preset (``presets/<dataset>/fm-*.json``);
+  * fmlib FM with the defaults, and with each tuned FM preset (``presets/<dataset>/fm.json``, ``fm-*.json``;
+    ``fm.json`` averages the weights of the last epochs, ``TrainConfig.average_from``);
   * fmlib's Bayesian FM (``bfm``: Gibbs sampling, [Rendle2012]) at ``--dim`` and ``--iterations``;
   * Surprise SVD (user × movie only), its factors, epochs and regularisation chosen on the
     validation part over a small grid;
@@ -139,10 +140,10 @@ def methods(args, seed: int, surprise, myfm) -> dict:
     """Method name -> (min_count of its split, fit(split)) for split seed ``seed``; a missing extra
     (None) is left out."""
     found = {"fmlib FM (defaults)": (1, fmlib_method("fm", TrainConfig(seed=seed)))}
-    for path in sorted((presets.default_root() / args.dataset).glob("fm-*.json")):
-        rank = path.stem.removeprefix("fm-")
-        if rank.isdigit():
-            preset = presets.load(args.dataset, "fm", int(rank))
+    for path in sorted((presets.default_root() / args.dataset).glob("fm*.json")):  # fm.json, fm-8.json, ...
+        rank = path.stem.removeprefix("fm").removeprefix("-")
+        if rank.isdigit() or not rank:
+            preset = presets.load(args.dataset, "fm", int(rank) if rank else None)
             config = presets.train_config(preset, seed=seed)
             fit = fmlib_method("fm", config, **presets.hyperparameters(preset))
             found[f"fmlib FM (preset {path.stem})"] = (preset["min_count"], fit)

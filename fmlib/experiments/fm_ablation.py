@@ -3,13 +3,16 @@
 A Bayesian FM ([Rendle2010]'s model, sampled by Gibbs sweeps: ``fmlib.models.bfm``) differs from
 the Adam FM in two ways: its L2 strengths are learned, one prior per field group, and its
 prediction is the average of the FM over many posterior samples instead of one point estimate.
-This experiment starts from the tuned Adam FM (preset ``fm-8``) and adds, one at a time, the
-ingredients that close most of the gap, then removes the averaging from the final configuration:
+This experiment starts from the tuned Adam FM (preset ``fm-8``) and adds, one at a time:
 
 * weight averaging from epoch 3 (``TrainConfig.average_from``: the mean of the end-of-epoch
-  weights, the point-estimate analogue of averaging posterior samples);
+  weights, the point-estimate analogue of averaging posterior samples), with 40 epochs;
 * a larger learning rate (0.02), so the averaged end-of-epoch weights differ more;
-* embedding size k = 16.
+* embedding size k = 16;
+
+then removes the averaging from the last configuration. On MovieLens 100K (splits 0-2) only the
+averaging lowers the mean validation RMSE; the larger learning rate and k = 16 do not, so the
+chosen configuration (``WINNER``, preset ``fm``) is the tuned FM with averaging.
 
 Each configuration trains on the splits ``split(data, seed=s)`` with training seed s; the table has
 one row per (split, configuration) with the validation and test RMSE/MAE, the epochs run and the
@@ -38,7 +41,7 @@ from . import tables
 from .claims import Claim
 
 BASE = "fm-8"  # the tuned preset the ablation starts from
-# (label, changes to the base preset's hp and TrainConfig); the last-but-one row is the winner
+# (label, changes to the base preset's hp and TrainConfig)
 STEPS = (
     ("preset fm-8", {}),
     ("+ averaging", {"average_from": 3, "epochs": 40}),
@@ -46,8 +49,9 @@ STEPS = (
     ("+ averaging, lr 0.02, k 16", {"average_from": 3, "epochs": 40, "lr": 0.02, "dim": 16}),
     ("k 16, lr 0.02, no averaging", {"epochs": 40, "lr": 0.02, "dim": 16}),
 )
-WINNER = "+ averaging, lr 0.02, k 16"
-NO_AVERAGING = "k 16, lr 0.02, no averaging"
+WINNER = "+ averaging"  # the lowest mean validation RMSE over splits 0-2
+LARGE = "+ averaging, lr 0.02, k 16"
+LARGE_NO_AVERAGING = "k 16, lr 0.02, no averaging"
 TARGET_RMSE = 0.890  # the test RMSE (mean over splits 0-2) the Adam FM was asked to reach
 COLUMNS = ("seed", "model", "rank", "valid_rmse", "rmse", "mae", "epochs", "train_seconds", "cpu_seconds")
 
@@ -57,23 +61,12 @@ def table_name(dataset: str, task: str = "rating") -> str:
 
 
 def claims(frame: pd.DataFrame, task: str = "rating"):
-    """(rows, claims) for the scorecard: averaging helps the final FM, and the final FM beats the
-    preset. The labels already name k, so the rows' rank is dropped (set to 0)."""
+    """(rows, claims) for the scorecard: averaging helps the tuned FM, and the FM at k 16, lr 0.02.
+    The labels already name k, so the rows' rank is dropped (set to 0)."""
+    text = "Averaging the end-of-epoch weights improves the Adam FM"
     return frame.assign(rank=0), [
-        Claim(
-            "fmlib",
-            "Averaging the end-of-epoch weights improves the Adam FM (k 16, lr 0.02)",
-            (WINNER, 0),
-            ((NO_AVERAGING, 0),),
-            "rmse",
-        ),
-        Claim(
-            "fmlib",
-            "The averaged Adam FM (k 16, lr 0.02) beats the tuned preset fm-8",
-            (WINNER, 0),
-            ((STEPS[0][0], 0),),
-            "rmse",
-        ),
+        Claim("fmlib", f"{text} (tuned preset fm-8)", (WINNER, 0), ((STEPS[0][0], 0),), "rmse"),
+        Claim("fmlib", f"{text} (k 16, lr 0.02)", (LARGE, 0), ((LARGE_NO_AVERAGING, 0),), "rmse"),
     ]
 
 
@@ -129,8 +122,9 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def findings(frame: pd.DataFrame) -> dict:
-    """The numbers the lesson quotes: mean test/valid RMSE and CPU seconds of the base preset, the
-    final configuration and the final one without averaging; whether the final one meets ``TARGET_RMSE``."""
+    """The numbers the lessons quote: mean test/valid RMSE (and std, CPU seconds) of the tuned
+    preset, the chosen configuration, and the k 16 / lr 0.02 FM with and without averaging;
+    whether the chosen one meets ``TARGET_RMSE``."""
     rows = summary(frame).set_index("model")
 
     def of(label):
@@ -147,7 +141,9 @@ def findings(frame: pd.DataFrame) -> dict:
         "splits": frame["seed"].nunique(),
         "base": of(STEPS[0][0]),
         "final": final,
-        "no_averaging": of(NO_AVERAGING),
+        "large": of(LARGE),
+        "large_no_averaging": of(LARGE_NO_AVERAGING),
+        "best_valid": rows["valid_rmse_mean"].idxmin(),
         "target": TARGET_RMSE,
         "met": bool(final["rmse"] <= TARGET_RMSE),
     }
