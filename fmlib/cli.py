@@ -33,7 +33,12 @@ TOPIC_COMMANDS = [
         "the Adam FM with weight averaging, a larger lr and k 16 added one at a time: valid/test RMSE, seconds",
         "fmlib.experiments.fm_ablation",
     ),
-    ("bench", "ranking", "per-item ranking latency of FM, FwFM, pruned FwFM, DPLR, in one run", "fmlib.bench.ranking"),
+    (
+        "bench",
+        "ranking",
+        "per-item ranking cost of FM, FwFM, pruned FwFM, DPLR as multiples of the embedding_bag floor",
+        "fmlib.bench.ranking",
+    ),
     (
         "bench",
         "quality",
