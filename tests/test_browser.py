@@ -1,11 +1,14 @@
-"""One real browser: start the app, visit every page in Debian's Chromium, fail on any exception.
+"""One real browser against a running app: every page, with a saved run of each kind, and the
+interactions a class performs (train, save, switch the model, step, toggle, press the buttons).
 
-Screenshots go to tests/screenshots/ (ignored by git) for a person to look at.
+Fails on an exception shown on a page, on a stale message it can detect, and on any warning or
+traceback in the server's log. Screenshots go to tests/screenshots/ (ignored by git).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,6 +21,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "tests" / "screenshots"
+KINDS = {  # tiny hyperparameters of each model the run picker can hold
+    "fm": {"dim": 4},
+    "fwfm": {"dim": 4},
+    "dplr": {"dim": 4, "rank": 2},
+    "rafm": {"ranks": (2, 4)},
+    "rfm": {"dim": 4, "hidden": 8, "mlp_hidden": 8},
+}
+RUN_PAGES = ("Field interactions", "Ranking")  # the pages that use the run picked in the sidebar
+LOG_PROBLEM = re.compile(r"Traceback|WARNING|Warning|\bError\b|Exception")
 
 pytestmark = [
     pytest.mark.browser,
@@ -33,31 +45,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def saved_runs(root: Path) -> list[str]:
+    """A tiny shared run of each kind on the app's synthetic data, as `python -m fmlib train --save` leaves them."""
+    from fmlib.data import split, synthetic
+    from fmlib.runs import RunStore
+    from fmlib.train import TrainConfig, train_model
+
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    store = RunStore(root)
+    return [
+        store.save(train_model(kind, data, TrainConfig(epochs=1), **hp), f"tiny-{kind}") for kind, hp in KINDS.items()
+    ]
+
+
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+def server(tmp_path_factory):
+    """The app on a free port, with the tiny runs in a temporary run store; yields (url, log path)."""
+    tmp = tmp_path_factory.mktemp("browser")
+    runs = saved_runs(tmp / "runs")
+    log = tmp / "server.log"
+    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
     port = free_port()
-    env = {**os.environ, "FMLIB_RUNS": str(tmp_path_factory.mktemp("runs"))}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -68,8 +80,8 @@ def app_url(tmp_path_factory):
             time.sleep(0.5)
     else:
         proc.kill()
-        pytest.fail("streamlit did not become healthy within 60 s:\n" + proc.stdout.read().decode()[-2000:])
-    yield url
+        pytest.fail("streamlit did not become healthy within 60 s:\n" + log.read_text()[-2000:])
+    yield url, log, runs
     proc.terminate()
     try:
         proc.wait(timeout=20)
@@ -78,49 +90,154 @@ def app_url(tmp_path_factory):
         proc.wait()
 
 
+@pytest.fixture(scope="module")
+def page(server):
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(exist_ok=True)
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+    args += ["--disable-sync", "--no-first-run", "--disable-quic"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        tab = browser.new_page(viewport={"width": 1400, "height": 2400})
+        # the first visit to a fresh server is a shared deep link: it must get the app's frame
+        tab.goto(f"{server[0]}/train?dataset=synthetic")
+        wait_idle(tab)
+        yield tab
+        browser.close()
+
+
 def wait_idle(page, timeout=120_000):
+    page.wait_for_timeout(300)
     page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']", timeout=timeout)
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
 
 
-def test_every_page_renders_without_exception(app_url):
-    from playwright.sync_api import sync_playwright
+def no_exception(page, where: str) -> None:
+    errors = page.locator("[data-testid='stException']")
+    assert errors.count() == 0, f"{where} shows an exception: {errors.first.inner_text()[:500]}"
 
+
+def visit(page, title: str) -> None:
+    page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
+    wait_idle(page)
+    no_exception(page, title)
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the select box labelled ``label``."""
+    page.locator("[data-testid='stSelectbox']").filter(has_text=label).first.click()
+    page.get_by_role("option", name=option, exact=True).first.click()
+    wait_idle(page)
+
+
+def button(page, name: str):
+    return page.get_by_role("button", name=name, exact=True)
+
+
+def shows(page, text: str) -> bool:
+    return page.get_by_text(text).count() > 0
+
+
+def test_every_page_renders(page):
     from app_pages._ui import PAGES
 
-    SHOTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-quic",
-            ],
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 2400})
-        # the first visit to a fresh server is a shared deep link: it must get the app's frame
-        page.goto(f"{app_url}/train?dataset=synthetic")
+    links = page.locator("[data-testid='stSidebarNav'] a")
+    assert links.count() == len(PAGES), "the sidebar lists every page (and nothing else)"
+    assert page.get_by_text("Served by: synthetic").count() == 1, "the frame's sidebar ran"
+    titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
+    for i, title in enumerate(titles):
+        visit(page, title)
+        page.screenshot(path=str(SHOTS / f"{i:02d}-{title.replace(' ', '_')}.png"))
+
+
+def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_the_old_results(page):
+    visit(page, "Train")
+    epochs = page.get_by_label("Max epochs")
+    epochs.fill("0")  # typed, no Enter: the click elsewhere commits it
+    page.get_by_text("Train a model").first.click()
+    wait_idle(page)
+    assert shows(page, "Max epochs: 0 is out of range; use 1 to 200."), "an out-of-range number is refused visibly"
+    assert button(page, "Train").count() == 0
+    epochs.fill("3")
+    epochs.press("Enter")
+    wait_idle(page)
+    button(page, "Train").click()
+    page.get_by_text("Save run").first.wait_for(timeout=120_000)  # the page polls its queued job
+    wait_idle(page)
+    assert page.get_by_role("heading", name="fm on synthetic", exact=True).count() == 1
+    no_exception(page, "Train after training")
+    page.get_by_role("textbox", name="Run name (optional)").fill("browser-run")
+    page.get_by_role("textbox", name="Your name").fill("Ada")
+    button(page, "Save run").click()
+    wait_idle(page)
+    assert shows(page, "Saved as browser-run")
+    sidebar = page.locator("[data-testid='stSidebar']")
+    picked = sidebar.locator("[data-testid='stSelectbox']").evaluate_all(
+        "boxes => boxes.map(b => [b.innerText, ...[...b.querySelectorAll('input')].map(i => i.value)].join(' '))"
+    )
+    assert any("browser-run" in box for box in picked), f"the sidebar picks the saved run at once: {picked}"
+    assert sidebar.get_by_text("No saved runs yet").count() == 0
+    page.screenshot(path=str(SHOTS / "train-saved.png"))
+    choose(page, "Model", "fwfm")
+    page.screenshot(path=str(SHOTS / "train-switched-model.png"))
+    assert page.get_by_role("heading", name="fm on synthetic", exact=True).count() == 0, (
+        "the FM's results under the FwFM form"
+    )
+    assert shows(page, "Your last training was fm")
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_run_pages_with_a_saved_run_of_each_kind(page, kind):
+    visit(page, "Home")
+    choose(page, "Whose runs", "shared")
+    choose(page, "Saved run", f"tiny-{kind}")
+    for title in RUN_PAGES:
+        visit(page, title)
+        page.screenshot(path=str(SHOTS / f"{title.replace(' ', '_')}-{kind}.png"))
+
+
+def test_a_quick_run_replaces_the_wrong_run_warning(page):
+    visit(page, "Home")
+    choose(page, "Whose runs", "shared")
+    choose(page, "Saved run", "tiny-fm")
+    visit(page, "Field interactions")
+    assert shows(page, "has no field interaction matrix R")
+    button(page, "Train a quick FwFM on synthetic").click()
+    wait_idle(page)
+    no_exception(page, "Field interactions after a quick run")
+    assert not shows(page, "has no field interaction matrix R"), "the wrong-run warning stays above the quick run"
+    assert shows(page, "not the picked run tiny-fm")
+
+
+def test_derivations_step_toggle_and_check(page):
+    visit(page, "Derivations")
+    for _ in range(2):
+        button(page, "Next ▶").click()
         wait_idle(page)
-        links = page.locator("[data-testid='stSidebarNav'] a")
-        assert links.count() == len(PAGES), "the sidebar lists every page (and nothing else)"
-        assert page.get_by_text("Served by: synthetic").count() == 1, "the frame's sidebar ran"
-        titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
-        for i, title in enumerate(titles):
-            page.locator("[data-testid='stSidebarNav'] a").nth(i).click()
-            page.wait_for_timeout(500)
-            wait_idle(page)
-            page.screenshot(path=str(SHOTS / f"{i:02d}-{title.replace(' ', '_')}.png"))
-            errors = page.locator("[data-testid='stException']")
-            assert errors.count() == 0, f"page {title!r} shows an exception: {errors.first.inner_text()[:500]}"
-            if title == "Train":  # press Train on the synthetic data: live chart, metrics
-                page.get_by_role("button", name="Train", exact=True).click()
-                page.get_by_text("Save run").first.wait_for(timeout=120_000)  # the page polls its queued job
-                wait_idle(page)
-                assert page.locator("[data-testid='stException']").count() == 0
-                page.screenshot(path=str(SHOTS / f"{i:02d}-{title}-trained.png"))
-        browser.close()
+    page.get_by_text("Show the check (what sympy compared)").click()
+    wait_idle(page)
+    toggle = page.get_by_text("Show a wrong variant prepared for class")
+    if toggle.count():
+        toggle.click()
+        wait_idle(page)
+    no_exception(page, "Derivations after stepping and toggling")
+    page.screenshot(path=str(SHOTS / "derivations-stepped.png"))
+
+
+def test_attention_inversion_trials_stay_when_the_page_reruns(page):
+    visit(page, "Attention inversion")
+    button(page, "Run trials").click()
+    wait_idle(page)
+    title = "How often the Newton attack works, by regulariser γ"
+    assert shows(page, title)
+    page.get_by_text("near the secret", exact=True).click()  # another widget: the page reruns
+    wait_idle(page)
+    assert shows(page, title), "the trials a button made vanished on the next rerun"
+    no_exception(page, "Attention inversion after the trials")
+    page.screenshot(path=str(SHOTS / "attention-trials.png"))
+
+
+def test_the_server_log_has_no_warning_or_traceback(server, page):
+    lines = [line for line in server[1].read_text().splitlines() if LOG_PROBLEM.search(line)]
+    assert not lines, "server log:\n" + "\n".join(lines[:40])
