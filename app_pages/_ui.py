@@ -123,11 +123,6 @@ def fail(err) -> NoReturn:
     st.stop()
 
 
-@st.cache_resource(show_spinner="Loading the run ...")
-def load_run(run_id: str):
-    return run_store().load(run_id)
-
-
 def bounded_number(label: str, low, high, value, container=st, **kwargs):
     """A number field whose range is checked here, not by the widget.
 
@@ -147,6 +142,12 @@ def bounded_number(label: str, low, high, value, container=st, **kwargs):
     if not low <= number <= high:
         fail(f"{label}: {number:g} is out of range; use {low:g} to {high:g}.")
     return number
+
+
+@st.cache_resource(show_spinner="Loading the run ...")
+def load_run(run_id: str):
+    return run_store().load(run_id)
+
 
 def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, train_quick):
     """The run picked in the sidebar if ``usable(run)``, else a quick run trained here on a click.
