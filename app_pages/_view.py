@@ -22,7 +22,8 @@ _UNSEEN = object()  # a widget value not read yet
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
 PROJECTOR_CSS = """
 <style>
-html { font-size: 20px; }
+html { font-size: 18px; }
+h1 { font-size: 2.25rem !important; }
 .stMainBlockContainer { max-width: 100%; padding-top: 2.5rem; }
 .stButton button p, .stButton button div { white-space: nowrap; }
 </style>
@@ -172,15 +173,20 @@ def projector_style() -> None:
         st.html(PROJECTOR_CSS)
 
 
-def secondary(text: str) -> None:
-    """A caption that projector mode leaves out: prose for reading, not for the room."""
+def secondary(text: str, show=st.caption) -> None:
+    """A caption (or ``show``, e.g. ``st.write``) that projector mode leaves out: prose for reading, not for the room."""
     if not projector():
-        st.caption(text)
+        show(text)
 
 
 def chart(fig: go.Figure, container=st, **kwargs) -> None:
     """``st.plotly_chart`` with larger text in projector mode."""
-    if projector():
-        fig = go.Figure(fig).update_layout(font_size=PROJECTOR_FONT, title_font_size=PROJECTOR_FONT + 4)
+    if projector():  # larger text, and a top margin grown with it, so titles keep clear of each other
+        fig = go.Figure(fig)
+        grow = PROJECTOR_FONT / 12  # plotly's default font size
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 100
+        fig.update_layout(font_size=PROJECTOR_FONT, title_font_size=PROJECTOR_FONT + 4, margin_t=round(top * grow))
+        if fig.layout.height is not None:
+            fig.update_layout(height=fig.layout.height + round(top * (grow - 1)))
         fig.update_annotations(font_size=PROJECTOR_FONT)
     container.plotly_chart(fig, **kwargs)

@@ -66,36 +66,31 @@ def move(delta: int, last: int):
 
 st.title("Derivations, checked line by line")
 notebook_link("05_derivations")
-st.write(
+secondary(
     "Does each line of a paper really follow from the one before? Step through a derivation: "
-    "every line shows the rule that justifies it, where it comes from, and how sympy checked it."
+    "every line shows the rule that justifies it, where it comes from, and how sympy checked it.",
+    st.write,
 )
 
 derivations = catalog()
 titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plain text
+pick, stepper = st.columns([2, 3])  # one row, so that the step's formula is above the fold on a projector
 link_check("deriv_derivation", one_of(titles), "one of " + ", ".join(titles))
-key = st.selectbox("Derivation", list(titles), key="deriv_derivation", bind="query-params", on_change=reset_step)
-st.markdown(f"**{titles[key]}**")
+key = pick.selectbox("Derivation", list(titles), key="deriv_derivation", bind="query-params", on_change=reset_step)
 derivation = get(key)
 last = len(derivation.steps)
 step_link_bad = link_check("deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=1)
 st.session_state.setdefault("deriv_step", 1)
 st.session_state.deriv_step = min(st.session_state.deriv_step, last)
 
-secondary(f"Source: {with_titles(derivation.source)}")
-with st.expander("Assumptions"):
-    for assumption in derivation.assumptions:
-        if "\\" in assumption:  # LaTeX assumptions carry commands; plain ones are sentences
-            st.latex(assumption)
-        else:
-            st.markdown(f"- {math(assumption)}")
-
-back = forward = st.container(horizontal=True)  # buttons as wide as their labels, never truncated
-back.button("◀ Back", key="deriv_back", on_click=move, args=(-1, last), disabled=st.session_state.deriv_step <= 1)
-forward.button("Next ▶", key="deriv_next", on_click=move, args=(1, last), disabled=st.session_state.deriv_step >= last)
-st.slider("Step", 1, last, key="deriv_step", bind="query-params", persist_state="session")
+stepper.slider("Step", 1, last, key="deriv_step", bind="query-params", persist_state="session")
 if step_link_bad:
     st.rerun()
+row = st.container(horizontal=True, vertical_alignment="center")  # buttons as wide as their labels, never cut
+row.button("◀ Back", key="deriv_back", on_click=move, args=(-1, last), disabled=st.session_state.deriv_step <= 1)
+row.button("Next ▶", key="deriv_next", on_click=move, args=(1, last), disabled=st.session_state.deriv_step >= last)
+row.markdown(f"**{titles[key]}**")
+secondary(f"Source: {with_titles(derivation.source)}")
 
 index = st.session_state.deriv_step - 1
 step = derivation.steps[index]
@@ -180,6 +175,12 @@ if step.check.size is not None:
             other = one_step(key, index, int(size))
         st.markdown(f"{badge(other.status)} &nbsp; {how(other.corrected)} — {math(other.detail)}")
 
+with st.expander("Assumptions"):
+    for assumption in derivation.assumptions:
+        if "\\" in assumption:  # LaTeX assumptions carry commands; plain ones are sentences
+            st.latex(assumption)
+        else:
+            st.markdown(f"- {math(assumption)}")
 copy_link_and_reset(
     {
         "deriv_derivation": derivations[0].key,

@@ -31,10 +31,13 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
     assert any("% left" in m.label for m in at.metric)
     at.slider(key="rho").set_value(3).run()
     assert not at.exception and not at.error
-    titles = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
+    titles = [a["text"].replace("<br>", " ") for a in figure(at, 0)["layout"]["annotations"]]
     assert any("27 kept (96.4% left)" in t for t in titles)
     planted = figure(at, 1)
-    assert [a["text"] for a in planted["layout"]["annotations"]] == ["planted R", "learned R, field scales aligned"]
+    assert [a["text"].replace("<br>", " ") for a in planted["layout"]["annotations"]] == [
+        "planted R",
+        "learned R, field scales aligned",
+    ]
     (caption,) = [c.value for c in at.caption if "matches the planted one" in c.value]
     assert float(caption.rstrip(".").split()[-1]) >= 0.95
 

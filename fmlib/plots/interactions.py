@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -9,29 +11,40 @@ from plotly.subplots import make_subplots
 
 def interaction_heatmaps(matrices: dict, names: list[str], title: str = "Field interaction matrices R") -> go.Figure:
     """Side-by-side heatmaps of m×m matrices {title: R}, field names on the axes, one colour scale."""
-    titles = list(matrices)
+    names_of = list(matrices)
     vmax = max(float(np.abs(R).max()) for R in matrices.values()) or 1.0
-    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.03)
-    for i, title in enumerate(titles, start=1):
+    # a long subplot title takes two lines, so that three side by side never run into each other
+    wrapped = ["<br>".join(textwrap.wrap(name.replace(" = ", "\u00a0=\u00a0"), 18)) for name in names_of]
+    fig = make_subplots(rows=1, cols=len(names_of), subplot_titles=wrapped, horizontal_spacing=0.1)
+    for i, name in enumerate(names_of, start=1):
         fig.add_trace(
             go.Heatmap(
-                z=np.asarray(matrices[title]),
+                z=np.asarray(matrices[name]),
                 x=names,
                 y=names,
                 zmin=-vmax,
                 zmax=vmax,
                 colorscale="RdBu",
                 reversescale=True,
-                showscale=i == len(titles),
-                hovertemplate="%{y} × %{x}: %{z:.3f}<extra>" + title + "</extra>",
+                showscale=i == len(names_of),
+                hovertemplate="%{y} × %{x}: %{z:.3f}<extra>" + name + "</extra>",
             ),
             row=1,
             col=i,
         )
-        fig.update_yaxes(autorange="reversed", showticklabels=i == 1, title_text="field f", row=1, col=i)
-        fig.update_xaxes(title_text="field g", row=1, col=i)
+        fig.update_yaxes(
+            autorange="reversed",
+            showticklabels=i == 1,
+            tickmode="array",
+            tickvals=list(names),
+            title_text="field f",
+            title_standoff=4,
+            row=1,
+            col=i,
+        )
+        fig.update_xaxes(title_text="field g", tickmode="array", tickvals=list(names), row=1, col=i)  # every field
     fig.update_layout(
-        title=f"{title}: R<sub>fg</sub> per pair of fields (no unit)", height=400, margin=dict(t=80, l=10, r=10, b=10)
+        title=f"{title}: R<sub>fg</sub> per pair of fields (no unit)", height=420, margin=dict(t=110, l=10, r=10, b=10)
     )
     return fig
 

@@ -1,0 +1,146 @@
+"""A real browser at a projector's size: 1280×720, and the same screen at 150 % zoom (853×480 CSS
+pixels drawn at device scale 1.5), with and without projector mode.
+
+Checked on element boxes: in projector mode the derivation step's formula starts above the fold; no button's label
+is cut (scrollWidth ≤ clientWidth), no two chart titles overlap, every heatmap axis keeps a label
+per field. Screenshots of each view go to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+SCREENS = {"1280x720": ({"width": 1280, "height": 720}, 1.0), "1280x720 at 150%": ({"width": 853, "height": 480}, 1.5)}
+FIELDS = 8  # the synthetic data's m
+STEP = "derivations?deriv_derivation=fm-gradient&deriv_step=7"  # the FM note's slip: two formulas
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason="Debian's chromium is missing: `make browser-deps` installs it"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app on a free port with one tiny shared FwFM run (the Field interactions page's default)."""
+    from fmlib.data import split, synthetic
+    from fmlib.runs import RunStore
+    from fmlib.train import TrainConfig, train_model
+
+    tmp = tmp_path_factory.mktemp("projector")
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
+    RunStore(tmp / "runs").save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), "tiny-fwfm")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    with (tmp / "server.log").open("w") as out:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            if time.time() > deadline:
+                proc.kill()
+                pytest.fail("streamlit did not become healthy within 60 s")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield chromium
+        chromium.close()
+
+
+def opened(browser, url: str, screen: str):
+    """A fresh browser context (a fresh session) at ``screen``, on ``url``, idle."""
+    viewport, scale = SCREENS[screen]
+    tab = browser.new_context(viewport=viewport, device_scale_factor=scale).new_page()
+    tab.goto(url)
+    tab.wait_for_timeout(500)
+    tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
+    tab.wait_for_timeout(1000)  # charts and KaTeX lay themselves out
+    return tab
+
+
+def cut_buttons(tab) -> list[str]:
+    """Labels of visible buttons in the page whose text does not fit."""
+    return tab.eval_on_selector_all(
+        "[data-testid='stMain'] button",
+        "bs => bs.filter(b => b.offsetParent && b.scrollWidth > b.clientWidth + 1).map(b => b.innerText)",
+    )
+
+
+def overlaps(boxes: list[dict]) -> list[tuple[int, int]]:
+    return [
+        (i, j)
+        for i, a in enumerate(boxes)
+        for j, b in enumerate(boxes[i + 1 :], i + 1)
+        if a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    ]
+
+
+@pytest.mark.parametrize("projector", [True, False], ids=["projector", "plain"])
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(
+    server, browser, screen, projector, tmp_path
+):
+    tab = opened(browser, f"{server}/{STEP}" + ("&projector=true" if projector else ""), screen)
+    tab.screenshot(path=str(tmp_path / f"derivation {screen} {'projector' if projector else 'plain'}.png"))
+    formula = tab.locator("[data-testid='stMain'] .katex-display").first.bounding_box()
+    assert formula is not None, "no formula on the page"
+    if projector:  # without it, the sidebar and the page's prose come first
+        assert formula["y"] < SCREENS[screen][0]["height"], f"the step's formula starts at {formula['y']:.0f} px"
+    assert not cut_buttons(tab)
+    assert tab.get_by_role("button", name="◀ Back").is_visible()
+
+
+@pytest.mark.parametrize("projector", [True, False], ids=["projector", "plain"])
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, browser, screen, projector, tmp_path):
+    tab = opened(
+        browser, f"{server}/field_interactions?dataset=synthetic" + ("&projector=true" if projector else ""), screen
+    )
+    heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").first
+    heatmaps.scroll_into_view_if_needed()
+    tab.wait_for_timeout(500)
+    heatmaps.screenshot(path=str(tmp_path / f"heatmaps {screen} {'projector' if projector else 'plain'}.png"))
+    titles = [t.bounding_box() for t in heatmaps.locator(".infolayer .annotation, .infolayer .gtitle").all()]
+    assert len(titles) >= 3 and not overlaps(titles), f"overlapping chart titles: {overlaps(titles)}"
+    x_labels = heatmaps.locator(".xaxislayer-above text").all_text_contents()
+    y_labels = heatmaps.locator(".yaxislayer-above text").all_text_contents()
+    assert len(x_labels) == 3 * FIELDS, f"field labels dropped: {len(x_labels)} of 3 heatmaps × {FIELDS} shown"
+    assert len(y_labels) == FIELDS, f"field labels dropped: {len(y_labels)} of {FIELDS} shown on the shared y axis"
+    axis_titles = [t.bounding_box() for t in heatmaps.locator("[class^='g-x'], [class^='g-y']").all()]
+    plots = [p.bounding_box() for p in heatmaps.locator(".nsewdrag").all()]  # each heatmap's drawing area
+    assert len(axis_titles) == 6 and len(plots) == 3
+    assert not overlaps(titles + axis_titles), "a chart or axis title runs into another"
+    assert not [(a, p) for a in axis_titles for p in plots if overlaps([a, p])], "an axis title lies on a heatmap"
+    assert not cut_buttons(tab)
