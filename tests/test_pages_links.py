@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from apptest import app_page
+import re
 
+import pytest
+from apptest import ROOT, app_page
+
+from fmlib.lessons import lesson_files, load_lesson
 from fmlib.train import TrainConfig
 
 
@@ -187,3 +190,31 @@ def test_a_rank_set_link_on_the_rafm_page_falls_back_when_not_increasing():
     at = opened("app_pages/rank_aware_fm.py", {"rafm_ranks": "32,8"}, dataset="synthetic")
     assert not at.exception and not at.error
     assert at.text_input(key="rafm_ranks").value == "8,32" and "The link's rafm_ranks = '32,8'" in warnings(at)
+
+
+def lesson_links():
+    return [
+        pytest.param(stop.page, stop.params, id=f"{path.stem}-{number}-{stop.page}")
+        for path in lesson_files()
+        for number, stop in enumerate(load_lesson(path).stops, 1)
+        if stop.page not in ("field_interactions", "ranking")  # these draw their settings once a run is there
+    ]
+
+
+@pytest.mark.parametrize(("page", "params"), lesson_links())
+def test_every_lesson_link_opens_its_page_in_the_prepared_state(page, params):
+    page_params = {key: value for key, value in params.items() if key != "dataset"}  # the sidebar's, not the page's
+    at = opened(f"app_pages/{page}.py", page_params, dataset="synthetic")
+    assert not at.exception and "The link's" not in warnings(at)
+    for key, value in page_params.items():
+        shown = at.session_state[key]
+        assert (str(shown).lower() if isinstance(shown, bool) else str(shown)) == str(value), key
+
+
+def test_the_lesson_links_to_run_pages_name_only_settings_those_pages_bind():
+    for path in lesson_files():
+        for stop in load_lesson(path).stops:
+            if stop.page in ("field_interactions", "ranking"):
+                source = (ROOT / "app_pages" / f"{stop.page}.py").read_text()
+                for key in set(stop.params) - {"dataset"}:
+                    assert re.search(rf'key="{key}",\s*bind="query-params"', source), (stop.page, key)
