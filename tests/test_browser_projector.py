@@ -144,3 +144,22 @@ def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, b
     assert not overlaps(titles + axis_titles), "a chart or axis title runs into another"
     assert not [(a, p) for a in axis_titles for p in plots if overlaps([a, p])], "an axis title lies on a heatmap"
     assert not cut_buttons(tab)
+
+
+def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_url(server, browser):
+    tab = opened(browser, f"{server}/{STEP}", "1280x720")
+    tab.get_by_role("button", name="Next ▶").click()
+    tab.wait_for_timeout(1500)
+    assert "deriv_step=8" in tab.url
+    tab.get_by_role("link", name="Train").click()
+    tab.wait_for_timeout(2000)
+    tab.get_by_role("link", name="Derivations").click()
+    tab.wait_for_timeout(2000)
+    assert tab.get_by_text("Step 8 of 9").is_visible(), tab.url
+    tab.get_by_role("button", name="Link to this view").click()
+    assert "deriv_step=8" in tab.locator("[data-testid='stPopoverBody'] code").first.inner_text()
+    tab.keyboard.press("Escape")
+    tab.get_by_role("button", name="Reset to defaults").click()
+    tab.wait_for_timeout(2000)
+    assert "deriv_step" not in tab.url and "deriv_derivation" not in tab.url
+    assert tab.get_by_text("Step 1 of 4").is_visible()  # Rendle's identity, the first derivation
