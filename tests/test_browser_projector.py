@@ -163,3 +163,9 @@ def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_ur
     tab.wait_for_timeout(2000)
     assert "deriv_step" not in tab.url and "deriv_derivation" not in tab.url
     assert tab.get_by_text("Step 1 of 4").is_visible()  # Rendle's identity, the first derivation
+
+
+def test_an_unknown_page_in_a_link_says_so_and_opens_the_home_page(server, browser):
+    tab = opened(browser, f"{server}/no_such_page?model=fm", "1280x720")
+    assert tab.get_by_text("Page not found").first.is_visible()
+    assert tab.get_by_role("heading", name="fmlib explainer").is_visible()
