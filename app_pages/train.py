@@ -198,7 +198,7 @@ st.subheader("Why the Bayesian FM wins on MovieLens, and what the Adam FM needs"
 st.markdown(
     "A **Bayesian FM** (model `bfm`, trained by Gibbs sampling) has the same formula as the FM "
     "trained here, but two habits Adam lacks. (1) Its L2 strengths are *learned*: every field group "
-    "(users, movies, genres, hour, ...) has its own Gaussian prior N(μ_g, 1/λ_g) whose precision λ_g is "
+    "(users, movies, genres, hour, ...) has its own Gaussian prior $\\mathcal N(\\mu_g, 1/\\lambda_g)$ whose precision $\\lambda_g$ is "
     "sampled from the data with the weights, so no weight decay is tuned by hand. (2) Its prediction is "
     "the *average* of the FM over hundreds of posterior samples, not one point estimate: the noise of "
     "single samples cancels. The Adam FM's closest analogue of (2) is **weight averaging**: keep the "
@@ -228,4 +228,4 @@ else:
             f"{large['rmse']:.4f} with it. The rest of the gap is not closed here: the Bayesian FM's learned "
             "per-field priors are the ingredient the Adam FM has not been given."
         )
-        st.caption(f"From {ablation_path} · validation chose every setting; the test split was read once per model.")
+        st.caption(f"From `{ablation_path}` · validation chose every setting; the test split was read once per model.")
