@@ -14,6 +14,7 @@ TITLES = {
     "FMGrad": "FM O(dk) weight gradient calculation",
     "AttnInv": "Unmasking Transformers: A Theoretical Approach to Data Recovery via Attention Weights",
     "Rendle2010": "Factorization Machines",
+    "Rendle2012": "Factorization Machines with libFM",
     "FwFM": "Field-weighted Factorization Machines for Click-Through Rate Prediction in Display Advertising",
 }
 
