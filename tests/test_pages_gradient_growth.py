@@ -56,7 +56,7 @@ def test_slider_to_64_and_linear_scale(at):
     [
         ("eta", 0.0, "violates the assumption |X| < η"),
         ("theta", -1.0, "violates the assumption ‖∂y/∂G‖∞"),
-        ("d", 0, "embedding size d must be an integer in 1..64"),
+        ("d", 0, "embedding size d: 0 is out of range; use 1 to 64."),
         ("M", 0.0, "M > 0"),
         ("eps", 2.0, "ε must be in [0, M)"),
     ],
