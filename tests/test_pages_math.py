@@ -73,6 +73,8 @@ def check(at):
         "gradient_growth.py",
         "attention_inversion.py",
         "derivations.py",
+        "ranking.py",
+        "lesson.py",
     ],
 )
 def test_a_page_shows_math_as_math(page):
