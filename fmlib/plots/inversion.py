@@ -121,33 +121,20 @@ def success_figure(
 def recovery_figure(summary: pd.DataFrame) -> go.Figure:
     """Top-1 / top-10 recovery of hidden movies vs chance (one bar group per metric)."""
     fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            x=summary["metric"],
-            y=summary["attack"],
-            name="inversion attack",
-            text=[f"{v:.1%}" for v in summary["attack"]],
-            textposition="outside",
+    for column, name in [
+        ("attack", "inversion attack"),
+        ("popularity", "guess the most popular"),
+        ("chance", "uniform chance"),
+    ]:
+        fig.add_trace(
+            go.Bar(
+                x=summary["metric"],
+                y=summary[column],
+                name=name,
+                text=[f"{v:.1%}" for v in summary[column]],
+                textposition="outside",
+            )
         )
-    )
-    fig.add_trace(
-        go.Bar(
-            x=summary["metric"],
-            y=summary["popularity"],
-            name="guess the most popular",
-            text=[f"{v:.1%}" for v in summary["popularity"]],
-            textposition="outside",
-        )
-    )
-    fig.add_trace(
-        go.Bar(
-            x=summary["metric"],
-            y=summary["chance"],
-            name="uniform chance",
-            text=[f"{v:.1%}" for v in summary["chance"]],
-            textposition="outside",
-        )
-    )
     fig.update_yaxes(title_text="fraction of hidden movies recovered", tickformat=".0%")
     fig.update_xaxes(title_text="hit within the attack's top-k guesses")
     fig.update_layout(
