@@ -37,9 +37,15 @@ from ..train import MONITOR, TrainConfig, evaluate, fit
 # r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7).
 SEARCH_SPACES = {
     "fm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "average_from": (0, 3, 5)},
-    "fwfm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
-    "dplr": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64)},
-    "rafm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "consistency": (0.1, 10.0)},
+    "fwfm": {
+        "lr": (1e-3, 5e-2),
+        "weight_decay": (1e-6, 3e-2),
+        "dim": (8, 16, 32, 64),
+        "r_l2": (1e-4, 1.0),
+        "average_from": (0, 3, 5),
+    },
+    "dplr": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "average_from": (0, 3, 5)},
+    "rafm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "consistency": (0.1, 10.0), "average_from": (0, 3, 5)},
     "rfm": {
         "lr": (1e-3, 5e-2),
         "weight_decay": (1e-6, 3e-2),
