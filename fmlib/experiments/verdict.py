@@ -12,6 +12,13 @@ than the other by more than δ", how a claim such as "DPLR is about as good as F
 * "holds"          — the whole interval lies above −δ;
 * "does not hold"  — the whole interval lies below −δ;
 * otherwise "no difference detectable at this sample size" (one seed never decides anything).
+
+A claim about one measured quantity against a threshold τ (a success rate of at least 0.9, an
+error below a tolerance, a speed-up above 1) reads its interval the same way, shifted by τ
+(``threshold_verdict``). A success rate p̂ = s/n gets the Wilson score interval
+(Wilson 1927), which stays inside [0, 1] and is not empty at s = 0 or s = n:
+
+    (p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n)        (z = z_{0.975} ≈ 1.96)
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import norm
 from scipy.stats import t as student_t
 
 HOLDS = "holds"
@@ -63,3 +71,31 @@ def verdict(interval: Interval, margin: float = 0.0) -> str:
     if interval.high < -margin:
         return DOES_NOT_HOLD
     return UNDECIDED
+
+
+def mean_interval(values, confidence: float = 0.95) -> Interval:
+    """The mean of per-seed values with its Student-t interval (one value: unbounded)."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or len(x) < 1:
+        raise ValueError(f"need a non-empty list of per-seed values, got shape {x.shape}")
+    return paired_interval(x, np.zeros_like(x), lower_is_better=False, confidence=confidence)
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """The success rate s/n with its Wilson score interval (module docstring)."""
+    if not (n >= 1 and 0 <= successes <= n):
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    z, p = float(norm.ppf(0.5 + confidence / 2)), successes / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    scale = 1 + z * z / n
+    return Interval(p, max(0.0, (centre - half) / scale), min(1.0, (centre + half) / scale), n)
+
+
+def threshold_verdict(interval: Interval, threshold: float, higher_is_better: bool) -> str:
+    """ "holds" when the whole interval lies on the claimed side of ``threshold``, "does not hold"
+    when it lies wholly on the other side, else undecided (``verdict`` of the shifted interval)."""
+    sign = 1.0 if higher_is_better else -1.0
+    low, high = sorted((sign * (interval.low - threshold), sign * (interval.high - threshold)))
+    return verdict(Interval(sign * (interval.mean - threshold), low, high, interval.n))
