@@ -11,18 +11,12 @@ import os
 
 import streamlit as st
 
+from app_pages._queue import job_queue
 from app_pages._ui import run_store
 from app_pages._view import link_check
-from fmlib.jobs import JobQueue
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
 from fmlib.train import MONITOR, train_model
-
-
-@st.cache_resource
-def job_queue() -> JobQueue:
-    """One queue per server: at most FMLIB_TRAIN_WORKERS (default: half the cores) trainings at once."""
-    return JobQueue()
 
 
 def submit_training(model: str, data, config, hp: dict) -> None:

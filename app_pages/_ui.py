@@ -12,6 +12,7 @@ from typing import NoReturn
 
 import streamlit as st
 
+from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._view import checked_link, in_range, secondary
 from fmlib.data import movielens, split, synthetic
 from fmlib.derivations import catalog, check_step
@@ -153,9 +154,10 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
     """The run picked in the sidebar if ``usable(run)``, else a quick run trained here on a click.
 
     ``advice``: what to do instead, shown when the picked run is not usable; ``quick_name``: the
-    quick run, e.g. "quick FwFM"; ``train_quick(dataset, progress)`` trains it (``progress`` is
-    ``fit``'s per-epoch callback); it is kept in ``st.session_state[quick_key]``. Returns
-    ``(run, source)``, source saying where the run comes from; stops the page until there is a run.
+    quick run, e.g. "quick FwFM"; ``train_quick(dataset, split, progress)`` trains it (``split``: the
+    dataset's split 0, ``progress``: ``fit``'s per-epoch callback) as a job of the server's queue,
+    so the page shows its place in line until it runs; it is kept in ``st.session_state[quick_key]``.
+    Returns ``(run, source)``, source saying where the run comes from; stops the page until there is a run.
     """
     run_id = selected_run_id()
     quick = st.session_state.get(quick_key)
@@ -176,17 +178,26 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
                 f"No saved run is selected in the sidebar. Train a {quick_name} on {name} here, "
                 "or train and save a run on the Train page and pick it in the sidebar."
             )
+        job_key = f"{quick_key}_job"
+        job = wait_in_session(job_key, f"Your {quick_name}")
+        if job_key in st.session_state:  # queued or training: its place in line or its progress is shown
+            st.stop()
+        if job is not None and job.state == "done":
+            st.session_state[quick_key] = job.result
+            st.rerun()  # draw the page again from the session, without the offer to train
+        if job is not None:  # say how it ended, and offer to train again
+            if job.state == "cancelled":
+                st.info(f"The {quick_name} was cancelled.")
+            else:  # bad settings: say why, no traceback
+                st.error(job.error)
         if not st.button(f"Train a {quick_name} on {name}", type="primary", key="quick_train"):
             st.stop()
-        bar = st.progress(0.0, text="training ...")
         try:
-            quick = train_quick(
-                name, lambda record: bar.progress(record["epoch"] / record["epochs"], text=f"epoch {record['epoch']}")
-            )
-        except Exception as err:  # no data source, bad settings: say why, no traceback
+            data = load_split(name, 0)
+        except Exception as err:  # no data source: say why, no traceback
             fail(err)
-        st.session_state[quick_key] = quick
-        st.rerun()  # draw the page again from the session, without the offer to train
+        submit_in_session(job_key, lambda job: train_quick(name, data, job.report))
+        st.rerun()  # show its place in line
     unused = "" if run_id is None else f", not the picked run {run_id}"
     return quick, f"a {quick_name} trained here on {quick.config['dataset']} (not saved{unused})"
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import streamlit as st
 
-from app_pages._ui import dataset_name, fail, load_split, notebook_link, saved_or_quick_run
+from app_pages._ui import dataset_name, fail, notebook_link, saved_or_quick_run
 from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, one_of
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
 from fmlib.analysis.interactions import (
@@ -110,9 +110,9 @@ def approximations(R, rank: int, method: str):
     return prune(R, keep), dplr_posthoc(R, rank, method).R
 
 
-def quick_fwfm(name, progress):
+def quick_fwfm(name, data, progress):
     config, hp = quick_settings(name)  # synthetic: enough steps, and the planted embedding size
-    return train_model("fwfm", load_split(name, 0), config, progress, **hp)
+    return train_model("fwfm", data, config, progress, **hp)
 
 
 run, source = saved_or_quick_run(

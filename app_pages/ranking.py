@@ -3,7 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages._ui import fail, load_run, load_split, notebook_link, run_store, saved_or_quick_run
+from app_pages._queue import submit_in_session, wait_in_session
+from app_pages._ui import load_run, load_split, notebook_link, run_store, saved_or_quick_run
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.models import model_name
@@ -95,15 +96,25 @@ run, source = saved_or_quick_run(
     f"cached-context ranking is implemented for {', '.join(RANKABLE)}. Pick one of those, or train a quick DPLR here.",
     "quick DPLR (ρ = 2)",
     "ranking_quick_run",
-    lambda name, progress: train_model(
+    lambda name, data, progress: train_model(
         "dplr",
-        load_split(name, 0),
+        data,
         TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2),
         progress,
         dim=8,
         rank=2,
     ),
 )
+
+
+def quick_models(data, config, report) -> dict:
+    """A quick FM, FwFM and DPLR (ρ = 2) on ``data``, one after another; ``report``: each epoch's record."""
+    return {
+        f"quick {label}": train_model(
+            kind, data, config, lambda r, label=label: report({**r, "label": label}), dim=8, **hp
+        )
+        for label, kind, hp in (("FM", "fm", {}), ("FwFM", "fwfm", {}), ("DPLR ρ=2", "dplr", {"rank": 2}))
+    }
 
 
 def split_of(run):
@@ -190,18 +201,20 @@ runs.update(st.session_state.get("ranking_quick_models", {}))
 if len(runs) < 2:
     name = run.config["dataset"]
     st.info(f"{len(runs)} saved FM/FwFM/DPLR run(s) on {name}: train quick ones here to compare.")
-    if st.button(f"Train a quick FM, FwFM and DPLR (ρ = 2) on {name}", key="quick_models"):
-        config = TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2)
-        try:
-            with st.spinner("training three models ..."):
-                trained = {
-                    f"quick {label}": train_model(kind, split_of(run), config, dim=8, **hp)
-                    for label, kind, hp in (("FM", "fm", {}), ("FwFM", "fwfm", {}), ("DPLR ρ=2", "dplr", {"rank": 2}))
-                }
-        except Exception as err:  # no data source, bad settings: say why, no traceback
-            fail(err)
-        st.session_state["ranking_quick_models"] = trained
-        runs.update(trained)
+    job = wait_in_session("ranking_quick_models_job", "Your quick FM, FwFM and DPLR")
+    if job is not None and job.state == "done":
+        st.session_state["ranking_quick_models"] = job.result
+        runs.update(job.result)
+    elif job is not None and job.state == "cancelled":
+        st.info("The quick models were cancelled.")
+    elif job is not None:  # bad settings: say why, no traceback
+        st.error(job.error)
+    if "ranking_quick_models_job" not in st.session_state and len(runs) < 2:
+        if st.button(f"Train a quick FM, FwFM and DPLR (ρ = 2) on {name}", key="quick_models"):
+            config = TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2)
+            data = split_of(run)
+            submit_in_session("ranking_quick_models_job", lambda job: quick_models(data, config, job.report))
+            st.rerun()  # show its place in line
 if len(runs) >= 2:
     link_check("k", in_range(1, 50, integer=True), "1 to 50")
     k = st.slider("k", 1, 50, 10, key="k", bind="query-params")

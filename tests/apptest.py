@@ -23,12 +23,13 @@ def figure(at: AppTest, k: int) -> dict:
     return json.loads(at.get("plotly_chart")[k].proto.spec)
 
 
-def wait_for_training(at: AppTest, timeout: float = 120) -> AppTest:
-    """Rerun the page until the training it queued has ended (the page polls its job every second)."""
+def wait_for_training(at: AppTest, timeout: float = 120, key: str = "train_job") -> AppTest:
+    """Rerun the page until the job it queued (kept in the session under ``key``) has ended (the page
+    polls its job every second)."""
     import time
 
     deadline = time.monotonic() + timeout
-    while "train_job" in at.session_state:
+    while key in at.session_state:
         assert time.monotonic() < deadline, "the training did not end in time"
         time.sleep(0.2)
         at.run()

@@ -160,3 +160,15 @@ def test_the_teacher_deletes_runs_after_unlocking(run, monkeypatch):
     at.button(key="teacher_delete_button").click().run()
     assert not at.exception and "Deleted 2 run(s): a, c." in at.success[0].value
     assert store.ids() == ["b"]
+
+
+def test_a_pages_quick_run_waits_in_the_same_line_and_can_be_cancelled(busy_server):
+    at = app_page("app_pages/field_interactions.py", dataset="synthetic")
+    at.run()
+    at.button(key="quick_train").click().run()
+    assert not at.exception
+    assert any("Your quick FwFM: queued, position 1" in i.value for i in at.info)
+    assert busy_server.waiting() == 1, "the quick run is in the server's one queue"
+    at.button(key="interactions_quick_run_job_cancel").click().run()
+    assert any("The quick FwFM was cancelled." in i.value for i in at.info)
+    assert busy_server.waiting() == 0 and at.button(key="quick_train"), "offered again"

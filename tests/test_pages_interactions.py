@@ -1,6 +1,6 @@
 """AppTests for app_pages/field_interactions.py (synthetic data, tiny runs); the Ranking page's are in test_pages_ranking.py."""
 
-from apptest import app_page, figure
+from apptest import app_page, figure, wait_for_training
 
 from fmlib.data import split, synthetic
 from fmlib.runs import RunStore
@@ -24,7 +24,7 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
     at = page("field_interactions.py")
     assert any("No saved run is selected" in i.value for i in at.info)
     assert not at.get("plotly_chart")
-    at.button(key="quick_train").click().run()
+    wait_for_training(at.button(key="quick_train").click().run(), key="interactions_quick_run_job")
     assert not at.exception and not at.error
     heatmaps = figure(at, 0)
     assert len(heatmaps["data"]) == 3 and heatmaps["data"][0]["x"][0] == "f0"

@@ -1,7 +1,7 @@
 """AppTests for app_pages/ranking.py: the benchmark charts, one user's ranking, top-k agreement between runs."""
 
 import pytest
-from apptest import app_page, figure
+from apptest import app_page, figure, wait_for_training
 
 from fmlib.bench.ranking import ranking_benchmark, sweep_schemas
 from fmlib.data import movielens, split, synthetic
@@ -43,7 +43,7 @@ def test_a_saved_run_is_timed_on_equal_terms_and_compared_with_quick_models():
     )
     assert len(at.dataframe[0].value) == 10
     assert any("1 saved FM/FwFM/DPLR run" in i.value for i in at.info)
-    at.button(key="quick_models").click().run()
+    wait_for_training(at.button(key="quick_models").click().run(), key="ranking_quick_models_job")
     assert not at.exception and not at.error
     compared, overlaps = at.dataframe[1].value, at.dataframe[2].value
     assert len(compared) == 4 and set(compared.model) == {"fm", "fwfm", "dplr"}
@@ -54,7 +54,7 @@ def test_a_saved_run_is_timed_on_equal_terms_and_compared_with_quick_models():
 
 def test_quick_benchmark_charts_and_the_cache_sentence():
     at = page()
-    at.button(key="quick_train").click().run()
+    wait_for_training(at.button(key="quick_train").click().run(), key="ranking_quick_run_job")
     assert not at.exception and not at.error
     assert not at.get("plotly_chart")
     at.button(key="bench").click().run()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest import app_page
+from apptest import app_page, wait_for_training
 from test_pages_foundation import results_charts
 
 from fmlib.data import split, synthetic
@@ -124,7 +124,7 @@ def test_a_quick_run_is_not_shown_under_the_wrong_run_warning():
     at = app_page("app_pages/field_interactions.py", timeout=60, dataset="synthetic", run_id=run_id)
     at.run()
     assert "has no field interaction matrix R" in texts(at.warning)
-    at.button(key="quick_train").click().run()
+    wait_for_training(at.button(key="quick_train").click().run(), key="interactions_quick_run_job")
     assert not at.exception and not at.error
     assert "has no field interaction matrix R" not in texts(at.warning)
     assert f"not the picked run {run_id}" in texts(at.caption)
