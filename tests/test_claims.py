@@ -55,3 +55,37 @@ def test_claims_on_missing_models_are_skipped_and_bad_metric_refused():
         measure(frame, Claim("x", "a", ("DPLR", 2), (("Pruned", 2),), "r2"))
     one_seed = frame[frame.seed == 0]
     assert measure(one_seed, claims[0])["verdict"] == UNDECIDED
+
+
+def test_threshold_claims_from_a_small_table():
+    from fmlib.experiments.claims import Threshold
+
+    frame = pd.DataFrame(
+        {
+            "seed": [0, 1, 2, 3, 0, 1, 2, 3],
+            "gamma": ["0"] * 4 + ["big"] * 4,
+            "success": [1, 1, 1, 0, 0, 0, 0, 0],
+            "error": [1e-16, 2e-16, 1e-16, 3e-16, 0.5, 0.6, 0.4, 0.5],
+            "speedup": [2.0, 2.2, 1.9, 2.1, 0.9, 1.1, 1.0, 1.0],
+        }
+    )
+
+    def claim(gamma, column, statistic, threshold, higher=True):
+        return Threshold("X", f"{column} at {gamma}", (("gamma", gamma),), column, statistic, threshold, higher, column)
+
+    rows = measure_all(frame, [claim("big", "success", "rate", 0.9), claim("none", "success", "rate", 0.9)])
+    assert len(rows) == 1  # no rows for gamma "none": skipped, like a model the table lacks
+    assert rows["verdict"][0] == DOES_NOT_HOLD and rows["difference"][0] == 0 and rows["high"][0] < 0.9
+    assert rows["measured"][0].startswith("success 0.00 [0.00, 0.")
+    assert "4 seeds; the claim needs > 0.9" in rows["measured"][0]
+    assert measure(frame, claim("0", "success", "rate", 0.9))["verdict"] == UNDECIDED  # 3/4: too few
+    assert measure(frame, claim("0", "error", "mean", 1e-10, higher=False))["verdict"] == HOLDS
+    assert measure(frame, claim("big", "error", "mean", 1e-10, higher=False))["verdict"] == DOES_NOT_HOLD
+    fast = measure(frame, claim("0", "speedup", "ratio", 1.0))
+    assert fast["verdict"] == HOLDS and fast["difference"] == pytest.approx(np.exp(np.log([2, 2.2, 1.9, 2.1]).mean()))
+    assert "×" in fast["measured"]
+    assert measure(frame, claim("big", "speedup", "ratio", 1.0))["verdict"] == UNDECIDED
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        measure(frame, claim("0", "nope", "mean", 1.0))
+    with pytest.raises(ValueError, match="statistic must be one of"):
+        measure(frame, claim("0", "error", "median", 1.0))

@@ -5,15 +5,20 @@ A result table has one row per (seed, model, rank) with test metrics (``mse``, `
 A claim names the model it favours and the model(s) it is compared with; when it names several
 (RaFM against "the best single-rank FM"), the one with the best mean *validation* metric is
 taken — the test split never chooses anything. ``verdict.py`` turns the interval into a verdict.
+
+A ``Threshold`` claim is about one measured quantity rather than two models (an error below a
+tolerance, a speed-up above 1, a success rate of at least 0.9): its table's rows hold one value
+per seed, instance or repeat, whatever the table's other columns are.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-from .verdict import paired_interval, verdict
+from .verdict import Interval, mean_interval, paired_interval, threshold_verdict, verdict, wilson_interval
 
 LOWER_IS_BETTER = {"mse": True, "rmse": True, "mae": True, "logloss": True, "auc": False}
 
@@ -26,6 +31,88 @@ class Claim:
     others: tuple[tuple[str, int], ...]  # compared with the one of these with the best valid metric
     metric: str  # test metric of the comparison
     margin: float = 0.0  # relative to the compared model's mean: "no worse by more than margin"
+
+    def present(self, frame: pd.DataFrame) -> bool:
+        """Whether the table holds every model the claim compares."""
+        return {self.favoured, *self.others} <= set(zip(frame["model"], frame["rank"]))
+
+
+STATISTICS = ("mean", "rate", "ratio")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A claim that one measured quantity lies above (or below) ``threshold``.
+
+    The rows of the table that ``where`` selects ((column, value) pairs) hold one value of
+    ``column`` each, one per seed, instance or repeat (``samples`` names them). ``statistic``:
+    "mean" — their mean with its t-interval (e.g. a per-seed max error against a tolerance);
+    "rate" — the share of true values with its Wilson interval (a success rate);
+    "ratio" — the geometric mean with the t-interval of the logs, exponentiated (a speed-up).
+    """
+
+    paper: str
+    text: str
+    where: tuple[tuple[str, object], ...]
+    column: str
+    statistic: str
+    threshold: float
+    higher_is_better: bool
+    what: str  # the measured value's name in the scorecard, e.g. "success rate"
+    samples: str = "seeds"
+
+    def rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        keep = np.ones(len(frame), dtype=bool)
+        for column, value in self.where:
+            if column not in frame:
+                raise ValueError(f"the result table has no column {column!r} (claim: {self.text})")
+            keep &= (frame[column] == value).to_numpy()
+        return frame[keep]
+
+    def present(self, frame: pd.DataFrame) -> bool:
+        return not self.rows(frame).empty
+
+    def interval(self, frame: pd.DataFrame) -> Interval:
+        if self.statistic not in STATISTICS:
+            raise ValueError(f"statistic must be one of {STATISTICS}, got {self.statistic!r}")
+        if self.column not in frame:
+            raise ValueError(f"the result table has no column {self.column!r} (claim: {self.text})")
+        values = self.rows(frame)[self.column]
+        if values.empty:
+            raise ValueError(f"the result table has no rows with {dict(self.where)} (claim: {self.text})")
+        if self.statistic == "rate":
+            return wilson_interval(int(values.astype(bool).sum()), len(values))
+        if self.statistic == "mean":
+            return mean_interval(values)
+        logs = mean_interval(np.log(values.to_numpy(dtype=float)))
+        return Interval(float(np.exp(logs.mean)), float(np.exp(logs.low)), float(np.exp(logs.high)), logs.n)
+
+    def measure(self, frame: pd.DataFrame) -> dict:
+        """The claim as one row of ``COLUMNS``: the value with its interval, the threshold, the verdict."""
+        interval = self.interval(frame)
+        number = {"mean": "{:.2g}", "rate": "{:.2f}", "ratio": "{:.2f}"}[self.statistic].format
+        times = "×" if self.statistic == "ratio" else ""
+        side = ">" if self.higher_is_better else "<"
+        text = (
+            f"{self.what} {number(interval.mean)}{times} [{number(interval.low)}, {number(interval.high)}], "
+            f"{interval.n} {self.samples}; the claim needs {side} {self.threshold:g}"
+        )
+        return {
+            "paper": self.paper,
+            "claim": self.text,
+            "favoured": self.what,
+            "other": f"{side} {self.threshold:g}",
+            "metric": self.column,
+            "seeds": interval.n,
+            "favoured_mean": interval.mean,
+            "other_mean": self.threshold,
+            "difference": interval.mean,
+            "low": interval.low,
+            "high": interval.high,
+            "margin": 0.0,
+            "verdict": threshold_verdict(interval, self.threshold, self.higher_is_better),
+            "measured": text,
+        }
 
 
 def scores(frame: pd.DataFrame, model: str, rank: int, column: str) -> pd.Series:
@@ -45,8 +132,11 @@ def compared_model(frame: pd.DataFrame, claim: Claim) -> tuple[str, int]:
     return (min if lower else max)(means, key=means.get)
 
 
-def measure(frame: pd.DataFrame, claim: Claim) -> dict:
-    """The claim's paired interval and verdict as one row (difference > 0 favours the claim)."""
+def measure(frame: pd.DataFrame, claim: Claim | Threshold) -> dict:
+    """The claim's paired interval and verdict as one row (difference > 0 favours the claim);
+    a ``Threshold`` claim measures itself."""
+    if isinstance(claim, Threshold):
+        return claim.measure(frame)
     if claim.metric not in LOWER_IS_BETTER:
         raise ValueError(f"metric must be one of {list(LOWER_IS_BETTER)}, got {claim.metric!r}")
     other = compared_model(frame, claim)
@@ -68,12 +158,16 @@ def measure(frame: pd.DataFrame, claim: Claim) -> dict:
         "high": interval.high,
         "margin": margin,
         "verdict": verdict(interval, margin),
+        "measured": (
+            f"{interval.mean:+.4f} [{interval.low:+.4f}, {interval.high:+.4f}] {claim.metric.upper()}, "
+            f"{interval.n} seeds, vs {label(*other)}"
+        ),
     }
 
 
 COLUMNS = [
     "paper", "claim", "favoured", "other", "metric", "seeds", "favoured_mean", "other_mean",
-    "difference", "low", "high", "margin", "verdict",
+    "difference", "low", "high", "margin", "verdict", "measured",
 ]  # fmt: skip
 
 
@@ -82,9 +176,5 @@ def label(model: str, rank: int) -> str:
 
 
 def measure_all(frame: pd.DataFrame, claims) -> pd.DataFrame:
-    """One row per claim whose models the table holds (a table made with fewer ranks skips the rest)."""
-    present = set(zip(frame["model"], frame["rank"]))
-    return pd.DataFrame(
-        [measure(frame, c) for c in claims if {c.favoured, *c.others} <= present],
-        columns=COLUMNS,
-    )
+    """One row per claim whose rows the table holds (a table made with fewer ranks skips the rest)."""
+    return pd.DataFrame([measure(frame, c) for c in claims if c.present(frame)], columns=COLUMNS)

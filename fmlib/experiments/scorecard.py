@@ -34,14 +34,6 @@ BEGIN, END = "<!-- SCORECARD: begin (python -m fmlib scorecard --readme README.m
 COLUMNS = ["paper", "claim", "measured", "verdict", "page", "table"]
 
 
-def measured(row) -> str:
-    """ "+0.0031 [+0.0012, +0.0050] MSE, 5 seeds vs Pruned ρ=2"."""
-    return (
-        f"{row['difference']:+.4f} [{row['low']:+.4f}, {row['high']:+.4f}] {row['metric'].upper()}, "
-        f"{row['seeds']} seeds, vs {row['other']}"
-    )
-
-
 def scorecard(dataset: str = "ml-100k", task: str = "rating", artifacts=None, committed=None) -> pd.DataFrame:
     """One row per claim whose result table exists (columns ``COLUMNS``)."""
     rows = []
@@ -55,7 +47,7 @@ def scorecard(dataset: str = "ml-100k", task: str = "rating", artifacts=None, co
                 {
                     "paper": row["paper"],
                     "claim": row["claim"],
-                    "measured": measured(row),
+                    "measured": row["measured"],
                     "verdict": row["verdict"],
                     "page": f"{title} ({page})",
                     "table": f"{path.parent.name}/{path.name} ({header['date']})",
