@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import streamlit as st
 
-from app_pages._queue import submit_in_session, wait_in_session
+from app_pages._queue import job_queue, submit_in_session, wait_in_session
 from app_pages._view import checked_link, in_range, secondary
 from fmlib.data import movielens, split, synthetic
 from fmlib.derivations import catalog, check_step
@@ -202,13 +202,18 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
     return quick, f"a {quick_name} trained here on {quick.config['dataset']} (not saved{unused})"
 
 
+def starter_split():
+    """The starter runs' data: ml-100k, split 0 (read in the job's thread, outside Streamlit's caches)."""
+    return split(movielens.load("ml-100k"), seed=0)
+
+
 @st.cache_resource
 def starter_runs():
-    """Started once per server: trains the starter runs in the background if the run store is empty
+    """Started once per server: queues the starter runs if the run store is empty
     (``FMLIB_STARTER_RUNS=0`` turns this off, as the tests do)."""
     if os.environ.get("FMLIB_STARTER_RUNS", "1") == "0":
         return None
-    return starter.start(run_store(), lambda: split(movielens.load("ml-100k"), seed=0))
+    return starter.start(run_store(), starter_split, job_queue().submit)
 
 
 @st.cache_resource
@@ -227,18 +232,21 @@ def _warm_up() -> None:
 
 
 def starter_status() -> None:
-    """The starter runs' progress in the sidebar, refreshed every 2 s while they train."""
-    job = starter_runs()
-    if job is not None and not st.session_state.get("starter_seen"):
-        _starter_progress(job)
+    """The starter runs' place in line, then their progress, in the sidebar, refreshed every 2 s."""
+    starting = starter_runs()
+    if starting is not None and not st.session_state.get("starter_seen"):
+        _starter_progress(starting)
 
 
 @st.fragment(run_every=2)
-def _starter_progress(job) -> None:
-    if job.error:
-        st.warning(job.status)
-    elif not job.done:
-        st.info(job.status)
+def _starter_progress(starting) -> None:
+    position = job_queue().position(starting.job)
+    if starting.error:
+        st.warning(starting.status)
+    elif position:
+        st.info(f"Starter runs: queued, position {position} in the server's training line.")
+    elif not starting.job.done:
+        st.info(starting.status)
     else:  # ready: rerun the whole app once, so the run picker lists the new runs
         st.session_state["starter_seen"] = True
         st.rerun(scope="app")

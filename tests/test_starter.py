@@ -1,7 +1,9 @@
 import json
+import threading
 
 from fmlib import presets
 from fmlib.experiments import starter
+from fmlib.jobs import JobQueue
 from fmlib.runs import RunStore
 
 
@@ -38,15 +40,62 @@ def test_starter_needs_an_empty_store_and_reports_errors(tmp_path, small_split):
     job = starter.Starter(store, broken, "synthetic")
     job.run()
     assert job.done and "no data source reachable" in job.error
-    job = starter.start(store, lambda: small_split, "synthetic")
+    queue = JobQueue(workers=1)
+    job = starter.start(store, lambda: small_split, queue.submit, "synthetic")
     assert job is not None
     import time
 
     deadline = time.monotonic() + 120
-    while not job.done:
+    while not job.job.done:
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    assert starter.start(store, lambda: small_split, "synthetic") is None  # runs exist: nothing to do
+    assert job.job.state == "done" and job.job.result == job.saved
+    assert starter.start(store, lambda: small_split, queue.submit, "synthetic") is None  # runs exist: nothing to do
+
+
+def test_starter_runs_wait_in_the_queue_and_a_rebuild_replaces_them(tmp_path, monkeypatch, small_split):
+    from fmlib.train import TrainConfig
+
+    monkeypatch.setattr(starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1), {}, "test"))
+    store, queue = RunStore(tmp_path / "runs"), JobQueue(workers=1)
+    gate = threading.Event()
+    blocker = queue.submit(lambda job: gate.wait(60))
+    first = starter.start(store, lambda: small_split, queue.submit, "synthetic")
+    assert queue.position(first.job) == 1 and "waiting" in first.status, "behind the running job"
+    gate.set()
+    wait(first.job)
+
+    def stamp():
+        return {i: (tmp_path / "runs" / i / "run.json").stat().st_mtime_ns for i in store.ids()}
+
+    before = stamp()
+    rebuild = starter.Starter(store, lambda: small_split, "synthetic", replace=True)
+    wait(queue.submit(lambda job: rebuild.run(job.report)))
+    assert rebuild.error is None and sorted(store.ids()) == sorted(before)
+    assert all(stamp()[i] != before[i] for i in before), "each run was saved again"
+    assert blocker.state == "done"
+
+
+def test_a_cancelled_starter_job_stops_and_says_so(tmp_path, small_split):
+    store, queue = RunStore(tmp_path / "runs"), JobQueue(workers=1)
+    job = starter.Starter(store, lambda: small_split, "synthetic")
+
+    def cancel_at_once(record):
+        queue.cancel(running)
+        running.report(record)
+
+    running = queue.submit(lambda _: job.run(cancel_at_once))
+    wait(running)
+    assert running.state == "cancelled" and job.status == "starter runs cancelled" and store.ids() == []
+
+
+def wait(job, timeout: float = 120):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not job.done:
+        assert time.monotonic() < deadline, "the job did not end in time"
+        time.sleep(0.1)
 
 
 def test_app_trains_starter_runs_on_first_start_and_shows_progress(monkeypatch):

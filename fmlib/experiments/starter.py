@@ -2,14 +2,15 @@
 
 Each model trains with its tuned preset when there is one (``STARTERS`` names it) and with the
 defaults otherwise, and is saved as a shared run ``<model>-<dataset>-starter``, so every page
-has a run to show. ``Starter.status`` says what is happening, for the app to display.
+has a run to show. They train as one job of the server's job queue (``fmlib.jobs``), so they
+count against its limit like any other training. ``Starter.status`` says what is happening, for
+the app to display. ``replace=True`` rebuilds them: each new run replaces the one of its name.
 """
 
 from __future__ import annotations
 
-import threading
-
 from .. import presets
+from ..jobs import Cancelled
 from ..train import TrainConfig, train_model
 
 STARTERS = [("fm", None), ("fwfm", 8), ("dplr", 2)]  # (model, preset size) — see presets.preset_name
@@ -18,9 +19,9 @@ STARTERS = [("fm", None), ("fwfm", 8), ("dplr", 2)]  # (model, preset size) — 
 class Starter:
     """Trains the starter runs of ``dataset`` into ``store``; ``load_split()`` gives the data (split seed 0)."""
 
-    def __init__(self, store, load_split, dataset: str = "ml-100k"):
-        self.store, self.load_split, self.dataset = store, load_split, dataset
-        self.status = "starter runs: loading the data"
+    def __init__(self, store, load_split, dataset: str = "ml-100k", replace: bool = False):
+        self.store, self.load_split, self.dataset, self.replace = store, load_split, dataset, replace
+        self.status = "starter runs: waiting for a training slot"
         self.saved: list[str] = []
         self.error: str | None = None
         self.done = False
@@ -33,32 +34,44 @@ class Starter:
             return TrainConfig(), {}, "defaults"
         return presets.train_config(preset), presets.hyperparameters(preset), "tuned preset"
 
-    def run(self) -> None:
+    def run(self, report=None) -> list[str]:
+        """Train and save the starter runs; ``report(record)``: each epoch's record (a job's
+        ``report``, where a cancelled job stops). Returns the ids saved."""
         try:
+            self.status = "starter runs: loading the data"
             data = self.load_split()
             for i, (model, size) in enumerate(STARTERS, 1):
                 config, hp, source = self.settings(model, size)
 
                 def progress(record, model=model, i=i, source=source):
+                    if report is not None:
+                        report(record)
                     self.status = (
                         f"training starter run {i}/{len(STARTERS)}: {model} ({source}), "
                         f"epoch {record['epoch']}/{record['epochs']}"
                     )
 
                 run = train_model(model, data, config, progress, **hp)
-                self.saved.append(self.store.save(run, f"{model}-{self.dataset}-starter"))
+                name = f"{model}-{self.dataset}-starter"
+                if self.replace and name in self.store.ids():
+                    self.store.delete(name)
+                self.saved.append(self.store.save(run, name))
             self.status = f"starter runs ready: {', '.join(self.saved)}"
+        except Cancelled:
+            self.status = "starter runs cancelled"
+            raise
         except Exception as err:  # shown in the app; the app still works without starter runs
             self.error = f"starter runs stopped: {err}"
             self.status = self.error
         finally:
             self.done = True
+        return self.saved
 
 
-def start(store, load_split, dataset: str = "ml-100k") -> Starter | None:
-    """A running ``Starter`` in a daemon thread if ``store`` is empty, else None."""
+def start(store, load_split, submit, dataset: str = "ml-100k") -> Starter | None:
+    """If ``store`` is empty, a ``Starter`` queued with ``submit`` (a ``JobQueue``'s) as ``starter.job``; else None."""
     if store.ids():
         return None
     starter = Starter(store, load_split, dataset)
-    threading.Thread(target=starter.run, name="starter-runs", daemon=True).start()
+    starter.job = submit(lambda job: starter.run(job.report))
     return starter
