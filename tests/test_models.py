@@ -9,7 +9,7 @@ import torch
 
 from fmlib.data.schema import Schema
 from fmlib.models import build_model, hyperparameters, model_name
-from fmlib.models.base import SlotLayout, gather_fields, scatter_fields, slot_runs, sum_slots
+from fmlib.models.base import FieldRead, SlotLayout, gather_fields, scatter_fields, slot_runs, sum_slots
 from fmlib.models.fm import fm_pairwise
 
 SCHEMA = Schema.build(
@@ -178,10 +178,11 @@ def test_gathered_fields_equal_the_dense_weighted_sum_and_scatter_is_their_gradi
     table = torch.randn(schema.num_features, 3, generator=gen, dtype=torch.float64, requires_grad=True)
     layout = SlotLayout.of(schema)
     dense = dense_field_sum(table[index], weight, schema)
-    assert torch.allclose(gather_fields(table, index, weight, layout), dense)
+    read = FieldRead.of(index, weight, layout, table.dtype)
+    assert torch.allclose(gather_fields(table, read, layout), dense)
     upstream = torch.randn(dense.shape, generator=gen, dtype=torch.float64)
     (grad,) = torch.autograd.grad(dense, table, upstream)
-    assert torch.allclose(scatter_fields(upstream, index, weight, layout, len(table)), grad)
+    assert torch.allclose(scatter_fields(upstream, read, layout, len(table)), grad)
 
 
 def test_memoised_fm_gradient_equals_autograd_with_interleaved_multi_fields():

@@ -7,11 +7,14 @@ embeddings (DPLR paper §3.2). The first-order part is w0 + Σ_s weight[s] · w[
 (DPLR eq. 2, first two terms). Subclasses add the pairwise part from ``field_embeddings``.
 
 The slots of one field are contiguous columns (``Schema.build`` lays them out in order).
-``gather_fields`` reads one row per single-valued field and one weighted ``embedding_bag`` sum
-per multi-valued field; its backward pass, ``scatter_fields``, adds each field's gradient to
-the rows of the slots that hold a value, skipping padding slots (weight 0). No dense
-slot-to-field product is formed. (``sum_slots`` sums already gathered slot vectors by slices,
-for RaFM's levels.)
+``gather_fields`` reads one row per single-valued field. A multi-valued field f is read through
+its part of the FM's input vector x ([Rendle2010] eq. 1): x_f, (B, |f|), with x_f[b, i] the
+weight of value i in sample b (``field_values``); then e_f = x_f V_f, one matrix product with
+the field's block V_f of the table, and its backward pass, ``scatter_fields``, adds x_fᵀ ∂/∂e_f
+to that block. Both cost O(B |f| k) in one BLAS call, cheaper per step than a gather and a
+scatter of the field's slots when the field has few values (genres: 20), and padding slots
+(weight 0) add nothing. No dense slot-to-field product is formed. (``sum_slots`` sums already
+gathered slot vectors by slices, for RaFM's levels.)
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from typing import NamedTuple
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from ..data.schema import Schema
 
@@ -54,15 +56,20 @@ def sum_slots(v: torch.Tensor, weight: torch.Tensor | None, runs: tuple[tuple[in
 
 class SlotLayout(NamedTuple):
     """Where each field's slots are: ``first`` (m,), the column of every field's first slot, and
-    ``multi``, (field f, first column a, stop b) of every multi-valued field."""
+    ``multi``, (field f, first column a, stop b, first table row, number of values |f|) of every
+    multi-valued field."""
 
     first: torch.Tensor
-    multi: tuple[tuple[int, int, int], ...]
+    multi: tuple[tuple[int, int, int, int, int], ...]
 
     @classmethod
     def of(cls, schema: Schema) -> SlotLayout:
         starts = torch.tensor([0, *(f.slots for f in schema.fields)]).cumsum(0)
-        multi = tuple((j, int(starts[j]), int(starts[j + 1])) for j, f in enumerate(schema.fields) if f.kind == "multi")
+        multi = tuple(
+            (j, int(starts[j]), int(starts[j + 1]), f.offset, f.cardinality)
+            for j, f in enumerate(schema.fields)
+            if f.kind == "multi"
+        )
         return cls(starts[:-1].contiguous(), multi)
 
 
@@ -71,37 +78,54 @@ def first_rows(index: torch.Tensor, layout: SlotLayout) -> torch.Tensor:
     return torch.gather(index, 1, layout.first.expand(len(index), -1))
 
 
-def gather_fields(table: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, layout: SlotLayout) -> torch.Tensor:
+def field_values(index: torch.Tensor, weight: torch.Tensor, multi: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """x_f, (B, |f|): the weight of each value of the multi-valued field ``multi`` (an entry of
+    ``SlotLayout.multi``) in every sample, the field's part of the FM input x ([Rendle2010] eq. 1);
+    padding slots add 0."""
+    _, a, b, start, values = multi
+    x = torch.zeros(len(index), values, dtype=dtype, device=index.device)
+    return x.scatter_add_(1, index[:, a:b] - start, weight[:, a:b].to(dtype))
+
+
+class FieldRead(NamedTuple):
+    """A batch's slots as ``gather_fields`` and ``scatter_fields`` use them, read once per batch:
+    ``cols`` (B, m), the table row in every field's first slot (the slots themselves when every
+    field is single-valued), and ``values``, x_f of every multi-valued field (``field_values``)."""
+
+    cols: torch.Tensor
+    values: tuple[torch.Tensor, ...]
+
+    @classmethod
+    def of(cls, index: torch.Tensor, weight: torch.Tensor, layout: SlotLayout, dtype: torch.dtype) -> FieldRead:
+        if not layout.multi:  # one slot per field, of weight 1: slots are fields
+            return cls(index, ())
+        return cls(first_rows(index, layout), tuple(field_values(index, weight, f, dtype) for f in layout.multi))
+
+
+def gather_fields(table: torch.Tensor, read: FieldRead, layout: SlotLayout) -> torch.Tensor:
     """(B, S) slots -> (B, m, k) field embeddings e_f = Σ_{s in f} weight_s table[index_s] (DPLR §3.2).
 
-    A single-valued field is one gathered row (weight 1); a multi-valued field is one weighted
-    ``embedding_bag`` sum of its slots. No dense slot-to-field product is formed."""
-    if not layout.multi:  # one slot per field, of weight 1: slots are fields
-        return table.index_select(0, index.reshape(-1)).view(*index.shape, -1)
-    cols = first_rows(index, layout)  # a multi-valued field's embedding is overwritten below
-    e = table.index_select(0, cols.view(-1)).view(*cols.shape, -1)
-    for f, a, b in layout.multi:
-        e[:, f] = F.embedding_bag(index[:, a:b], table, per_sample_weights=weight[:, a:b].to(table.dtype), mode="sum")
+    A single-valued field is one gathered row (weight 1); a multi-valued field is x_f V_f, its
+    values' weights times its block of the table. No dense slot-to-field product is formed."""
+    e = table.index_select(0, read.cols.reshape(-1)).view(*read.cols.shape, -1)
+    for (f, _, _, start, values), x in zip(layout.multi, read.values):  # overwrites the first slot's row
+        e[:, f] = x @ table[start : start + values]
     return e
 
 
-def scatter_fields(
-    d: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, layout: SlotLayout, rows: int
-) -> torch.Tensor:
+def scatter_fields(d: torch.Tensor, read: FieldRead, layout: SlotLayout, rows: int) -> torch.Tensor:
     """The adjoint of ``gather_fields``: (B, m, k) field gradients ∂/∂e_f -> (rows, k) table
     gradient, slot s of field f adding weight_s · ∂/∂e_f to row index_s (the chain rule through
-    e_f = Σ_{s in f} weight_s v_s). Padding slots (weight 0) are skipped, not added as zeros."""
+    e_f = Σ_{s in f} weight_s v_s); for a multi-valued field that is x_fᵀ ∂/∂e_f on its block."""
     k = d.shape[-1]
     if not layout.multi:
-        return d.new_zeros(rows, k).index_add_(0, index.reshape(-1), d.reshape(-1, k))
-    cols = first_rows(index, layout)
-    for f, _, _ in layout.multi:
+        return d.new_zeros(rows, k).index_add_(0, read.cols.reshape(-1), d.reshape(-1, k))
+    cols = read.cols.clone()
+    for f, *_ in layout.multi:
         cols[:, f] = rows  # a multi-valued field's gradient goes to a spare row, dropped below
     grad = d.new_zeros(rows + 1, k).index_add_(0, cols.view(-1), d.reshape(-1, k))
-    for f, a, b in layout.multi:
-        sample, slot = weight[:, a:b].nonzero(as_tuple=True)  # the values present, padding left out
-        slot = slot + a
-        grad.index_add_(0, index[sample, slot], d[:, f].index_select(0, sample).mul_(weight[sample, slot, None]))
+    for (f, _, _, start, values), x in zip(layout.multi, read.values):
+        grad[start : start + values].addmm_(x.t(), d[:, f])
     return grad[:rows]
 
 
@@ -110,14 +134,13 @@ class FieldSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, table, index, weight, layout):
-        ctx.save_for_backward(index, weight)
+        ctx.read = FieldRead.of(index, weight, layout, table.dtype)
         ctx.layout, ctx.rows = layout, table.shape[0]
-        return gather_fields(table, index, weight, layout)
+        return gather_fields(table, ctx.read, layout)
 
     @staticmethod
     def backward(ctx, grad):
-        index, weight = ctx.saved_tensors
-        return scatter_fields(grad, index, weight, ctx.layout, ctx.rows), None, None, None
+        return scatter_fields(grad, ctx.read, ctx.layout, ctx.rows), None, None, None
 
 
 class FieldEmbeddingModel(nn.Module):

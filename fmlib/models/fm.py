@@ -10,16 +10,16 @@ O(mk) gradient of [FMGrad]: with Z = Σ_f e_f computed once in the forward pass,
 the note's eq. 7 drops the P_ij inside Z; see the Derivations page). Each slot's embedding
 row then receives weight · (Z − e_f) and its linear weight receives weight. Single-valued
 slots always weigh 1, so their weights are not multiplied in; a multi-valued field is the
-weighted sum of its contiguous slots (``base.gather_fields``, one ``embedding_bag``), and its
-gradient goes back only to the slots that hold a value (``base.scatter_fields``: padding slots
-are skipped) — no slot-to-field matrix.
+weighted sum of its contiguous slots, e_f = x_f V_f with x_f its values' weights
+(``base.gather_fields``), and its gradient goes back as x_fᵀ ∂φ/∂e_f to the field's block of
+the table (``base.scatter_fields``) — no slot-to-field matrix.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .base import FieldEmbeddingModel, gather_fields, scatter_fields
+from .base import FieldEmbeddingModel, FieldRead, gather_fields, scatter_fields
 
 
 def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
@@ -41,11 +41,12 @@ class FMFunction(torch.autograd.Function):
         The linear weights ride along as a last column of the table [v | w], so one gather
         gives every field's (e_f, Σ_{s in f} weight_s w_s) and one scatter their gradients."""
         k = embedding.shape[1]
-        fields = gather_fields(torch.cat([embedding, linear], 1), index, weight, layout)  # (B, m, k + 1)
+        read = FieldRead.of(index, weight, layout, embedding.dtype)
+        fields = gather_fields(torch.cat([embedding, linear], 1), read, layout)  # (B, m, k + 1)
         e = fields[..., :k]
         sums = fields.sum(1)  # [Z | Σ_i w_i x_i], Z memoised for the backward pass
-        ctx.save_for_backward(index, weight, fields, sums)
-        ctx.layout, ctx.rows = layout, embedding.shape[0]
+        ctx.save_for_backward(fields, sums)
+        ctx.read, ctx.layout, ctx.rows = read, layout, embedding.shape[0]
         return sums[:, k] + 0.5 * (sums[:, :k].pow(2).sum(1) - e.pow(2).sum((1, 2)))
 
     @staticmethod
@@ -53,11 +54,11 @@ class FMFunction(torch.autograd.Function):
         """∂φ/∂e_f = Z − e_f from the memoised Z ([FMGrad] eq. 8, coefficient corrected) and
         ∂φ/∂(Σ_{s in f} weight_s w_s) = 1; slot s of field f gets weight_s times them
         (``base.scatter_fields``)."""
-        index, weight, fields, sums = ctx.saved_tensors
+        fields, sums = ctx.saved_tensors
         d = sums.unsqueeze(1) - fields  # Z − e_f in the first k columns
         d[..., -1] = 1.0
         d.mul_(grad[:, None, None])
-        table = scatter_fields(d, index, weight, ctx.layout, ctx.rows)  # gradient of [v | w]
+        table = scatter_fields(d, ctx.read, ctx.layout, ctx.rows)  # gradient of [v | w]
         return table[:, -1:], table[:, :-1], None, None, None
 
 

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .base import SlotLayout, gather_fields, slot_runs, sum_slots
+from .base import FieldRead, SlotLayout, gather_fields, slot_runs, sum_slots
 from .fm import fm_pairwise
 from .rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes
 
@@ -191,7 +191,9 @@ class RaFM(nn.Module):
         m, layout = len(self.ranks), SlotLayout(self.first_slot, self.multi)
         top = self.embedding_table(m)
         table = torch.cat([top, self.linear.weight, self.at_level.to(top.dtype)], 1)
-        fields = gather_fields(table, index, weight, layout)  # (B, m fields, D_m + 1 + (m − 1))
+        fields = gather_fields(
+            table, FieldRead.of(index, weight, layout, top.dtype), layout
+        )  # (B, m, D_m + 1 + (m − 1))
         D, sums = self.ranks[-1], fields.sum(1)  # [Σ_f e_f | Σ_i w_i x_i | features at each level p < m]
         A = 0.5 * (sums[:, :D].pow(2).sum(1) - fields[..., :D].pow(2).sum((1, 2)))  # A_{m,m} (eq. 7)
         score = self.bias + sums[:, D] + A
@@ -201,7 +203,7 @@ class RaFM(nn.Module):
             if len(rows):
                 v = self.embedding_table(p)
                 low = torch.cat([v, v * (self.k > p).unsqueeze(1).to(v.dtype)], 1)
-                e = gather_fields(low, index[rows], weight[rows], layout)
+                e = gather_fields(low, FieldRead.of(index[rows], weight[rows], layout, low.dtype), layout)
                 D = self.ranks[p - 1]
                 score = score.index_add(0, rows, fm_pairwise(e[..., :D]) - fm_pairwise(e[..., D:]))
         return score
