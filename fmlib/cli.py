@@ -34,6 +34,18 @@ TOPIC_COMMANDS = [
         "fmlib.experiments.fm_ablation",
     ),
     (
+        "reproduce",
+        "fmgrad",
+        "FMGrad's memoised FM gradient: error against autograd (printed and corrected eq. 8), speed-up over the naive sum",
+        "fmlib.experiments.fmgrad",
+    ),
+    (
+        "reproduce",
+        "inversion",
+        "AttnInv's attack on planted instances: success and agreement of two starts vs γ, Wilson intervals",
+        "fmlib.experiments.inversion",
+    ),
+    (
         "bench",
         "ranking",
         "per-item ranking cost of FM, FwFM, pruned FwFM, DPLR as multiples of the embedding_bag floor",

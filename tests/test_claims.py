@@ -80,6 +80,9 @@ def test_threshold_claims_from_a_small_table():
     assert "4 seeds; the claim needs > 0.9" in rows["measured"][0]
     assert measure(frame, claim("0", "success", "rate", 0.9))["verdict"] == UNDECIDED  # 3/4: too few
     assert measure(frame, claim("0", "error", "mean", 1e-10, higher=False))["verdict"] == HOLDS
+    worst = measure(frame, claim("0", "error", "max", 1e-10, higher=False))
+    assert worst["verdict"] == HOLDS and worst["difference"] == 3e-16 and worst["measured"].startswith("error 3e-16, 4")
+    assert measure(frame, claim("big", "error", "max", 0.55, higher=False))["verdict"] == DOES_NOT_HOLD
     assert measure(frame, claim("big", "error", "mean", 1e-10, higher=False))["verdict"] == DOES_NOT_HOLD
     fast = measure(frame, claim("0", "speedup", "ratio", 1.0))
     assert fast["verdict"] == HOLDS and fast["difference"] == pytest.approx(np.exp(np.log([2, 2.2, 1.9, 2.1]).mean()))

@@ -37,7 +37,7 @@ class Claim:
         return {self.favoured, *self.others} <= set(zip(frame["model"], frame["rank"]))
 
 
-STATISTICS = ("mean", "rate", "ratio")
+STATISTICS = ("max", "mean", "rate", "ratio")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,9 @@ class Threshold:
 
     The rows of the table that ``where`` selects ((column, value) pairs) hold one value of
     ``column`` each, one per seed, instance or repeat (``samples`` names them). ``statistic``:
-    "mean" — their mean with its t-interval (e.g. a per-seed max error against a tolerance);
+    "max" — the largest of them, a bound with no interval (an error that must stay below a
+    tolerance on every seed: one seed above it refutes the claim);
+    "mean" — their mean with its t-interval;
     "rate" — the share of true values with its Wilson interval (a success rate);
     "ratio" — the geometric mean with the t-interval of the logs, exponentiated (a speed-up).
     """
@@ -82,6 +84,9 @@ class Threshold:
             raise ValueError(f"the result table has no rows with {dict(self.where)} (claim: {self.text})")
         if self.statistic == "rate":
             return wilson_interval(int(values.astype(bool).sum()), len(values))
+        if self.statistic == "max":
+            top = float(values.max())
+            return Interval(top, top, top, len(values))
         if self.statistic == "mean":
             return mean_interval(values)
         logs = mean_interval(np.log(values.to_numpy(dtype=float)))
@@ -90,11 +95,12 @@ class Threshold:
     def measure(self, frame: pd.DataFrame) -> dict:
         """The claim as one row of ``COLUMNS``: the value with its interval, the threshold, the verdict."""
         interval = self.interval(frame)
-        number = {"mean": "{:.2g}", "rate": "{:.2f}", "ratio": "{:.2f}"}[self.statistic].format
+        number = {"max": "{:.2g}", "mean": "{:.2g}", "rate": "{:.2f}", "ratio": "{:.2f}"}[self.statistic].format
         times = "×" if self.statistic == "ratio" else ""
         side = ">" if self.higher_is_better else "<"
+        spread = "" if self.statistic == "max" else f" [{number(interval.low)}, {number(interval.high)}]"
         text = (
-            f"{self.what} {number(interval.mean)}{times} [{number(interval.low)}, {number(interval.high)}], "
+            f"{self.what} {number(interval.mean)}{times}{spread}, "
             f"{interval.n} {self.samples}; the claim needs {side} {self.threshold:g}"
         )
         return {

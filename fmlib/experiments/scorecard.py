@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import dplr, fm_ablation, rafm, tables
+from . import dplr, fm_ablation, fmgrad, inversion, rafm, tables
 from .claims import measure_all
 
 
@@ -29,6 +29,8 @@ SOURCES = [
     ("DPLR", dplr.table_name, _dplr, "field_interactions", "Field interactions"),
     ("RaFM", rafm.table_name, _rafm, "rank_aware_fm", "Rank-aware FM"),
     ("fmlib", fm_ablation.table_name, fm_ablation.claims, "train", "Train"),
+    ("FMGrad", fmgrad.table_name, fmgrad.claims, "derivations", "Derivations"),
+    ("AttnInv", inversion.table_name, inversion.claims, "attention_inversion", "Attention inversion"),
 ]
 BEGIN, END = "<!-- SCORECARD: begin (python -m fmlib scorecard --readme README.md) -->", "<!-- SCORECARD: end -->"
 COLUMNS = ["paper", "claim", "measured", "verdict", "page", "table"]
@@ -63,7 +65,9 @@ def markdown(card: pd.DataFrame, dataset: str) -> str:
     if card.empty:
         return f"No result tables for {dataset} yet: run the `python -m fmlib reproduce ...` commands.\n"
     intro = (
-        f"Measured on {dataset}: the paired per-seed difference (> 0 favours the claim) with its 95 % t-interval. "
+        f"Measured on {dataset}: the paired per-seed difference (> 0 favours the claim) with its 95 % t-interval; "
+        "rows marked synthetic measure one quantity (an error, a speed-up, a success rate) on generated inputs, "
+        "with its 95 % interval (t; for a rate, Wilson) against the threshold the claim needs. "
         "Each row's page shows the bars; each table's header names the command that made it.\n\n"
     )
     return intro + markdown_table(card) + "\n"
