@@ -75,7 +75,7 @@ PAGES = [
         "app_pages/teacher.py",
         "Teacher",
         ":material/admin_panel_settings:",
-        "For the teacher, behind a passcode: the class's saved runs, the store's quota, deleting runs.",
+        "For the teacher, behind a passcode: the class's saved runs, the store's quota, deleting runs, recomputing the result tables, rebuilding the default runs.",
     ),
 ]
 DATASETS = [*movielens.SPECS, "synthetic"]

@@ -1,16 +1,23 @@
 """Teacher: actions that change what the whole class sees, behind the teacher's passcode."""
 
+import shlex
+
 import pandas as pd
 import streamlit as st
 
 from app_pages._classroom import passcode_ok, teacher_passcode
-from app_pages._ui import run_store
+from app_pages._queue import server_job
+from app_pages._ui import load_run, run_store, starter_split
+from fmlib.cli import TOPIC_COMMANDS
+from fmlib.experiments import recompute, starter
+from fmlib.results import results_dir
 from fmlib.runs import RunError
 
 st.title("Teacher")
 st.markdown(
-    "Students save runs under their own names and cannot remove anyone's. Deleting runs is for the "
-    "teacher, who unlocks this page with the passcode set on the server."
+    "Students save runs under their own names and cannot remove anyone's. Deleting runs, recomputing the "
+    "result tables and rebuilding the default runs are for the teacher, who unlocks this page with the "
+    "passcode set on the server."
 )
 
 if teacher_passcode() is None:
@@ -72,3 +79,49 @@ if deleted:
     st.success(f"Deleted {len(deleted)} run(s): {', '.join(deleted)}.")
 for error in errors:
     st.error(error)
+
+
+def recompute_results(job) -> list[str]:
+    return recompute.recompute(REPRODUCE, job)
+
+
+def rebuild_default_runs(job) -> list[str]:
+    rebuild = starter.Starter(run_store(), starter_split, replace=True)
+    try:
+        saved = rebuild.run(job.report)
+    finally:
+        load_run.clear()  # pages must not keep showing the old runs of these names
+    if rebuild.error:
+        raise RuntimeError(rebuild.error)
+    return saved
+
+
+REPRODUCE = [[group, command] for group, command, _, _ in TOPIC_COMMANDS if group == "reproduce"]
+st.subheader("Recompute results")
+st.markdown(
+    f"Runs {', '.join(f'`python -m fmlib {shlex.join(argv)}`' for argv in REPRODUCE)} again, one after another "
+    f"with their default settings, writing to `{results_dir()}`: the pages and the scorecard then show these "
+    "tables instead of the committed ones. They take the class's training line (about an hour on 2 cores): "
+    "students' trainings wait until they finish, so start them before class."
+)
+server_job(
+    "teacher_recompute",
+    "Recompute results",
+    "Recompute results",
+    recompute_results,
+    lambda lines: "Results recomputed: " + " · ".join(lines),
+    allowed=True,
+)
+st.subheader("Rebuild default runs")
+st.markdown(
+    "Trains the shared starter runs (" + ", ".join(f"{m}-ml-100k-starter" for m, _ in starter.STARTERS) + ") again "
+    "with their tuned presets, each replacing the old run of its name — after a preset changed, or a run was deleted."
+)
+server_job(
+    "teacher_rebuild",
+    "Rebuild default runs",
+    "Rebuild default runs",
+    rebuild_default_runs,
+    lambda saved: f"Default runs rebuilt: {', '.join(saved)}.",
+    allowed=True,
+)

@@ -52,6 +52,11 @@ class Job:
         return self.state in ("done", "failed", "cancelled")
 
     @property
+    def cancel_requested(self) -> bool:
+        """True once ``cancel`` was called; a job waiting on something else (a child process) polls it."""
+        return self._cancel.is_set()
+
+    @property
     def wait_seconds(self) -> float | None:
         """Time in line, from submit to start (None while still waiting or if it never started)."""
         return None if self.started is None else self.started - self.submitted

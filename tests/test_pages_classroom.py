@@ -148,6 +148,8 @@ def test_a_wrong_passcode_is_refused_and_nothing_changes(run, monkeypatch):
     at = unlock(teacher(monkeypatch, "s3cret"), "guess")
     assert "Wrong passcode" in at.error[0].value and not at.multiselect
     assert RunStore().ids() == ["kept"]
+    assert not [b for b in at.button if b.label in ("Recompute results", "Rebuild default runs")]
+    assert job_queue().waiting() == 0, "nothing was started"
 
 
 def test_the_teacher_deletes_runs_after_unlocking(run, monkeypatch):
@@ -172,3 +174,75 @@ def test_a_pages_quick_run_waits_in_the_same_line_and_can_be_cancelled(busy_serv
     at.button(key="interactions_quick_run_job_cancel").click().run()
     assert any("The quick FwFM was cancelled." in i.value for i in at.info)
     assert busy_server.waiting() == 0 and at.button(key="quick_train"), "offered again"
+
+
+def rerun_until(at, predicate, timeout: float = 120):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate(at):
+        assert time.monotonic() < deadline, "the job did not end in time"
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception
+    return at
+
+
+def test_the_teacher_recomputes_the_results_one_command_after_another(monkeypatch):
+    from fmlib.experiments import recompute
+
+    ran = []
+
+    def fake_command(argv, report, cancelled):  # the real one runs `python -m fmlib reproduce …` for minutes
+        ran.append(argv)
+        report(f"training {argv[1]} ...")
+        return f"written: {argv[1]}.csv"
+
+    monkeypatch.setattr(recompute, "run_command", fake_command)
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    button(at, "Recompute results").click().run()
+    at = rerun_until(at, lambda at: at.success)
+    assert ["reproduce", "dplr"] in ran and ["reproduce", "rafm"] in ran and ["reproduce", "fm-ablation"] in ran
+    assert at.success[0].value == "Results recomputed: " + " · ".join(f"written: {argv[1]}.csv" for argv in ran)
+    assert button(at, "Recompute results"), "offered again once finished"
+
+
+def test_the_teacher_rebuilds_the_default_runs_in_the_queue(run, monkeypatch, busy_server):
+    import app_pages._ui
+    from fmlib.data import split, synthetic
+    from fmlib.experiments import starter
+
+    data = split(synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0), seed=0)
+    monkeypatch.setattr(app_pages._ui, "starter_split", lambda: data)
+    monkeypatch.setattr(starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1), {}, "test"))
+    store = RunStore()
+    store.save(run, "fm-ml-100k-starter")
+    store.save(run, "kept", author="Ada")
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    button(at, "Rebuild default runs").click().run()
+    assert any("Rebuild default runs: queued, position 1" in i.value for i in at.info), "behind the busy server's job"
+    at.button(key="teacher_rebuild_cancel").click().run()
+    assert any("Rebuild default runs: cancelled." in i.value for i in at.info)
+    assert sorted(store.ids()) == ["fm-ml-100k-starter", "kept"], "a cancelled rebuild changes nothing"
+
+
+def test_a_rebuild_replaces_the_starter_runs_and_keeps_the_others(run, monkeypatch):
+    import app_pages._ui
+    from fmlib.data import split, synthetic
+    from fmlib.experiments import starter
+
+    data = split(synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0), seed=0)
+    monkeypatch.setattr(app_pages._ui, "starter_split", lambda: data)
+    monkeypatch.setattr(starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1), {}, "test"))
+    store = RunStore()
+    store.save(run, "fm-ml-100k-starter")
+    store.save(run, "kept", author="Ada")
+    old = store.info("fm-ml-100k-starter")
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    button(at, "Rebuild default runs").click().run()
+    at = rerun_until(at, lambda at: at.success)
+    assert (
+        "Default runs rebuilt: fm-ml-100k-starter, fwfm-ml-100k-starter, dplr-ml-100k-starter." in at.success[0].value
+    )
+    assert sorted(store.ids()) == ["dplr-ml-100k-starter", "fm-ml-100k-starter", "fwfm-ml-100k-starter", "kept"]
+    assert store.info("fm-ml-100k-starter")["config"]["hp"] != old["config"]["hp"], "the old dim-2 FM was replaced"

@@ -45,7 +45,7 @@ class Starter:
 
                 def progress(record, model=model, i=i, source=source):
                     if report is not None:
-                        report(record)
+                        report({**record, "label": f"starter run {i}/{len(STARTERS)}, {model}"})
                     self.status = (
                         f"training starter run {i}/{len(STARTERS)}: {model} ({source}), "
                         f"epoch {record['epoch']}/{record['epochs']}"
