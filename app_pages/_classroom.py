@@ -156,6 +156,12 @@ def teacher_passcode() -> str | None:
     return secret or os.environ.get("FMLIB_TEACHER_PASSCODE") or None
 
 
+def teacher_or_alone() -> bool:
+    """Whether this session may run teacher actions: it unlocked the Teacher page, or the server
+    has no passcode (one person's own app, not a class)."""
+    return teacher_passcode() is None or bool(st.session_state.get("teacher"))
+
+
 def passcode_ok(given: str) -> bool:
     expected = teacher_passcode()
     return expected is not None and hmac.compare_digest(given.encode(), expected.encode())

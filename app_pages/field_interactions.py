@@ -1,10 +1,10 @@
 """Field interactions: learned R, pruned R vs DPLR at equal budget, spectra, Table 1 (DPLR paper)."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import streamlit as st
 
+from app_pages._classroom import teacher_or_alone
+from app_pages._queue import server_job
 from app_pages._ui import dataset_name, fail, notebook_link, saved_or_quick_run
 from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, one_of
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
@@ -23,6 +23,7 @@ from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
 from fmlib.experiments import tables
 from fmlib.experiments.claims import measure_all
+from fmlib.experiments.recompute import recompute
 from fmlib.plots.interactions import (
     deviation_heatmap,
     eigen_spectrum_figure,
@@ -30,7 +31,6 @@ from fmlib.plots.interactions import (
     interaction_heatmaps,
 )
 from fmlib.plots.verdicts import verdict_figure
-from fmlib.results import results_dir
 from fmlib.train import quick_settings, train_model
 
 st.title("Field interactions")
@@ -59,22 +59,15 @@ def table1_section():
         "task", list(dplr_experiment.METRICS), horizontal=True, key="table1_task", bind="query-params"
     )
     table_name = dplr_experiment.table_name(table_data, table_task)
-    recompute = dict(
-        dataset=table_data, task=table_task, seeds=5, ranks=[1, 2, 3, 4, 5], dim=8, finetune_epochs=5, out=None
+    argv = ["reproduce", "dplr", "--dataset", table_data, "--task", table_task]  # 5 seeds, ranks 1-5, k = 8
+    server_job(
+        f"table1_recompute_{table_data}_{table_task}",
+        f"Table 1 on {table_data} ({table_task})",
+        f"Recompute here ({table_data}, 5 seeds × 12 trainings: minutes)",
+        lambda job: recompute([argv], job),
+        lambda lines: f"Recomputed: {lines[-1]}",
+        allowed=teacher_or_alone(),
     )
-    if st.button(f"Recompute here ({table_data}, 5 seeds × 12 trainings: minutes)", key="table1_recompute"):
-        with st.status("Training ...", expanded=False) as status:
-            try:
-                tuned = dplr_experiment.load_presets(table_data, table_task, 8, recompute["ranks"])
-                frame = dplr_experiment.reproduce(
-                    table_data, range(5), recompute["ranks"], tuned, 5, log=lambda msg: status.update(label=msg)
-                )
-            except (ValueError, RuntimeError, OSError) as err:
-                status.update(label="failed", state="error")
-                st.error(str(err))
-                return
-            tables.write(frame, results_dir() / table_name, dplr_experiment.command(SimpleNamespace(**recompute)))
-            status.update(label="done", state="complete")
     path = tables.newest(table_name)
     if path is None:
         st.info(

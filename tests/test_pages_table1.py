@@ -45,3 +45,33 @@ def test_table1_is_measured_on_movielens_only():
     at.run()
     assert not at.exception
     assert any("Table 1 is measured on MovieLens" in c.value for c in at.caption)
+
+
+def test_on_a_class_server_only_the_teacher_recomputes_table1_and_it_runs_in_the_queue(tmp_path, monkeypatch):
+    import time
+
+    from fmlib.experiments import recompute
+
+    ran = []
+
+    def fake_command(argv, report, cancelled):  # the real one trains 60 models in a child process
+        ran.append(argv)
+        report("seed 0 FM ...")
+        return f"written: {tmp_path / 'dplr_ml-100k_rating.csv'}"
+
+    monkeypatch.setattr(recompute, "run_command", fake_command)
+    monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path))
+    monkeypatch.setenv("FMLIB_TEACHER_PASSCODE", "s3cret")
+    student = app_page("app_pages/field_interactions.py", timeout=60, dataset="ml-100k")
+    student.run()
+    assert not student.exception and not [b for b in student.button if b.label.startswith("Recompute here")]
+    at = app_page("app_pages/field_interactions.py", timeout=60, dataset="ml-100k", teacher=True)
+    at.run()
+    next(b for b in at.button if b.label.startswith("Recompute here")).click().run()
+    deadline = time.monotonic() + 60
+    while not at.success:
+        assert time.monotonic() < deadline, "the recomputation did not end in time"
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception and ran == [["reproduce", "dplr", "--dataset", "ml-100k", "--task", "rating"]]
+    assert "Recomputed: written:" in at.success[0].value
