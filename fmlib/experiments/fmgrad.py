@@ -158,12 +158,15 @@ def claims(frame: pd.DataFrame, task: str = "rating"):
 
     def exact(text, column):
         at = (("fields", small),)
-        return Threshold("FMGrad", text, at, column, "max", TOLERANCE, False, "largest |error|")
+        return Threshold("FMGrad", text, at, column, "max", TOLERANCE, False, "largest abs. error")
 
     out = [
-        exact("The memoised gradient as printed (eq. 8: X_j Z_i − 2 P_ij X_j²) is the FM's gradient", "error_printed"),
-        exact("The memoised gradient with coefficient 1 (X_j Z_i − P_ij X_j²) is the FM's gradient", "error_corrected"),
-        exact("fmlib's FM backward (Z − e_f from the memoised Z) equals autograd", "error_fmlib"),
+        exact(
+            "The memoised gradient as printed (eq. 8: X_j Z_i − 2 P_ij X_j²) is the FM's gradient (synthetic)",
+            "error_printed",
+        ),
+        exact("Eq. 8 with coefficient 1 (X_j Z_i − P_ij X_j²) is the FM's gradient (synthetic)", "error_corrected"),
+        exact("fmlib's FM backward (Z − e_f from the memoised Z) equals autograd (synthetic)", "error_fmlib"),
     ]
     for d in sorted({small, large}):
         text = f"The memoised O(dk) gradient is faster than the naive O(d²k) sum (synthetic, d = {d})"
