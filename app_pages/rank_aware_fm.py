@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
 from app_pages._view import chart, checked_link, copy_link_and_reset
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
@@ -139,20 +140,37 @@ if result is None or result["dataset"] != name:  # a run made here wins over the
         except ValueError as err:
             st.error(str(err))
 
-if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"):
-    with st.status("Training ...", expanded=True) as status:
-        try:
-            try:  # the tuned presets when there are some, else one shared default config
-                settings = rafm_experiment.preset_settings(name, ranks)
-            except ValueError:
-                settings = rafm_experiment.default_settings(ranks, TrainConfig())
-            records = rafm_experiment.run_seed(load_data(name), ranks, 0, settings, log=st.write)
-        except (ValueError, RuntimeError) as err:
-            status.update(label="failed", state="error")
-            fail(str(err))
-        status.update(label="done", state="complete")
-    st.session_state["rafm_result"] = rafm_experiment.as_result(name, ranks, [0], "rating", records, "one seed, here")
+
+def one_seed(name: str, ranks, data, settings: dict, job) -> dict:
+    """Seed 0 of FM at each rank and RaFM, as a job: each model's line is reported as it finishes."""
+    lines = []
+
+    def log(line):
+        lines.append(line)
+        job.report({"step": len(lines), "steps": len(settings), "text": line})
+
+    records = rafm_experiment.run_seed(data, ranks, 0, settings, log=log)
+    return rafm_experiment.as_result(name, ranks, [0], "rating", records, "one seed, here")
+
+
+job = wait_in_session("rafm_seed_job", f"Your seed of FM at each rank and RaFM{ranks}")
+if job is not None and job.state == "done":
+    st.session_state["rafm_result"] = job.result
     st.rerun()  # draw the page again from the session, without the messages about the saved file
+elif job is not None and job.state == "cancelled":
+    st.info("The seed was cancelled.")
+elif job is not None:  # bad settings: say why, no traceback
+    st.error(job.error)
+if "rafm_seed_job" not in st.session_state and st.button(
+    f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"
+):
+    try:  # the tuned presets when there are some, else one shared default config
+        settings = rafm_experiment.preset_settings(name, ranks)
+    except ValueError:
+        settings = rafm_experiment.default_settings(ranks, TrainConfig())
+    data = load_data(name)
+    submit_in_session("rafm_seed_job", lambda job: one_seed(name, ranks, data, settings, job))
+    st.rerun()  # show its place in line
 
 if result is not None:
     if tuple(result["ranks"]) != ranks:

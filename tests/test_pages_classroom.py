@@ -246,3 +246,21 @@ def test_a_rebuild_replaces_the_starter_runs_and_keeps_the_others(run, monkeypat
     )
     assert sorted(store.ids()) == ["dplr-ml-100k-starter", "fm-ml-100k-starter", "fwfm-ml-100k-starter", "kept"]
     assert store.info("fm-ml-100k-starter")["config"]["hp"] != old["config"]["hp"], "the old dim-2 FM was replaced"
+
+
+def test_every_page_training_waits_in_the_one_line(busy_server):
+    """The Rank-aware FM page's seed and the Ranking page's quick DPLR queue behind the busy server's job."""
+    rafm = app_page("app_pages/rank_aware_fm.py", dataset="synthetic", rafm_ranks="2,4")
+    rafm.run()
+    next(b for b in rafm.button if b.label.startswith("Run one seed here")).click().run()
+    ranking = app_page("app_pages/ranking.py", dataset="synthetic")
+    ranking.run()
+    ranking.button(key="quick_train").click().run()
+    assert not rafm.exception and not ranking.exception
+    assert any("Your seed of FM at each rank and RaFM(2, 4): queued, position 1" in i.value for i in rafm.info)
+    assert any("Your quick DPLR (ρ = 2): queued, position 2" in i.value for i in ranking.info)
+    rafm.button(key="rafm_seed_job_cancel").click().run()
+    ranking.run()
+    assert any("queued, position 1" in i.value for i in ranking.info), "the line moved up"
+    ranking.button(key="ranking_quick_run_job_cancel").click().run()
+    assert busy_server.waiting() == 0

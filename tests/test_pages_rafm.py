@@ -1,7 +1,7 @@
 """AppTest for app_pages/rank_aware_fm.py."""
 
 import pytest
-from apptest import app_page, figure
+from apptest import app_page, figure, wait_for_training
 
 from fmlib.experiments import rafm as rafm_experiment
 
@@ -97,7 +97,7 @@ def test_saved_comparison_is_plotted(tmp_path):
 def test_run_one_seed_here_trains_and_plots():
     at = page()
     at.text_input(key="rafm_ranks").set_value("2,4").run()
-    at.button[0].click().run(timeout=120)
+    wait_for_training(at.button[0].click().run(), key="rafm_seed_job")
     assert not at.exception
     assert not at.error, at.error[0].value
     assert list(figure(at, 2)["data"][0]["x"]) == ["FM(2)", "FM(4)", "RaFM(2, 4)", "RaFM-low"]

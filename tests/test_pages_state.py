@@ -112,7 +112,8 @@ def test_a_fresh_comparison_replaces_the_no_comparison_message(monkeypatch, tmp_
     at.run()
     at.text_input(key="rafm_ranks").set_value("2,4").run()
     assert "No comparison saved" in texts(at.info)
-    next(b for b in at.button if b.label.startswith("Run one seed here")).click().run(timeout=120)
+    next(b for b in at.button if b.label.startswith("Run one seed here")).click().run()
+    wait_for_training(at, key="rafm_seed_job")
     assert not at.exception and not at.error
     assert "No comparison saved" not in texts(at.info)
     assert "one seed, here" in texts(at.caption)
