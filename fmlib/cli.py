@@ -72,6 +72,14 @@ TOPIC_COMMANDS = [
 ]
 
 
+# (command, help, module) of the commands whose modules are imported only when they run (each
+# pulls in what the train command does not need: Optuna, scipy)
+COMMANDS = [
+    ("tune", "tune a model on the validation split (Optuna) and write its preset", "fmlib.experiments.tune"),
+    ("scorecard", "each paper claim, what we measured with its interval, the verdict", "fmlib.experiments.scorecard"),
+]
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that reports bad input in one line (and exit code 2) instead of the usage text."""
 
@@ -206,17 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help="run store (default: $FMLIB_RUNS or ./runs)")
     p.set_defaults(func=cmd_train)
 
-    from .experiments import tune
-
-    p = sub.add_parser("tune", help="tune a model on the validation split (Optuna) and write its preset")
-    tune.add_arguments(p)
-    p.set_defaults(func=tune.run)
-
-    from .experiments import scorecard
-
-    p = sub.add_parser("scorecard", help="each paper claim, what we measured with its interval, the verdict")
-    scorecard.add_arguments(p)
-    p.set_defaults(func=scorecard.run)
+    for command, text, _module in COMMANDS:  # their arguments: see main()
+        sub.add_parser(command, help=text)
 
     data = sub.add_parser("data", help="MovieLens data").add_subparsers(dest="data_command", required=True)
     for name, func, text in [
@@ -243,12 +242,14 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
     argv = sys.argv[1:] if argv is None else argv
     topics = {(group, command): module for group, command, _, module in TOPIC_COMMANDS}
+    topics.update({(command,): module for command, _, module in COMMANDS})
+    words = next((n for n in (2, 1) if tuple(argv[:n]) in topics), 0)
     try:
-        if tuple(argv[:2]) in topics:  # topic command: its module adds its own arguments
-            module = import_module(topics[tuple(argv[:2])])
-            p = Parser(prog=f"python -m fmlib {' '.join(argv[:2])}", description=module.__doc__.split("\n")[0])
+        if words:  # topic command: its module adds its own arguments
+            module = import_module(topics[tuple(argv[:words])])
+            p = Parser(prog=f"python -m fmlib {' '.join(argv[:words])}", description=module.__doc__.split("\n")[0])
             module.add_arguments(p)
-            args = p.parse_args(argv[2:])
+            args = p.parse_args(argv[words:])
             func = module.run
         else:
             args = build_parser().parse_args(argv)
