@@ -10,26 +10,25 @@ from fmlib.experiments.verdict import DOES_NOT_HOLD, HOLDS, UNDECIDED
 
 
 def fake_table(success_near: bool) -> pd.DataFrame:
-    """40 instances, two starts, γ = 0 and the bound: at the bound starts agree and recovery fails."""
+    """40 instances, γ = 0 and the bound: at the bound starts agree and recovery fails."""
     rows = []
     for kind in ("random", "near"):
         for regulariser, gamma in (("0", 0.0), (inversion.BOUND, 1e9)):
             for seed in range(40):
-                for start in (0, 1):
-                    at_bound = regulariser == inversion.BOUND
-                    success = (kind == "near" and success_near) if at_bound else seed % 2 == 0
-                    rows.append(
-                        dict(seed=seed, model="newton", rank=0, n=4, d=3, gamma=gamma, regulariser=regulariser,
-                             start_kind=kind, start=start, rel_error=0.0 if success else 1.0, success=success,
-                             agree=at_bound or seed < 20)
-                    )  # fmt: skip
+                at_bound = regulariser == inversion.BOUND
+                success = (kind == "near" and success_near) if at_bound else seed % 2 == 0
+                rows.append(
+                    dict(seed=seed, model="newton", rank=0, n=4, d=3, gamma=gamma, regulariser=regulariser,
+                         start_kind=kind, rel_error=0.0 if success else 1.0, success=int(success),
+                         agree=int(at_bound or seed < 20))
+                )  # fmt: skip
     return pd.DataFrame(rows, columns=inversion.COLUMNS)
 
 
 def test_claims_from_a_small_table():
     rows = measure_all(*inversion.claims(fake_table(success_near=True)))
     assert list(rows["verdict"]) == [HOLDS, DOES_NOT_HOLD, HOLDS]
-    assert list(rows["seeds"]) == [40, 40, 40]  # one run per instance: the first start
+    assert list(rows["seeds"]) == [40, 40, 40]
     assert rows["measured"][1].startswith("success rate 0.00 [0.00, 0.09], 40 instances")
     rates = inversion.rates(fake_table(success_near=False)).set_index(["start_kind", "regulariser"])
     assert rates.loc[("random", "0"), "success_rate"] == 0.5 and rates.loc[("random", "0"), "agree_rate"] == 0.5
@@ -47,7 +46,7 @@ def test_tiny_experiment(tmp_path, capsys):
     assert (
         header["command"] == f"python -m fmlib reproduce inversion --instances 2 --n 2 --d 2 --steps 3 --out {tmp_path}"
     )
-    assert len(frame) == 2 * 2 * 2 * (len(inversion.GAMMAS) + 1)  # start kinds × instances × starts × γ
+    assert len(frame) == 2 * 2 * (len(inversion.GAMMAS) + 1)  # start kinds × instances × γ
     assert inversion.BOUND in set(frame["regulariser"])
     card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
     assert list(card["paper"]) == ["AttnInv"] * 3 and card["page"].iloc[0].startswith("Attention inversion")
