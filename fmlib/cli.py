@@ -35,6 +35,12 @@ TOPIC_COMMANDS = [
     ),
     (
         "reproduce",
+        "rfm",
+        "the rotative FM vs the tuned FM over seeds: valid/test MSE, RMSE, MAE, paired interval",
+        "fmlib.experiments.rfm",
+    ),
+    (
+        "reproduce",
         "fmgrad",
         "FMGrad's memoised FM gradient: error against autograd (printed and corrected eq. 8), speed-up over the naive sum",
         "fmlib.experiments.fmgrad",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import dplr, fm_ablation, fmgrad, inversion, rafm, tables
+from . import dplr, fm_ablation, fmgrad, inversion, rafm, rfm, tables
 from .claims import measure_all
 
 
@@ -31,6 +31,7 @@ SOURCES = [
     ("fmlib", fm_ablation.table_name, fm_ablation.claims, "train", "Train"),
     ("FMGrad", fmgrad.table_name, fmgrad.claims, "derivations", "Derivations"),
     ("AttnInv", inversion.table_name, inversion.claims, "attention_inversion", "Attention inversion"),
+    ("RFM", rfm.table_name, rfm.claims, "gradient_growth", "Gradient growth"),
 ]
 BEGIN, END = "<!-- SCORECARD: begin (python -m fmlib scorecard --readme README.md) -->", "<!-- SCORECARD: end -->"
 COLUMNS = ["paper", "claim", "measured", "verdict", "page", "table"]
