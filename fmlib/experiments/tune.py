@@ -46,13 +46,15 @@ SEARCH_SPACES = {
     },
     "dplr": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "average_from": (0, 3, 5)},
     "rafm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "consistency": (0.1, 10.0), "average_from": (0, 3, 5)},
-    "rfm": {
+    "rfm": {  # one rotation layer (the default; a second doubles the cost of an epoch)
         "lr": (1e-3, 5e-2),
         "weight_decay": (1e-6, 3e-2),
-        "dim": (8, 16, 32),
-        "layers": (1, 2),
-        "heads": (1, 2, 4),
+        "dim": (8, 16),
+        "hidden": (8, 16, 32),
+        "heads": (1, 2),
+        "mlp_hidden": (16, 64),
         "dropout": (0.0, 0.2, 0.4),
+        "average_from": (0, 3, 5),
     },
 }
 TRAIN_PARAMS = ("lr", "weight_decay", "average_from")
