@@ -13,7 +13,11 @@ from fmlib.analysis.rotation_construction import (
     relation_frame,
 )
 from fmlib.arguments import int_list
+from fmlib.experiments import rfm as rfm_experiment
+from fmlib.experiments import tables
+from fmlib.experiments.claims import measure_all
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
+from fmlib.plots.verdicts import verdict_figure
 
 st.title("Gradient growth")
 notebook_link("04_rotations_and_gradients")
@@ -166,5 +170,25 @@ else:
             )
             st.dataframe(relation_frame(sizes, T, c.ids[b].tolist()))
             st.caption("rⱼ[k] = T(k, ID(xⱼ)) outside field j; ½ inside field j, 1 at the active feature.")
+
+st.header("Does RFM predict ratings better than FM?")
+st.markdown(
+    "The tuned RFM against the tuned FM on MovieLens 100K: the same splits, the same epoch budget, "
+    "five seeds. A bar right of zero means RFM's test MSE is lower."
+)
+path = tables.newest(rfm_experiment.table_name("ml-100k"))
+if path is None:
+    st.info("No comparison saved yet: run `python -m fmlib reproduce rfm` (it uses the tuned presets fm and rfm).")
+else:
+    try:
+        frame, header = tables.read(path, columns=rfm_experiment.COLUMNS)
+    except ValueError as err:
+        st.error(str(err))
+    else:
+        verdicts = measure_all(*rfm_experiment.claims(frame))
+        chart(verdict_figure(verdicts, "RFM vs FM: paired per-seed difference of test MSE, 95 % interval"))
+        st.dataframe(verdicts[["claim", "measured", "verdict"]], hide_index=True)
+        st.code(rfm_experiment.format_table(frame), language=None)
+        st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
 
 copy_link_and_reset(VIEW, clear=["sample"])
