@@ -1,10 +1,13 @@
 """Attention inversion: can an attacker who knows W, V and the output B recover the input X?"""
 
+import threading
+
 import pandas as pd
 import streamlit as st
 import torch
 
-from app_pages._ui import bounded_number, fail, notebook_link
+from app_pages._queue import job_queue, show_job
+from app_pages._ui import bounded_number, fail, load_data, notebook_link
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
@@ -176,39 +179,42 @@ users = choice(m1, "users attacked (from the training set)", "inv_users")
 attack_steps = choice(m2, "attack steps", "inv_attack_steps")
 
 
-@st.cache_resource(show_spinner=False)
-def movielens_experiment():
-    from app_pages._ui import load_data
+@st.cache_resource
+def trained_twist() -> dict:
+    """The server's tiny transformer: trained once, by the first attack job that needs it."""
+    return {"lock": threading.Lock(), "experiment": None}
+
+
+def twist_attack(ds, trained: dict, users: int, attack_steps: int, job):
+    """As a job: train the tiny transformer (the first time on this server), then attack ``users`` users."""
     from fmlib.inversion import movielens as twist
 
-    ds = load_data("ml-100k")  # shared with the other pages
-    return twist.prepare(ds.frame, ds.movies, epochs=60, seed=0)
-
-
-@st.cache_data(show_spinner=False)
-def movielens_attack(users, attack_steps):
-    from fmlib.inversion import movielens as twist
-
-    exp = movielens_experiment()
-    return {
+    with trained["lock"]:
+        if trained["experiment"] is None:
+            trained["experiment"] = twist.prepare(
+                ds.frame,
+                ds.movies,
+                epochs=60,
+                seed=0,
+                progress=lambda epoch, epochs, _: job.report({"epoch": epoch, "epochs": epochs, "label": "training"}),
+            )
+    exp = trained["experiment"]
+    job.report({"step": 1, "steps": 1, "text": f"attacking {users} users"})
+    results = {
         label: (done.summary, twist.trajectory_table(done.recovery, done.tokens, 0, exp.titles))
         for label, done in twist.attack_users(exp, users, attack_steps).items()
     }
+    return exp, results
 
 
-if st.button("Train the tiny transformer and attack"):
-    st.session_state["inversion_movielens"] = (users, attack_steps)
-if "inversion_movielens" in st.session_state:
-    if st.session_state["inversion_movielens"] != (users, attack_steps):
-        users, attack_steps = st.session_state["inversion_movielens"]
-        st.caption(f"Made with {users} users and {attack_steps} attack steps: press the button for the settings above.")
-    try:
-        with st.status("loading MovieLens 100K, training, attacking …") as status:
-            exp = movielens_experiment()
-            results = movielens_attack(users, attack_steps)
-            status.update(label="done", state="complete")
-    except Exception as err:  # no data source reachable: say so, no traceback
-        fail(f"MovieLens 100K could not be loaded or the experiment failed: {err}")
+@st.cache_resource(show_spinner=False)
+def twist_job(users: int, attack_steps: int, _ds):
+    """One job of the server's queue per setting, shared by every session that asks for it."""
+    trained = trained_twist()
+    return job_queue().submit(lambda job: twist_attack(_ds, trained, users, attack_steps, job))
+
+
+def show_twist(exp, results) -> None:
     st.caption(
         f"{sum(p.numel() for p in exp.model.parameters())} parameters; "
         f"{len(exp.train_rows)} training users, {len(exp.heldout_rows)} held out."
@@ -230,6 +236,25 @@ if "inversion_movielens" in st.session_state:
         "held-out users, whom the model never saw — the gap between them is the part that "
         "leaks from training."
     )
+
+
+if st.button("Train the tiny transformer and attack"):
+    st.session_state["inversion_movielens"] = (users, attack_steps)
+if "inversion_movielens" in st.session_state:
+    if st.session_state["inversion_movielens"] != (users, attack_steps):
+        users, attack_steps = st.session_state["inversion_movielens"]
+        st.caption(f"Made with {users} users and {attack_steps} attack steps: press the button for the settings above.")
+    try:
+        job = twist_job(users, attack_steps, load_data("ml-100k"))  # shared with the other pages
+    except Exception as err:  # no data source reachable: say so, no traceback
+        fail(f"MovieLens 100K could not be loaded: {err}")
+    if not job.done:  # shared by every session with these settings: no one cancels it for the others
+        show_job(job, "The tiny transformer and its attack", None)
+    elif job.state == "done":
+        show_twist(*job.result)
+    else:
+        twist_job.clear(users, attack_steps, None)  # the next press tries again
+        st.error(f"The MovieLens experiment failed: {job.error or job.state}")
 
 copy_link_and_reset(
     {

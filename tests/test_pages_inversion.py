@@ -1,5 +1,7 @@
 """AppTest of app_pages/attention_inversion.py."""
 
+import time
+
 import torch
 from apptest import app_page, figure
 
@@ -51,16 +53,28 @@ def test_trials_chart_and_both_outcomes():
     assert (rates["runs"] == 20).all() and rates["success_rate"].between(0, 1).all()
 
 
+def recovery_charts(at) -> list[dict]:
+    bars = [figure(at, k) for k in range(len(at.get("plotly_chart")))]
+    return [f for f in bars if any(t.get("name") == "inversion attack" for t in f["data"])]
+
+
 def test_movielens_twist_section():
     at = app_page(PAGE)
     at.run()
     at.select_slider[5].set_value(50)  # users attacked
     at.select_slider[6].set_value(100)  # attack steps
     at.button[1].click().run()
+    deadline = time.monotonic() + 240
+    while not (recovery := recovery_charts(at)):  # the training and attack run as a job of the server's queue
+        assert not at.exception and not at.error
+        assert any("The tiny transformer and its attack" in p.proto.text for p in at.get("progress")) or any(
+            "The tiny transformer and its attack" in i.value for i in at.info
+        ), "its place in line or its progress is shown"
+        assert time.monotonic() < deadline, "the experiment did not end in time"
+        time.sleep(0.5)
+        at.run()
     assert not at.exception
     assert not at.error
-    bars = [figure(at, k) for k in range(len(at.get("plotly_chart")))]
-    recovery = [f for f in bars if any(t.get("name") == "inversion attack" for t in f["data"])]
     assert len(recovery) == 2  # training users and held-out users
     table = at.dataframe[0].value
     assert table["step"].iloc[-1] == "truth"
