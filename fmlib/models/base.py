@@ -101,6 +101,10 @@ class FieldRead(NamedTuple):
             return cls(index, ())
         return cls(first_rows(index, layout), tuple(field_values(index, weight, f, dtype) for f in layout.multi))
 
+    def take(self, rows: torch.Tensor) -> FieldRead:
+        """The read of the samples ``rows`` only."""
+        return FieldRead(self.cols.index_select(0, rows), tuple(x.index_select(0, rows) for x in self.values))
+
 
 def gather_fields(table: torch.Tensor, read: FieldRead, layout: SlotLayout) -> torch.Tensor:
     """(B, S) slots -> (B, m, k) field embeddings e_f = Σ_{s in f} weight_s table[index_s] (DPLR §3.2).

@@ -191,9 +191,8 @@ class RaFM(nn.Module):
         m, layout = len(self.ranks), SlotLayout(self.first_slot, self.multi)
         top = self.embedding_table(m)
         table = torch.cat([top, self.linear.weight, self.at_level.to(top.dtype)], 1)
-        fields = gather_fields(
-            table, FieldRead.of(index, weight, layout, top.dtype), layout
-        )  # (B, m, D_m + 1 + (m − 1))
+        read = FieldRead.of(index, weight, layout, top.dtype)  # the slots, read once for every level
+        fields = gather_fields(table, read, layout)  # (B, m fields, D_m + 1 + (m − 1))
         D, sums = self.ranks[-1], fields.sum(1)  # [Σ_f e_f | Σ_i w_i x_i | features at each level p < m]
         A = 0.5 * (sums[:, :D].pow(2).sum(1) - fields[..., :D].pow(2).sum((1, 2)))  # A_{m,m} (eq. 7)
         score = self.bias + sums[:, D] + A
@@ -203,9 +202,9 @@ class RaFM(nn.Module):
             if len(rows):
                 v = self.embedding_table(p)
                 low = torch.cat([v, v * (self.k > p).unsqueeze(1).to(v.dtype)], 1)
-                e = gather_fields(low, FieldRead.of(index[rows], weight[rows], layout, low.dtype), layout)
+                e = gather_fields(low, read.take(rows), layout)
                 D = self.ranks[p - 1]
-                score = score.index_add(0, rows, fm_pairwise(e[..., :D]) - fm_pairwise(e[..., D:]))
+                score.index_add_(0, rows, fm_pairwise(e[..., :D]) - fm_pairwise(e[..., D:]))
         return score
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
