@@ -204,6 +204,7 @@ def test_a_quick_run_replaces_the_wrong_run_warning(page):
     visit(page, "Field interactions")
     assert shows(page, "has no field interaction matrix R")
     button(page, "Train a quick FwFM on synthetic").click()
+    page.get_by_text("not the picked run tiny-fm").first.wait_for(timeout=120_000)  # trained in the server's queue
     wait_idle(page)
     no_exception(page, "Field interactions after a quick run")
     assert not shows(page, "has no field interaction matrix R"), "the wrong-run warning stays above the quick run"
