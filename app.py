@@ -5,7 +5,7 @@ import torch
 
 from app_pages._classroom import run_picker
 from app_pages._ui import DATASETS, PAGES, load_data, starter_status, warm_up
-from app_pages._view import link_check, link_notes, one_of, projector, projector_style
+from app_pages._view import link_check, link_notes, one_of, projector, projector_style, sidebar_follows_projector
 
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
 st.set_page_config(
@@ -42,6 +42,7 @@ with st.sidebar:
     starter_status()
     run_picker()
 projector_style()
+sidebar_follows_projector()
 link_notes()
 
 page.run()

@@ -28,6 +28,15 @@ h1 { font-size: 2.25rem !important; }
 .stButton button p, .stButton button div { white-space: nowrap; }
 </style>
 """
+SIDEBAR_SCRIPT = """
+<script>
+{
+  const arrow = COLLAPSE ? "[data-testid='stSidebarCollapseButton'] button" : "[data-testid='stExpandSidebarButton']";
+  document.querySelector(arrow)?.click();
+  Object.keys(localStorage).filter((key) => key.startsWith("stSidebarCollapsed-")).forEach((key) => localStorage.removeItem(key));
+}
+</script>
+"""
 
 
 def link_check(key: str, ok: Callable[[str], bool], allowed: str, sidebar: bool = False, **fallback) -> bool:
@@ -171,6 +180,22 @@ def projector_style() -> None:
     """In projector mode: larger text, buttons and a full-width page (CSS)."""
     if projector():
         st.html(PROJECTOR_CSS)
+
+
+def sidebar_follows_projector() -> None:
+    """Collapse the sidebar when projector mode turns on (a link or the toggle), expand it when it turns off.
+
+    ``st.set_page_config(initial_sidebar_state=...)`` is re-read on every run, but the browser keeps
+    a reader's own click on the sidebar's arrow and prefers it: after the sidebar was opened once
+    to reach the toggle, turning projector mode on again would leave it open. So on each change
+    (and on a session's first run in projector mode) a script clicks the arrow that gives the
+    wanted state and forgets the stored click, letting the page's setting rule again. The script
+    sits at the sidebar's end, where its empty box takes no room from the page.
+    """
+    on = projector()
+    if st.session_state.get("sidebar_for_projector", False) != on:
+        st.sidebar.html(SIDEBAR_SCRIPT.replace("COLLAPSE", str(on).lower()), unsafe_allow_javascript=True)
+    st.session_state["sidebar_for_projector"] = on
 
 
 def secondary(text: str, show=st.caption) -> None:

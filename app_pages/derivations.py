@@ -64,17 +64,13 @@ def move(delta: int, last: int):
     st.session_state.deriv_step = min(last, max(1, st.session_state.deriv_step + delta))
 
 
-st.title("Derivations, checked line by line")
-notebook_link("05_derivations")
-secondary(
-    "Does each line of a paper really follow from the one before? Step through a derivation: "
-    "every line shows the rule that justifies it, where it comes from, and how sympy checked it.",
-    st.write,
-)
+st.title("Checked derivations")  # short: one line at 150 % zoom beside the sidebar
 
 derivations = catalog()
 titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plain text
-pick, stepper = st.columns([2, 3])  # one row, so that the step's formula is above the fold on a projector
+# The controls and the step come first, the page's prose last: at 1280×720 and 150 % zoom, with the sidebar
+# open or on a projector, the step's formula is above the fold.
+pick, stepper = st.columns([2, 3])
 link_check("deriv_derivation", one_of(titles), "one of " + ", ".join(titles))
 key = pick.selectbox("Derivation", list(titles), key="deriv_derivation", bind="query-params", on_change=reset_step)
 derivation = get(key)
@@ -90,7 +86,6 @@ row = st.container(horizontal=True, vertical_alignment="center")  # buttons as w
 row.button("◀ Back", key="deriv_back", on_click=move, args=(-1, last), disabled=st.session_state.deriv_step <= 1)
 row.button("Next ▶", key="deriv_next", on_click=move, args=(1, last), disabled=st.session_state.deriv_step >= last)
 row.markdown(f"**{titles[key]}**")
-secondary(f"Source: {with_titles(derivation.source)}")
 
 index = st.session_state.deriv_step - 1
 step = derivation.steps[index]
@@ -98,9 +93,9 @@ with st.spinner("sympy is checking this line…"):  # only the line shown: a der
     result = one_step(key, index, None)
 
 st.subheader(f"Step {index + 1} of {last}: {math(step.name)}")
-if result.status == "slip":
-    st.markdown("**Corrected line** (sympy accepts it):")
 st.latex(step.latex)
+if result.status == "slip":  # said under the line, so that the line itself stays above the fold
+    st.markdown("**Corrected line** (sympy accepts it); the line as printed is further down.")
 st.markdown(f"**Rule.** {math(step.justification)}")
 secondary(f"From: {with_titles(step.source)}")
 st.markdown(f"{badge(result.status)} &nbsp; checked by **{how(result.corrected)}**")
@@ -204,3 +199,10 @@ st.write(
     "Notice: most lines survive their check, but some printed lines do not — those are marked as slips, "
     "with the corrected line that sympy accepts. A wrong variant always fails, and the badge says where."
 )
+secondary(
+    "Does each line of a paper really follow from the one before? Step through a derivation: "
+    "every line shows the rule that justifies it, where it comes from, and how sympy checked it.",
+    st.write,
+)
+secondary(f"Source of this derivation: {with_titles(derivation.source)}")
+notebook_link("05_derivations")

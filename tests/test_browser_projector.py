@@ -1,9 +1,10 @@
 """A real browser at a projector's size: 1280×720, and the same screen at 150 % zoom (853×480 CSS
 pixels drawn at device scale 1.5), with and without projector mode.
 
-Checked on element boxes: in projector mode the derivation step's formula starts above the fold; no button's label
-is cut (scrollWidth ≤ clientWidth), no two chart titles overlap, every heatmap axis keeps a label
-per field. Screenshots of each view go to the test's temporary folder.
+Checked on element boxes: with or without projector mode the derivation step's formula lies above the fold; no
+button's label is cut (scrollWidth ≤ clientWidth), no two chart titles overlap, every heatmap axis keeps a label
+per field; the projector toggle collapses the sidebar in the same session, every time it is turned on.
+Screenshots of each view go to the test's temporary folder.
 """
 
 from __future__ import annotations
@@ -116,8 +117,8 @@ def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(
     tab.screenshot(path=str(tmp_path / f"derivation {screen} {'projector' if projector else 'plain'}.png"))
     formula = tab.locator("[data-testid='stMain'] .katex-display").first.bounding_box()
     assert formula is not None, "no formula on the page"
-    if projector:  # without it, the sidebar and the page's prose come first
-        assert formula["y"] < SCREENS[screen][0]["height"], f"the step's formula starts at {formula['y']:.0f} px"
+    bottom = formula["y"] + formula["height"]
+    assert bottom < SCREENS[screen][0]["height"], f"the step's formula ends at {bottom:.0f} px, below the fold"
     assert not cut_buttons(tab)
     assert tab.get_by_role("button", name="◀ Back").is_visible()
 
@@ -147,22 +148,43 @@ def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, b
 
 
 def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_url(server, browser):
+    from playwright.sync_api import expect  # waits up to 30 s: a shared machine may take seconds per rerun
+
     tab = opened(browser, f"{server}/{STEP}", "1280x720")
     tab.get_by_role("button", name="Next ▶").click()
-    tab.wait_for_timeout(1500)
+    expect(tab.get_by_text("Step 8 of 9")).to_be_visible(timeout=30_000)
     assert "deriv_step=8" in tab.url
     tab.get_by_role("link", name="Train").click()
-    tab.wait_for_timeout(2000)
+    expect(tab.get_by_text("Step 8 of 9")).to_be_hidden(timeout=30_000)
     tab.get_by_role("link", name="Derivations").click()
-    tab.wait_for_timeout(2000)
-    assert tab.get_by_text("Step 8 of 9").is_visible(), tab.url
+    expect(tab.get_by_text("Step 8 of 9")).to_be_visible(timeout=30_000)
     tab.get_by_role("button", name="Link to this view").click()
     assert "deriv_step=8" in tab.locator("[data-testid='stPopoverBody'] code").first.inner_text()
     tab.keyboard.press("Escape")
     tab.get_by_role("button", name="Reset to defaults").click()
-    tab.wait_for_timeout(2000)
+    expect(tab.get_by_text("Step 1 of 4")).to_be_visible(timeout=30_000)  # Rendle's identity, the first derivation
     assert "deriv_step" not in tab.url and "deriv_derivation" not in tab.url
-    assert tab.get_by_text("Step 1 of 4").is_visible()  # Rendle's identity, the first derivation
+
+
+def test_the_projector_toggle_collapses_the_sidebar_each_time_and_turning_it_off_keeps_it_open(server, browser):
+    from playwright.sync_api import expect
+
+    tab = opened(browser, f"{server}/derivations", "1280x720")
+    toggle = tab.locator("[data-testid='stSidebar']").get_by_text("Projector mode")
+    expand = tab.get_by_role("button", name="Expand sidebar")  # shown only while the sidebar is collapsed
+    expect(expand).to_be_hidden()
+    for turn in range(2):  # the second time after the sidebar was opened by hand (which the browser remembers)
+        toggle.click()
+        expect(expand).to_be_visible(timeout=30_000)
+        box = tab.locator("[data-testid='stSidebar']").bounding_box()
+        assert box is None or box["x"] + box["width"] <= 0, f"turn {turn + 1}: the sidebar is still on the screen"
+        assert "projector=true" in tab.url
+        expand.click()
+        toggle.click()
+        expect(tab.locator("html")).not_to_have_css("font-size", "18px", timeout=30_000)  # projector mode is off
+        tab.wait_for_timeout(1000)
+        expect(expand).to_be_hidden()
+        assert "projector" not in tab.url
 
 
 def test_an_unknown_page_in_a_link_says_so_and_opens_the_home_page(server, browser):

@@ -118,7 +118,8 @@ def test_a_slip_labels_its_corrected_and_printed_lines_and_the_check_is_an_equat
     at.toggle(key="deriv_show_check").set_value(True).run()
     assert any("Slip in the paper" in w.value for w in at.warning)
     labels = [m.value for m in at.markdown]
-    assert "**Corrected line** (sympy accepts it):" in labels and "**Printed line** (as in the paper):" in labels
+    assert "**Corrected line** (sympy accepts it); the line as printed is further down." in labels
+    assert "**Printed line** (as in the paper):" in labels
     raw = [c.value for c in at.code if "deriv_step=7" not in c.value]  # the one code block: the link to this view
     assert not raw, "a check is shown as an equation, not as raw code"
     assert any(r"\text{left}" in latex.value for latex in at.latex)
