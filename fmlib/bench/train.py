@@ -1,7 +1,7 @@
 """``python -m fmlib bench train``: seconds per training epoch of every model, against baselines.
 
 What users run: every fmlib model's default training step (the step of ``fmlib.train.fit``:
-the model's defaults, its Adam parameter groups, fused Adam, MSE on ratings, the default batch
+the model's defaults, its Adam parameter groups, ``fmlib.optim.Adam`` (torch's fused Adam kernel), MSE on ratings, the default batch
 of the device) on MovieLens' 12 fields, genres multi-valued. Two baselines, in the same process:
 
 * **plain FM**: an FM written the way a PyTorch user would: ``nn.Embedding`` per single-valued
@@ -36,6 +36,7 @@ from ..data import movielens, split
 from ..data.schema import Schema
 from ..models import MODELS, build_model, hyperparameters
 from ..models.fm import fm_pairwise
+from ..optim import Adam
 from ..train import BATCH_SIZE, DEVICES, TrainConfig, loss_fn, param_groups
 
 
@@ -133,7 +134,7 @@ def run(args) -> int:
     for name in models:
         hp = {"counts": train.feature_counts().tolist()} if "counts" in hyperparameters(name) else {}
         model = build_model(name, schema, **hp).to(device).train()
-        opt = torch.optim.Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr, fused=True)
+        opt = Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr)
         steps[name] = adam_step(model, opt, lambda r, m=model: m(index[r], weight[r]), rating, criterion)
     plain = PlainFM([f.cardinality for f in single], genre_field.cardinality, 16).to(device)
     steps["plain FM"] = adam_step(
@@ -147,7 +148,7 @@ def run(args) -> int:
     index11, weight11 = index[:, :n_single].contiguous(), weight[:, :n_single].contiguous()
     steps["fm, 11 fields"] = adam_step(
         ours11,
-        torch.optim.Adam(param_groups(ours11, config.lr, config.weight_decay), lr=config.lr, fused=True),
+        Adam(param_groups(ours11, config.lr, config.weight_decay), lr=config.lr),
         lambda r: ours11(index11[r], weight11[r]),
         click,
         nn.BCEWithLogitsLoss(),
