@@ -8,6 +8,11 @@ Weight averaging (``TrainConfig.average_from``): from that epoch on, the model t
 and kept is the running mean of the end-of-epoch weights — Polyak–Ruppert averaging over epochs,
 as in stochastic weight averaging (Izmailov et al. 2018). It is the point-estimate analogue of a
 Bayesian FM's prediction, which averages the FM over posterior samples instead of using one.
+
+Grouped L2 (``TrainConfig.field_decay``, ``TrainConfig.linear_decay``): the rows of one field in
+the linear table w and the embedding table v get their own L2 strength, a multiple of
+``weight_decay`` (``row_decay``) — the point-estimate analogue of a Bayesian FM's prior per field
+group, whose precision is learned instead of tuned ([Rendle2012] §MCMC).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     average_from: int = 0  # 0: no averaging; e >= 1: the mean of the weights after epochs e, e+1, ... (if reached)
+    field_decay: dict = field(default_factory=dict)  # field name -> multiple of weight_decay on its rows (w and v)
+    linear_decay: float = 1.0  # multiple of weight_decay on the linear weights w (on top of field_decay)
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -61,6 +68,16 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if not self.weight_decay >= 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        for name, scale in {**self.field_decay, "linear_decay": self.linear_decay}.items():
+            if not (isinstance(scale, (int, float)) and scale >= 0):
+                raise ValueError(
+                    f"field_decay / linear_decay: the multiple for {name} must be a number >= 0, got {scale}"
+                )
+
+    @property
+    def grouped_decay(self) -> bool:
+        """Whether some field or the linear weights have an L2 of their own (``row_decay``)."""
+        return bool(self.field_decay) or self.linear_decay != 1.0
 
 
 @dataclass
@@ -113,16 +130,38 @@ def evaluate(model: nn.Module, data: Dataset, task: str) -> dict:
     return {"logloss": logloss, "auc": auc(y.numpy(), score.numpy())}
 
 
-def param_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]:
+def param_groups(model: nn.Module, lr: float, weight_decay: float, own_decay=()) -> list[dict]:
     """Adam parameter groups: L2 (``weight_decay``) on parameters with >= 2 dims (embedding
-    tables, weight matrices), none on biases and vectors (FwFM's R has its own L2, ``extra_loss``)."""
-    decayed = [p for p in model.parameters() if p.dim() >= 2]
-    others = [p for p in model.parameters() if p.dim() < 2]
+    tables, weight matrices), none on biases and vectors (FwFM's R has its own L2, ``extra_loss``).
+    Parameters in ``own_decay`` get no L2 from Adam: ``fit`` adds their grouped L2 (``row_decay``)."""
+    own = {id(p) for p in own_decay}
+    decayed = [p for p in model.parameters() if p.dim() >= 2 and id(p) not in own]
+    others = [p for p in model.parameters() if p.dim() < 2 or id(p) in own]
     groups = [
         {"params": decayed, "weight_decay": weight_decay, "lr": lr},
         {"params": others, "weight_decay": 0.0, "lr": lr},
     ]
     return [g for g in groups if g["params"]]
+
+
+def row_decay(model: nn.Module, config: TrainConfig) -> list[tuple[nn.Parameter, torch.Tensor]]:
+    """Grouped L2: [(w, λ_w), (v, λ_v)], one strength per table row as a (rows, 1) column, with
+    λ_v,i = weight_decay · field_decay[f] and λ_w,i = λ_v,i · linear_decay for row i of field f
+    (field_decay[f] = 1 for a field not named). ``fit`` adds λ ⊙ θ to the gradient before Adam's
+    step, as Adam's own (coupled) weight decay does with one strength: the gradient of
+    ½ Σ_i λ_i ‖θ_i‖², the negative log of a Gaussian prior N(0, 1/λ_g) per field group g
+    ([Rendle2012] §MCMC, where λ_g is sampled instead of tuned)."""
+    schema = getattr(model, "schema", None)
+    if schema is None or not isinstance(getattr(model, "embedding", None), nn.Embedding):
+        raise ValueError(f"field_decay / linear_decay: model {type(model).__name__} has no field tables w and v")
+    unknown = sorted(set(config.field_decay) - set(schema.names))
+    if unknown:
+        raise ValueError(f"field_decay: no field {unknown}; fields are {schema.names}")
+    rate = torch.full((schema.num_features, 1), float(config.weight_decay))
+    for f in schema.fields:
+        rate[f.offset : f.offset + f.cardinality] *= config.field_decay.get(f.name, 1.0)
+    device = model.embedding.weight.device
+    return [(model.linear.weight, (rate * config.linear_decay).to(device)), (model.embedding.weight, rate.to(device))]
 
 
 class WeightAverage:
@@ -163,6 +202,8 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
 
     With ``config.average_from`` = e > 0, from epoch e on the validation metric, early stopping and
     the restored weights are those of the running mean of the end-of-epoch weights (``WeightAverage``).
+    With ``config.field_decay`` or ``config.linear_decay`` set, the tables w and v take the grouped
+    L2 of ``row_decay`` instead of ``weight_decay``.
 
     The step loop never waits on a number: the epoch's loss is summed on the device and read
     once per epoch. A training loss that is not finite stops training with a message."""
@@ -175,7 +216,9 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
     torch.manual_seed(config.seed)
     order = torch.Generator().manual_seed(config.seed)
     model.to(device)
-    optimizer = Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr)
+    decays = row_decay(model, config) if config.grouped_decay else []
+    groups = param_groups(model, config.lr, config.weight_decay, [p for p, _ in decays])
+    optimizer = Adam(groups, lr=config.lr)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
     index, weight, y = (t.to(device) for t in (train.index, train.weight, train.target(config.task)))
     if config.task == "rating":  # start the global bias w0 at the mean rating
@@ -197,6 +240,8 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
             if extra_loss is not None:
                 loss = loss + extra_loss(criterion)
             loss.backward()
+            for p, rate in decays:  # grouped L2 (row_decay): Adam's coupled decay, one strength per row
+                p.grad.addcmul_(rate, p.detach())
             optimizer.step()
             total += loss.detach() * len(rows)
         train_loss = float(total) / len(train)
