@@ -1,5 +1,7 @@
 """Gradient growth: products vs rotations as the number of fields grows (RFM appendix §1.1–1.2)."""
 
+import math
+
 import streamlit as st
 
 from app_pages._ui import bounded_number, notebook_link
@@ -43,6 +45,24 @@ VIEW |= {"layout": "2, 3, 2", "density": 0.4, "seed": 0, "S": 20.0}
 VIEW |= {key: 1.0 for key in ("eta", "alpha", "beta", "gamma", "zeta", "theta")}
 
 
+M_LINK_MAX = 10.0  # a linked M: with ε < M, (M + ε)^(a·m) < 20^(3·64) ≈ 1e250 stays inside float64
+
+
+def positive(high: float = math.inf):
+    """A link check: the text is a finite number in (0, high]."""
+    check = in_range(0, high)
+    return lambda text: check(text) and math.isfinite(float(text)) and float(text) > 0
+
+
+def bound_input(container, label: str, key: str, default: float, ok, allowed: str, **kwargs) -> float:
+    """A bound's number field, bound to the URL: a linked value ``ok`` rejects falls back to ``default`` with a note."""
+
+    def draw():
+        return container.number_input(label, value=default, key=key, bind="query-params", **kwargs)
+
+    return float(checked_link(draw, key, ok, allowed, default))
+
+
 def valid_layout(text: str) -> bool:
     try:
         return all(n >= 1 for n in int_list(text))
@@ -64,15 +84,19 @@ with st.expander("Bounds (the appendix's assumptions)"):
     cols = st.columns(6)
     names = {"eta": "η", "alpha": "α", "beta": "β", "gamma": "γ", "zeta": "ζ", "theta": "θ"}
     rotation = tuple(
-        float(c.number_input(label, value=1.0, step=0.1, format="%.3f", key=key, bind="query-params"))
+        bound_input(c, label, key, 1.0, positive(), "a positive number", step=0.1, format="%.3f")
         for c, (key, label) in zip(cols, names.items())
     )
     cols = st.columns(3)
-    product = (
-        float(cols[0].number_input("M", value=1.5, step=0.1, key="M", bind="query-params")),
-        float(cols[1].number_input("ε", value=0.25, step=0.05, key="eps", bind="query-params")),
-        int(bounded_number("exponent a", 1, 3, 1, container=cols[2], step=1, key="exponent", bind="query-params")),
+    M = bound_input(cols[0], "M", "M", 1.5, positive(M_LINK_MAX), f"a positive number up to {M_LINK_MAX:g}", step=0.1)
+    eps_ok = in_range(0, M)
+    eps = bound_input(
+        cols[1], "ε", "eps", 0.25, lambda text: eps_ok(text) and float(text) < M, f"0 ≤ ε < M = {M:g}", step=0.05
     )
+    exponent = int(
+        bounded_number("exponent a", 1, 3, 1, container=cols[2], step=1, key="exponent", bind="query-params")
+    )
+    product = (M, eps, exponent)
 
 try:
     with st.spinner("Measuring gradients by autograd …"):

@@ -112,6 +112,36 @@ def test_a_gradient_growth_link_restores_its_settings_and_bad_values_fall_back()
     assert "The link's d = '-3' is not valid" in warnings(at) and "The link's S = '99' is not valid" in warnings(at)
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "default"),
+    [
+        ("eta", "-1", 1.0),
+        ("theta", "0", 1.0),
+        ("alpha", "1e999", 1.0),
+        ("gamma", "abc", 1.0),
+        ("M", "-2", 1.5),
+        ("M", "1e9", 1.5),
+        ("eps", "5", 0.25),
+        ("eps", "nan", 0.25),
+        ("exponent", "7", 1),
+    ],
+)
+def test_a_bad_gradient_growth_bound_in_a_link_falls_back_to_the_default_with_a_note(key, value, default):
+    at = opened("app_pages/gradient_growth.py", {key: value})
+    assert not at.exception and not at.error
+    assert f"The link's {key} = {value!r} is not valid" in warnings(at)
+    assert at.number_input(key=key).value == default
+    assert at.get("plotly_chart"), "the gradient chart is drawn with the default"
+
+
+def test_several_bad_gradient_growth_bounds_in_one_link_each_fall_back_with_a_note():
+    at = opened("app_pages/gradient_growth.py", {"eta": "-1", "M": "1e9", "eps": "x", "alpha": "1000"})
+    assert not at.exception and not at.error
+    for key, value in (("eta", "-1"), ("M", "1e9"), ("eps", "x")):
+        assert f"The link's {key} = {value!r} is not valid" in warnings(at)
+    assert [at.number_input(key=k).value for k in ("eta", "M", "eps", "alpha")] == [1.0, 1.5, 0.25, 1000.0]
+
+
 @pytest.fixture
 def fwfm_run_id():
     from fmlib.data import split, synthetic
