@@ -55,6 +55,21 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def field_multiples(text: str) -> dict[str, float]:
+    """'user_id=0.5,movie_id=2' -> {'user_id': 0.5, 'movie_id': 2.0}: multiples >= 0 per field name."""
+    out = {}
+    for piece in filter(None, (p.strip() for p in str(text).split(","))):
+        name, sep, value = piece.partition("=")
+        try:
+            scale = float(value)
+        except ValueError:
+            scale = None
+        if not (sep and name.strip() and scale is not None and scale >= 0):
+            raise BadValue(f"expected field=multiple pairs, multiples >= 0 (e.g. user_id=0.5,movie_id=2), got {text!r}")
+        out[name.strip()] = scale
+    return out
+
+
 def int_list(text: str) -> tuple[int, ...]:
     """``"8, 32"`` -> ``(8, 32)``; empty pieces (a trailing comma) are skipped."""
     try:
@@ -87,6 +102,11 @@ TRAIN_FIELDS = {
         "type": non_negative_int,
         "help": "from this epoch on, keep the mean of the end-of-epoch weights (0: off)",
     },
+    "field_decay": {
+        "type": field_multiples,
+        "help": "L2 per field group, multiples of weight_decay on the field's rows of w and v, e.g. user_id=0.5",
+    },
+    "linear_decay": {"type": non_negative_float, "help": "multiple of weight_decay on the linear weights w"},
 }
 
 

@@ -21,7 +21,7 @@ from .results import write_text
 from .train import TrainConfig
 
 TRAIN_KEYS = ("lr", "weight_decay", "batch_size", "epochs", "patience")  # what a preset fixes
-OPTIONAL_TRAIN_KEYS = ("average_from",)  # fixed when present (presets written before it exist)
+OPTIONAL_TRAIN_KEYS = ("average_from", "field_decay", "linear_decay")  # fixed when present (older presets lack them)
 RANK_HP = {"fm": "dim", "fwfm": "dim", "rfm": "dim", "dplr": "rank", "rafm": "ranks"}
 
 

@@ -88,3 +88,33 @@ def test_an_unknown_field_is_named(small_split):
     model = build_model("fm", small_split.schema, dim=2)
     with pytest.raises(ValueError, match=r"field_decay: no field \['user_id'\]; fields are"):
         fit(model, small_split.train, small_split.valid, TrainConfig(epochs=1, field_decay={"user_id": 2.0}))
+
+
+def test_tuning_draws_a_multiple_per_field_and_presets_carry_them():
+    import optuna
+
+    from fmlib import presets
+    from fmlib.experiments import tune
+
+    space = tune.search_space("fm", {"dim": 8}, ["user_id", "age", "movie_id"])
+    assert space["field_decay"] == {"user_id": (0.1, 10.0), "movie_id": (0.1, 10.0)}
+    assert "field_decay" not in tune.search_space("fm", {}, ["f0", "f1"]), "only fields the data has"
+    flat = {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3, "linear_decay": 0.1}
+    flat |= {"field_decay.user_id": 0.5, "field_decay.movie_id": 2.0}
+    point = tune.suggest(optuna.trial.FixedTrial(flat), space)
+    assert point["field_decay"] == {"user_id": 0.5, "movie_id": 2.0} and tune.nested(flat) == point
+    train, hp = tune.split_params("fm", point, {"dim": 8})
+    assert hp == {"dim": 8} and train["field_decay"] == {"user_id": 0.5, "movie_id": 2.0}
+    preset = {"task": "rating", "train": {**train, "batch_size": 512, "epochs": 5, "patience": 2}}
+    config = presets.train_config(preset, seed=1)
+    assert (config.field_decay, config.linear_decay, config.seed) == ({"user_id": 0.5, "movie_id": 2.0}, 0.1, 1)
+
+
+def test_the_field_decay_flag_parses_field_multiples():
+    from fmlib.arguments import BadValue, field_multiples
+
+    assert field_multiples("user_id=0.5, movie_id=2") == {"user_id": 0.5, "movie_id": 2.0}
+    assert field_multiples("") == {}
+    for bad in ("user_id", "user_id=-1", "=2", "user_id=x"):
+        with pytest.raises(BadValue, match="expected field=multiple pairs"):
+            field_multiples(bad)

@@ -28,7 +28,9 @@ def test_study_finds_a_config_and_resumes(tmp_path, small_split):
     base = TrainConfig(epochs=3, patience=2)
     study = _study(tmp_path)
     params, value = tune.tune("fm", small_split, 3, base, {}, study, progress=False)
-    assert set(params) == {"lr", "weight_decay", "dim", "average_from"}
+    assert set(params) == {"lr", "weight_decay", "dim", "average_from", "linear_decay"}, (
+        "no field_decay: no such fields"
+    )
     assert value == study.best_value
     assert len(tune.finished(study)) == 3
     again = _study(tmp_path)  # resumed from its file: only the missing trials run

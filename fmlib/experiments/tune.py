@@ -34,9 +34,17 @@ from ..train import MONITOR, TrainConfig, evaluate, fit
 # name -> (low, high) for a log-uniform float, or a tuple of choices. lr and weight_decay go to
 # TrainConfig, the rest to the model. Weight decay is Adam's L2 on tables and weight matrices;
 # average_from is the epoch from which the end-of-epoch weights are averaged (0: off, see fmlib.train);
-# r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7).
+# r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7). FM's grouped L2 (fmlib.train.row_decay):
+# field_decay, a dict of ranges (field name -> multiple of weight_decay on its rows), and linear_decay.
 SEARCH_SPACES = {
-    "fm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "average_from": (0, 3, 5)},
+    "fm": {
+        "lr": (1e-3, 5e-2),
+        "weight_decay": (1e-6, 3e-2),
+        "dim": (8, 16, 32, 64),
+        "average_from": (0, 3, 5),
+        "field_decay": {"user_id": (0.1, 10.0), "movie_id": (0.1, 10.0)},
+        "linear_decay": (0.01, 10.0),
+    },
     "fwfm": {
         "lr": (1e-3, 5e-2),
         "weight_decay": (1e-6, 3e-2),
@@ -57,24 +65,50 @@ SEARCH_SPACES = {
         "average_from": (0, 3, 5),
     },
 }
-TRAIN_PARAMS = ("lr", "weight_decay", "average_from")
+TRAIN_PARAMS = ("lr", "weight_decay", "average_from", "field_decay", "linear_decay")
 
 
-def search_space(model: str, fixed: dict) -> dict:
-    """The model's space without the hyperparameters ``fixed`` holds."""
+def search_space(model: str, fixed: dict, fields=None) -> dict:
+    """The model's space without the hyperparameters ``fixed`` holds. With ``fields`` (the data's
+    field names), a dict of per-field ranges (``field_decay``) keeps the fields the data has."""
     if model not in SEARCH_SPACES:
         raise ValueError(f"unknown model {model!r}; choose one of {', '.join(SEARCH_SPACES)}")
-    return {k: v for k, v in SEARCH_SPACES[model].items() if k not in fixed}
+    space = {k: v for k, v in SEARCH_SPACES[model].items() if k not in fixed}
+    for name, rng in list(space.items()):
+        if isinstance(rng, dict) and fields is not None:
+            space[name] = {f: r for f, r in rng.items() if f in fields}
+            if not space[name]:
+                del space[name]
+    return space
+
+
+def draw(trial, name: str, rng):
+    """Log-uniform for a (low, high) float range, categorical for a tuple of choices."""
+    if len(rng) == 2 and isinstance(rng[0], float):
+        return trial.suggest_float(name, *rng, log=True)
+    return trial.suggest_categorical(name, rng)
 
 
 def suggest(trial, space: dict) -> dict:
-    """One point of ``space``: log-uniform for (low, high) floats, categorical for choices."""
+    """One point of ``space``; a dict of ranges gives a dict, its entries drawn as ``<name>.<key>``."""
     return {
-        name: trial.suggest_float(name, *rng, log=True)
-        if len(rng) == 2 and isinstance(rng[0], float)
-        else trial.suggest_categorical(name, rng)
+        name: {key: draw(trial, f"{name}.{key}", r) for key, r in rng.items()}
+        if isinstance(rng, dict)
+        else draw(trial, name, rng)
         for name, rng in space.items()
     }
+
+
+def nested(params: dict) -> dict:
+    """Optuna's flat parameters in ``suggest``'s form: ``field_decay.user_id`` back into ``field_decay``."""
+    out = {}
+    for name, value in params.items():
+        head, dot, key = name.partition(".")
+        if dot:
+            out.setdefault(head, {})[key] = value
+        else:
+            out[name] = value
+    return out
 
 
 def split_params(model: str, params: dict, fixed: dict) -> tuple[dict, dict]:
@@ -140,7 +174,7 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeou
     """Run the study up to ``trials`` finished trials; returns (best params, best valid metric)."""
     import optuna
 
-    space, key = search_space(model, fixed), MONITOR[base.task]
+    space, key = search_space(model, fixed, data.schema.names), MONITOR[base.task]
 
     def objective(trial):
         train, hp = split_params(model, suggest(trial, space), fixed)
@@ -162,7 +196,7 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeou
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
         raise RuntimeError(f"study {study.study_name}: every trial failed (diverged?); no preset written")
-    return study.best_trial.params, study.best_value
+    return nested(study.best_trial.params), study.best_value
 
 
 def make_preset(model, dataset, rank, base: TrainConfig, fixed, params, value, study, min_count, command) -> dict:
