@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from app_pages._measured import inversion_verdicts
 from app_pages._queue import job_queue, show_job
 from app_pages._ui import bounded_number, fail, load_data, notebook_link
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of
@@ -166,6 +167,8 @@ st.markdown(
     "The two slips:"
 )
 st.table(pd.DataFrame(SLIPS).set_index("where"))
+
+inversion_verdicts()
 
 st.subheader("The MovieLens twist (§5): recovering the first movies a user rated")
 st.markdown(

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app_pages._measured import fmgrad_verdicts
 from app_pages._ui import notebook_link
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary
 from fmlib.derivations import catalog, check_derivations, check_step, get
@@ -194,6 +195,9 @@ if st.toggle("Check every step of this derivation", key="deriv_all"):
         [{"#": r.index + 1, "step": r.step, "status": r.status, "method": how(r.corrected)} for r in results],
         hide_index=True,
     )
+
+if key == "fm-gradient":  # [FMGrad]'s claims measured, beside the derivation
+    fmgrad_verdicts()
 
 st.write(
     "Notice: most lines survive their check, but some printed lines do not — those are marked as slips, "

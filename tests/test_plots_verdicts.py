@@ -26,3 +26,24 @@ def test_one_trace_per_verdict_with_interval_bars():
     assert abs(holds.error_x.arrayminus[0] - 0.005) < 1e-12
     assert list(fig.data[2].error_x.array) == [0]  # one seed: no bar
     assert any(shape.x0 == -0.008 for shape in fig.layout.shapes)  # the margin's line
+
+
+def test_threshold_figure_draws_each_claim_with_its_interval_and_threshold():
+    from fmlib.plots.verdicts import threshold_figure
+
+    rows = pd.DataFrame(
+        {
+            "claim": ["fast", "exact"],
+            "other": ["> 1", "< 1e-10"],
+            "other_mean": [1.0, 1e-10],
+            "difference": [2.0, 3e-15],
+            "low": [1.5, 3e-15],
+            "high": [2.5, 3e-15],
+            "measured": ["speed-up 2.00× [1.50, 2.50]", "largest abs. error 3e-15"],
+            "verdict": ["holds", "holds"],
+        }
+    )
+    fig = threshold_figure(rows, "t", log_x=True)
+    assert [t.name for t in fig.data] == ["holds", "threshold the claim needs"]
+    assert list(fig.data[0].error_x.array) == [0.5, 0.0] and list(fig.data[0].error_x.arrayminus) == [0.5, 0.0]
+    assert list(fig.data[1].x) == [1.0, 1e-10] and fig.layout.xaxis.type == "log"

@@ -162,11 +162,14 @@ def claims(frame: pd.DataFrame, task: str = "rating"):
 
     out = [
         exact(
-            "The memoised gradient as printed (eq. 8: X_j Z_i − 2 P_ij X_j²) is the FM's gradient (synthetic)",
+            "The memoised gradient as printed (eq. 8: Xⱼ Zᵢ − 2 Pᵢⱼ Xⱼ²) is the FM's gradient (synthetic)",
             "error_printed",
         ),
-        exact("Eq. 8 with coefficient 1 (X_j Z_i − P_ij X_j²) is the FM's gradient (synthetic)", "error_corrected"),
-        exact("fmlib's FM backward (Z − e_f from the memoised Z) equals autograd (synthetic)", "error_fmlib"),
+        exact("Eq. 8 with coefficient 1 (Xⱼ Zᵢ − Pᵢⱼ Xⱼ²) is the FM's gradient (synthetic)", "error_corrected"),
+        exact(
+            "fmlib's FM backward (each field gets the memoised Z minus its own embedding) equals autograd (synthetic)",
+            "error_fmlib",
+        ),
     ]
     for d in sorted({small, large}):
         text = f"The memoised O(dk) gradient is faster than the naive O(d²k) sum (synthetic, d = {d})"

@@ -83,7 +83,9 @@ def success_figure(
     """Success rate (recovered the secret) and agreement rate (two starts, same end point) vs γ.
 
     rates maps a label (e.g. "n=4, d=3") to a ``success_rates`` table; bound maps the same label
-    to the γ of Thm. 4.2 (corrected, ``attack.gamma_bound``) if that γ is in the table.
+    to the γ of Thm. 4.2 (corrected, ``attack.gamma_bound``) if that γ is in the table. A table
+    with ``<rate>_low`` and ``<rate>_high`` columns (``experiments.inversion.rates``: Wilson
+    intervals) gets them as error bars.
     """
     fig = make_subplots(
         rows=1,
@@ -96,10 +98,19 @@ def success_figure(
         b = None if bound is None else bound.get(label)
         x = [gamma_label(g, b) for g in table["gamma"]]
         for col, key in ((1, "success_rate"), (2, "agree_rate")):
+            bars = None
+            if f"{key}_low" in table:
+                bars = dict(
+                    type="data",
+                    symmetric=False,
+                    array=table[f"{key}_high"] - table[key],
+                    arrayminus=table[key] - table[f"{key}_low"],
+                )
             fig.add_trace(
                 go.Scatter(
                     x=x,
                     y=table[key],
+                    error_y=bars,
                     mode="lines+markers",
                     name=label,
                     legendgroup=label,

@@ -51,3 +51,50 @@ def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked
     )
     fig.update_yaxes(autorange="reversed", title_text="claim")
     return fig
+
+
+def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.Figure:
+    """One row per ``claims.Threshold`` claim (rows of ``claims.measure_all``): the measured value
+    with its 95 % interval (a "max" claim, the largest value over seeds, has none), coloured by
+    verdict, and a grey tick at the threshold the claim needs. ``log_x`` for values that span
+    orders of magnitude (errors next to speed-ups)."""
+    fig = go.Figure()
+    for verdict, part in rows.groupby("verdict", sort=False):
+        fig.add_trace(
+            go.Scatter(
+                x=part["difference"],
+                y=part["claim"],
+                mode="markers",
+                name=verdict,
+                marker=dict(color=COLOURS.get(verdict, "black"), size=10),
+                error_x=dict(
+                    type="data",
+                    symmetric=False,
+                    array=part["high"] - part["difference"],
+                    arrayminus=part["difference"] - part["low"],
+                ),
+                customdata=part[["measured"]].values,
+                hovertemplate="%{y}<br>%{customdata[0]}<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=rows["other_mean"],
+            y=rows["claim"],
+            mode="markers",
+            name="threshold the claim needs",
+            marker=dict(symbol="line-ns-open", size=24, color="grey", line=dict(width=3)),
+            customdata=rows[["other"]].values,
+            hovertemplate="%{y}<br>needs %{customdata[0]}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title,
+        xaxis_title="measured value, 95 % interval" + (" (log scale)" if log_x else ""),
+        height=140 + 40 * len(rows),
+        margin=dict(t=50, b=40, l=20, r=20),
+        legend=dict(orientation="h", y=-0.3),
+    )
+    fig.update_xaxes(type="log" if log_x else "linear", exponentformat="power")
+    fig.update_yaxes(autorange="reversed", title_text="claim")
+    return fig
