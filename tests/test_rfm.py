@@ -9,7 +9,7 @@ from fmlib.data import synthetic
 from fmlib.data.dataset import Dataset
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
-from fmlib.models.rfm import RFM, RotationLayer, rotation_logits
+from fmlib.models.rfm import RFM, RotationLayer, RotationLogits, rotation_logits
 from fmlib.train import TrainConfig, evaluate, fit
 
 
@@ -65,7 +65,24 @@ def test_rotation_logits_equal_complex_and_elementwise_forms():
     assert torch.allclose(real, naive, atol=1e-12)
 
 
-def test_rotation_layer_forward_equals_naive_complex_form():
+def test_rotation_logits_function_equals_the_complex_form_and_autograd():
+    """``RotationLogits`` (hand-written backward) == Re[(exp(iQ) diag(w)) exp(−iK)ᵀ] per (sample, head):
+    values, and gradients for Q, K and w against autograd through the complex form; gradcheck."""
+    gen = torch.Generator().manual_seed(0)
+    q_k = (2 * torch.randn(3, 5, 2, 4, generator=gen, dtype=torch.float64)).requires_grad_()
+    w = torch.randn(4, generator=gen, dtype=torch.float64, requires_grad=True)
+    fast = RotationLogits.apply(q_k, w)
+    naive = torch.stack([complex_logits(q_k[n, :, 0], q_k[n, :, 1], w) for n in range(3)])
+    assert torch.allclose(fast, naive, atol=1e-12)
+    upstream = torch.randn(3, 5, 5, generator=gen, dtype=torch.float64)
+    for a, b in zip(torch.autograd.grad(fast, (q_k, w), upstream), torch.autograd.grad(naive, (q_k, w), upstream)):
+        assert torch.allclose(a, b, atol=1e-10)
+    # strided input, as the layer passes it (a transposed view of the projection)
+    strided = q_k.detach().transpose(0, 1).contiguous().transpose(0, 1).requires_grad_()
+    assert torch.autograd.gradcheck(RotationLogits.apply, (strided, w))
+
+
+def test_rotation_layer_equals_naive_complex_form_values_and_gradients():
     torch.manual_seed(0)
     m, k, h, heads = 4, 3, 6, 2
     layer = RotationLayer(m, k, h, heads, dropout=0.0).double().eval()
@@ -73,9 +90,10 @@ def test_rotation_layer_forward_equals_naive_complex_form():
         layer.w.normal_()
         layer.norm.weight.normal_()
         layer.norm.bias.normal_()
-    theta = torch.randn(2, m, k, dtype=torch.float64)
+    theta = torch.randn(2, m, k, dtype=torch.float64, requires_grad=True)
     out = layer(theta)
     dh = h // heads
+    naive = []
     for b in range(2):
         Q = torch.stack([theta[b, f] @ layer.W_Q[f] for f in range(m)])  # per-field projections
         K = torch.stack([theta[b, f] @ layer.W_K[f] for f in range(m)])
@@ -87,8 +105,13 @@ def test_rotation_layer_forward_equals_naive_complex_form():
             ],
             1,
         )
-        expected = layer.norm(G + theta[b] @ layer.W_res.weight.T)
-        assert torch.allclose(out[b], expected, atol=1e-10)
+        naive.append(layer.norm(G + theta[b] @ layer.W_res.weight.T))
+    naive = torch.stack(naive)
+    assert torch.allclose(out, naive, atol=1e-10)
+    upstream = torch.randn_like(out)
+    inputs = [theta, *layer.parameters()]
+    for a, b in zip(torch.autograd.grad(out, inputs, upstream), torch.autograd.grad(naive, inputs, upstream)):
+        assert torch.allclose(a, b, atol=1e-9)
 
 
 def naive_rfm(model, index, weight):

@@ -67,18 +67,24 @@ def rotation_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor) -> torch.
     return torch.sigmoid(rotation_logits(q, k, w))
 
 
-class CosSin(torch.autograd.Function):
+def cos_sin(x: torch.Tensor) -> torch.Tensor:
     """[cos x, sin x] stacked on a new first axis: the unit complex number e^{ix} (RFM appendix
-    §1.2). The backward pass reuses them (d cos x = −sin x dx, d sin x = cos x dx) instead of
-    evaluating cos and sin again. Everything runs on contiguous memory, where the CPU's vector
-    units apply (strided cos and sin are several times slower)."""
+    §1.2), on contiguous memory, where the CPU's vector units apply (strided cos and sin are
+    several times slower)."""
+    x = x.contiguous()
+    out = x.new_empty(2, *x.shape)
+    torch.cos(x, out=out[0])
+    torch.sin(x, out=out[1])
+    return out
+
+
+class CosSin(torch.autograd.Function):
+    """``cos_sin`` whose backward pass reuses cos and sin (d cos x = −sin x dx, d sin x = cos x dx)
+    instead of evaluating them again."""
 
     @staticmethod
     def forward(ctx, x):
-        x = x.contiguous()
-        out = x.new_empty(2, *x.shape)
-        torch.cos(x, out=out[0])
-        torch.sin(x, out=out[1])
+        out = cos_sin(x)
         ctx.save_for_backward(out)
         return out
 
@@ -89,12 +95,46 @@ class CosSin(torch.autograd.Function):
         return d_sin * out[0] - d_cos * out[1]
 
 
+class RotationLogits(torch.autograd.Function):
+    """① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ (RFM appendix §1.2, Remark ① by Euler's
+    formula) with its backward pass written out, so that no slice of cos and sin goes through
+    autograd (each would cost a zero-filled full-size gradient buffer, then a concatenation).
+
+    q_k: (N, m, 2, c) queries (index 0) and keys (index 1), w: (c,) -> ①, (N, m, m). With
+    dL = ∂/∂① and ∂①_il/∂q_ic = −w_c sin(q_ic − k_lc) = −∂①_il/∂k_lc (the appendix's PART II–V):
+
+        ∂Q = w ⊙ (cos Q ⊙ dL sin K − sin Q ⊙ dL cos K)
+        ∂K = cos K ⊙ dLᵀ (sin Q diag(w)) − sin K ⊙ dLᵀ (cos Q diag(w))
+        ∂w = Σ_{n,i} (cos Q ⊙ dL cos K + sin Q ⊙ dL sin K)
+    """
+
+    @staticmethod
+    def forward(ctx, q_k, w):
+        trig = cos_sin(q_k)  # [cos, sin] of [Q, K]: (2, N, m, 2, c)
+        query = trig[:, :, :, 0] * w  # [cos Q diag(w), sin Q diag(w)]
+        key = trig[:, :, :, 1]
+        ctx.save_for_backward(trig, query, w)
+        return torch.baddbmm(torch.bmm(query[0], key[0].transpose(1, 2)), query[1], key[1].transpose(1, 2))
+
+    @staticmethod
+    def backward(ctx, d_logits):
+        trig, query, w = ctx.saved_tensors
+        (cos_q, cos_k), (sin_q, sin_k) = trig[0].unbind(2), trig[1].unbind(2)
+        at_q_cos, at_q_sin = torch.bmm(d_logits, cos_k), torch.bmm(d_logits, sin_k)
+        d_logits_t = d_logits.transpose(1, 2)
+        at_k_cos, at_k_sin = torch.bmm(d_logits_t, query[0]), torch.bmm(d_logits_t, query[1])
+        d_q = (cos_q * at_q_sin - sin_q * at_q_cos) * w
+        d_k = cos_k * at_k_sin - sin_k * at_k_cos
+        d_w = (cos_q * at_q_cos + sin_q * at_q_sin).sum((0, 1))
+        return torch.stack([d_q, d_k], 2), d_w
+
+
 class RotationLayer(nn.Module):
     """One self-attentive rotation layer: (B, m, k) angles -> (B, m, h) angles.
 
-    Q, K and V come from one batched product with the per-field maps [W_Q W_K W_V]; cos and sin of
-    Q and K are evaluated once (``CosSin``), and ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ
-    (``rotation_logits``) is two batched products over all samples and heads at once."""
+    Q and K come from one batched product with the per-field maps [W_Q W_K], V from one with W_V;
+    ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ (``RotationLogits``: cos and sin evaluated
+    once, two batched products over all samples and heads, a written-out backward pass)."""
 
     def __init__(self, num_fields: int, in_dim: int, hidden: int, heads: int, dropout: float):
         super().__init__()
@@ -116,17 +156,15 @@ class RotationLayer(nn.Module):
         """G = σ(①)·V per head (RFM appendix §1.2), heads concatenated, then LayerNorm(G + W_res·dropout(θ))."""
         B, m, _ = theta.shape
         heads, c = self.heads, self.w.numel()
-        # one per-field map [W_Q W_K W_V], its columns ordered (head, Q/K/V, angle), so that every
-        # (sample, head) block of the product is a strided matrix that bmm reads in place
-        W = torch.stack([self.W_Q, self.W_K, self.W_V], 2).view(m, -1, 3, heads, c).transpose(2, 3).flatten(2)
-        qkv = torch.bmm(theta.transpose(0, 1), W).view(m, B * heads, 3, c).transpose(0, 1)  # (B·head, m, Q/K/V, angle)
-        cos, sin = CosSin.apply(qkv[:, :, :2])  # (B·head, m, Q/K, angle) each
-        logits = torch.baddbmm(  # ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ per head
-            torch.bmm(cos[:, :, 0] * self.w, cos[:, :, 1].transpose(1, 2)),
-            sin[:, :, 0] * self.w,
-            sin[:, :, 1].transpose(1, 2),
-        )
-        G = torch.bmm(torch.sigmoid(logits), qkv[:, :, 2])  # σ(①) V per head, (B·head, m, angle)
+        # per-field maps [W_Q W_K] with columns ordered (head, Q/K, angle), and W_V: every (sample, head)
+        # block of the products is a strided matrix that bmm reads in place. Q/K and V come from separate
+        # products, so neither is a slice of a shared buffer (whose backward fills a zero buffer first).
+        x = theta.transpose(0, 1)
+        W_QK = torch.stack([self.W_Q, self.W_K], 2).view(m, -1, 2, heads, c).transpose(2, 3).flatten(2)
+        q_k = torch.bmm(x, W_QK).view(m, B * heads, 2, c).transpose(0, 1)  # (B·head, m, Q/K, angle)
+        v = torch.bmm(x, self.W_V).view(m, B * heads, c).transpose(0, 1)  # (B·head, m, angle)
+        logits = RotationLogits.apply(q_k, self.w)  # ① per (sample, head)
+        G = torch.bmm(torch.sigmoid(logits), v)  # σ(①) V per head, (B·head, m, angle)
         G = G.view(B, heads, m, c).transpose(1, 2).reshape(B, m, -1)  # heads concatenated
         return self.norm(G + self.W_res(self.dropout(theta)))
 
