@@ -14,7 +14,9 @@ both with the same epoch budget — FM's epochs and patience (early stopping on 
 RMSE) — and records the validation and test MSE, RMSE and MAE (MSE = RMSE², the paper's square
 loss), the epochs run, the training seconds per epoch and the number of parameters. The claim is
 the paired per-seed difference of test MSE with its 95 % t-interval (``claims``). Choices were
-made on validation data (the presets); the test split is read once per trained model.
+made on validation data (the presets); the test split is read once per trained model. ``--jobs N``
+trains N seeds at once, one process and one torch thread each; the numbers do not depend on it, so
+the table's command leaves it out.
 """
 
 from __future__ import annotations
@@ -125,6 +127,9 @@ def load(path: Path) -> pd.DataFrame:
 def add_arguments(parser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--seeds", type=positive_int, default=5, help="seeds 0..N−1 (split, init, batches)")
+    parser.add_argument(
+        "--jobs", type=positive_int, default=1, help="seeds trained at once, one process and one torch thread each"
+    )
     parser.add_argument("--out", default=None, help="folder of the CSV (default: $FMLIB_RESULTS; committed: results)")
 
 
@@ -133,17 +138,26 @@ def command(args) -> str:
     return shlex.join(words + (["--out", args.out] if args.out else []))
 
 
-def run(args) -> int:
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def seed_records(dataset: str, data_dir, seed: int, models: dict) -> list[dict]:
+    """``run_seed`` on one torch thread, in a process of its own (``--jobs``)."""
     from ..data import movielens
 
     torch.set_num_threads(1)
+    return run_seed(movielens.load(dataset, data_dir=data_dir), seed, models, log)
 
-    def log(msg):
-        print(msg, file=sys.stderr, flush=True)
+
+def run(args) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
 
     models = settings(args.dataset)
-    data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
-    records = [r for seed in range(args.seeds) for r in run_seed(data, seed, models, log)]
+    with ProcessPoolExecutor(min(args.jobs, args.seeds), mp_context=get_context("spawn")) as pool:
+        jobs = [pool.submit(seed_records, args.dataset, args.data_dir, s, models) for s in range(args.seeds)]
+        records = [r for job in jobs for r in job.result()]
     frame = pd.DataFrame(records, columns=COLUMNS)
     path = tables.write(frame, Path(args.out or results_dir()) / table_name(args.dataset), command(args))
     print(format_table(frame))
