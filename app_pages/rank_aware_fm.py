@@ -53,22 +53,36 @@ try:
 except ValueError as err:
     fail(f"Rank set: {err}")
 
-try:
+
+@st.cache_resource(show_spinner=False)
+def frequencies(name: str, ranks: tuple) -> dict:
+    """Section 1 for this dataset and rank set: the same for every student, so computed once per server."""
     data = load_split(name, 0)
+    counts = data.train.feature_counts()
+    summary = parameter_summary(counts, ranks)
+    table = rank_table(counts, ranks, data.schema)
+    return {
+        "summary": summary,
+        "note": zero_count_note(counts),
+        "table": table,
+        "histogram": occurrence_histogram_figure(
+            occurrence_histogram(counts, data.schema),
+            ranks,
+            summary["thresholds"],
+            title=f"{name}: occurrences per feature in the training split",
+        ),
+        "shares": rank_share_figure(table, title="features per rank, by field"),
+    }
+
+
+try:
+    seen = frequencies(name, ranks)
 except Exception as err:  # no data source: say why, no traceback
     fail(str(err))
-counts = data.train.feature_counts()
-summary = parameter_summary(counts, ranks)
+summary = seen["summary"]
 
 st.subheader("1 · How often does each feature occur?")
-chart(
-    occurrence_histogram_figure(
-        occurrence_histogram(counts, data.schema),
-        ranks,
-        summary["thresholds"],
-        title=f"{name}: occurrences per feature in the training split",
-    )
-)
+chart(seen["histogram"])
 st.markdown(
     "Each feature gets the rank closest to its count on a log scale, **eq. 17**: "
     "$k_i = \\arg\\min_k |\\log n_i - \\log D_k|$. Two neighbours are equally close at the geometric mean, so "
@@ -76,16 +90,14 @@ st.markdown(
     + ", ".join(f"$n_i > {t:.3g}$ → at least $D = {D}$" for t, D in zip(summary["thresholds"], ranks[1:]))
     + ". Counts come from the training split only (the authors' code also counts valid and test)."
 )
-note = zero_count_note(counts)
-if note:
-    st.info(note)
+if seen["note"]:
+    st.info(seen["note"])
 
-table = rank_table(counts, ranks, data.schema)
 left, right = st.columns([3, 2])
 with left:
-    chart(rank_share_figure(table, title="features per rank, by field"))
+    chart(seen["shares"])
     with st.expander("as a table"):
-        st.dataframe(table, hide_index=True)
+        st.dataframe(seen["table"], hide_index=True)
 with right:
     share = summary["rafm_parameters"] / summary["fm_parameters"]
     st.metric(
@@ -125,6 +137,26 @@ rows = [
 st.table(pd.DataFrame(rows).set_index("level k"))
 
 st.subheader("3 · Does it pay off?")
+
+
+def comparison(result: dict) -> dict:
+    """Section 3's figures and verdicts of a comparison."""
+    frame = rafm_experiment.claim_frame(pd.DataFrame(result["records"]))
+    verdicts = measure_all(frame, rafm_experiment.claims(result["task"], result["ranks"]))
+    return {
+        **result,
+        "figure": comparison_figure(result),
+        "verdicts": verdicts,
+        "verdict_figure": verdict_figure(verdicts, "RaFM's claims: paired per-seed difference, 95 % interval"),
+    }
+
+
+@st.cache_resource(show_spinner=False)
+def saved_comparison(path: str, mtime_ns: int) -> dict:
+    """A saved comparison, read and drawn once per version of its file."""
+    return comparison(rafm_experiment.load(path))
+
+
 path = tables.newest(rafm_experiment.table_name(name, "rating"))
 result = st.session_state.get("rafm_result")
 if result is None or result["dataset"] != name:  # a run made here wins over the saved file, on its own dataset
@@ -136,7 +168,7 @@ if result is None or result["dataset"] != name:  # a run made here wins over the
         )
     else:
         try:
-            result = rafm_experiment.load(path)
+            result = saved_comparison(str(path), path.stat().st_mtime_ns)
         except ValueError as err:
             st.error(str(err))
 
@@ -155,7 +187,7 @@ def one_seed(name: str, ranks, data, settings: dict, job) -> dict:
 
 job = wait_in_session("rafm_seed_job", f"Your seed of FM at each rank and RaFM{ranks}")
 if job is not None and job.state == "done":
-    st.session_state["rafm_result"] = job.result
+    st.session_state["rafm_result"] = comparison(job.result)
     st.rerun()  # draw the page again from the session, without the messages about the saved file
 elif job is not None and job.state == "cancelled":
     st.info("The seed was cancelled.")
@@ -175,14 +207,13 @@ if "rafm_seed_job" not in st.session_state and st.button(
 if result is not None:
     if tuple(result["ranks"]) != ranks:
         st.warning(f"The saved comparison used ranks {tuple(result['ranks'])}, not {ranks}.")
-    chart(comparison_figure(result))
+    chart(result["figure"])
     st.caption(f"{result['dataset']} · seeds {result['seeds']} · made by {result['made']}")
     st.code(rafm_experiment.format_table(result), language=None)
-    frame = rafm_experiment.claim_frame(pd.DataFrame(result["records"]))
-    verdicts = measure_all(frame, rafm_experiment.claims(result["task"], result["ranks"]))
-    chart(verdict_figure(verdicts, "RaFM's claims: paired per-seed difference, 95 % interval"))
+    chart(result["verdict_figure"])
     st.dataframe(
-        verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]], hide_index=True
+        result["verdicts"][["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],
+        hide_index=True,
     )
     st.markdown(
         "Notice whether RaFM's interval lies right of zero, and how many parameters it needs for it. "
