@@ -205,17 +205,26 @@ st.markdown(
     "mean of the weights after each epoch instead of the last ones (the *Average weights from epoch* "
     "setting above). `python -m fmlib bench quality` measures the Bayesian FM side by side."
 )
+
+
+@st.cache_resource(show_spinner=False)
+def ablation_view(path: str, mtime_ns: int):
+    """The ablation's findings and figure, read and drawn once per version of its table."""
+    ablation = fm_ablation.load(path)
+    found = fm_ablation.findings(ablation)
+    return found, ablation_figure(ablation, target=found["target"])
+
+
 ablation_path = tables.newest(fm_ablation.table_name("ml-100k"))
 if ablation_path is None:
     st.info("No ablation table yet: run `python -m fmlib reproduce fm-ablation --out results`.")
 else:
     try:
-        ablation = fm_ablation.load(ablation_path)
-        found = fm_ablation.findings(ablation)
+        found, figure = ablation_view(str(ablation_path), ablation_path.stat().st_mtime_ns)
     except (ValueError, KeyError) as err:  # a damaged or older table: say which
         st.error(f"{ablation_path}: {err}")
     else:
-        chart(ablation_figure(ablation, target=found["target"]), key="fm_ablation")
+        chart(figure, key="fm_ablation")
         base, final = found["base"], found["final"]
         large, plain = found["large"], found["large_no_averaging"]
         st.markdown(
