@@ -37,3 +37,15 @@ def test_derivations_page_shows_the_fm_gradient_measurements(tmp_path, monkeypat
     printed = next(c for c in found if c.startswith("The memoised gradient as printed"))
     assert found[printed] == DOES_NOT_HOLD and list(found.values()).count(HOLDS) >= 2
     assert any("results/fmgrad_synthetic.csv" in c.value for c in at.caption)
+
+
+def test_success_figure_gives_a_label_one_colour_in_both_panels():
+    import pandas as pd
+
+    from fmlib.plots.inversion import success_figure
+
+    table = pd.DataFrame({"gamma": [0.0, 1.0], "success_rate": [0.5, 0.0], "agree_rate": [0.1, 1.0]})
+    table = table.assign(runs=10, median_rel_error=0.1)
+    fig = success_figure({"a": table, "b": table})
+    colours = {(t.name, t.xaxis): t.line.color for t in fig.data}
+    assert colours[("a", "x")] == colours[("a", "x2")] != colours[("b", "x")] == colours[("b", "x2")]

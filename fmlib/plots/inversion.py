@@ -115,7 +115,9 @@ def success_figure(
                     name=label,
                     legendgroup=label,
                     showlegend=col == 1,
-                    line=dict(dash=dash[k % 3]),
+                    line=dict(
+                        dash=dash[k % 3], color=OTHER_COLORS[k % len(OTHER_COLORS)]
+                    ),  # one colour per label in both panels
                     customdata=np.stack([table["runs"], table["median_rel_error"]], axis=1),
                     hovertemplate="γ=%{x}<br>rate=%{y:.2f}<br>runs=%{customdata[0]}"
                     "<br>median rel. error=%{customdata[1]:.2g}",
