@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages._ui import PAGES
-from fmlib.experiments import scorecard
+from fmlib.experiments import scorecard, tables
 
 st.title("fmlib explainer")
 st.markdown(
@@ -21,8 +21,17 @@ st.markdown(
     "with its 95 % interval, and the verdict it earns. Computed from the result tables in `results/` "
     "(or a newer recomputation in `artifacts/`)."
 )
+
+
+@st.cache_data(show_spinner=False)
+def scorecard_of(seen: tuple):
+    """The scorecard, computed once per version of the result tables (``seen``: their paths and times)."""
+    return scorecard.scorecard("ml-100k", "rating")
+
+
+newest = (tables.newest(name("ml-100k", "rating")) for _paper, name, *_ in scorecard.SOURCES)
 try:
-    card = scorecard.scorecard("ml-100k", "rating")
+    card = scorecard_of(tuple((str(path), path.stat().st_mtime_ns) for path in newest if path is not None))
 except ValueError as err:  # a damaged result table: say which
     st.error(str(err))
 else:
