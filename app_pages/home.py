@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app_pages._ui import PAGES
+from app_pages._view import copy_link_and_reset
 from fmlib.experiments import scorecard, tables
 
 st.title("fmlib explainer")
@@ -52,3 +53,4 @@ st.info(
     "The sidebar picks the dataset (and says which source served it) and a saved run, "
     "which the analysis pages read. Notebooks in `notebooks/` tell the same stories with the same API."
 )
+copy_link_and_reset({})  # the page has no settings of its own: the link carries the sidebar's

@@ -1,10 +1,10 @@
 """Lesson: a class walks through the stops of a lesson file, guessing before each answer is revealed."""
 
 from pathlib import Path
-from urllib.parse import urlencode
 
 import streamlit as st
 
+from app_pages._view import copy_link_and_reset
 from fmlib.lessons import LessonError, lesson_files, load_lesson
 
 st.title("Lesson")
@@ -106,7 +106,6 @@ def start_over():
 
 
 st.divider()
-link, reset = st.columns([4, 1], vertical_alignment="bottom")
-link.code(f"{(st.context.url or '').split('?')[0]}?{urlencode({'lesson': name, 'stop': number})}", language=None)
-reset.button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess cleared")
-st.caption("Keys: **N** next stop, **B** back. The link above opens this stop: share it to bring a class here.")
+st.button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess of this lesson cleared")
+copy_link_and_reset({"lesson": next(iter(files)), "stop": 1})
+st.caption("Keys: **N** next stop, **B** back. The link to this view opens this stop: share it to bring a class here.")

@@ -8,6 +8,7 @@ import streamlit as st
 from app_pages._classroom import passcode_ok, teacher_passcode
 from app_pages._queue import server_job
 from app_pages._ui import load_run, run_store, starter_split
+from app_pages._view import copy_link_and_reset
 from fmlib.cli import TOPIC_COMMANDS
 from fmlib.experiments import recompute, starter
 from fmlib.results import results_dir
@@ -19,6 +20,7 @@ st.markdown(
     "result tables and rebuilding the default runs are for the teacher, who unlocks this page with the "
     "passcode set on the server."
 )
+copy_link_and_reset({})  # no settings of its own (the passcode never goes into a link): the sidebar's
 
 if teacher_passcode() is None:
     st.info(

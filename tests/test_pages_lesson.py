@@ -92,8 +92,16 @@ def test_start_over_returns_to_stop_1_and_clears_the_guesses():
     at = lesson_page(stop="4")
     at.radio(key="guess_intro_4").set_value("once").run()
     at.button(key="reveal_intro_4").click().run()
-    assert "lesson=intro&stop=4" in at.code[0].value, "a link to this stop"
+    assert "stop=4" in at.code[0].value, "the link to this view names the stop"
     at.button(key="lesson_reset").click().run()
     assert at.session_state["stop"] == 1 and "revealed_intro_4" not in at.session_state
     at.slider(key="stop").set_value(4).run()
     assert at.radio(key="guess_intro_4").value is None and at.button(key="reveal_intro_4").disabled
+
+
+def test_reset_to_defaults_opens_the_first_lesson_at_its_first_stop():
+    at = lesson_page(stop="5")
+    assert at.session_state["stop"] == 5
+    at.button(key="reset_view").click().run()
+    assert not at.exception and at.session_state["stop"] == 1
+    assert at.session_state["lesson"] == lesson_files()[0].stem and "stop=" not in at.code[0].value

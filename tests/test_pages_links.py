@@ -7,6 +7,7 @@ import re
 import pytest
 from apptest import ROOT, app_page
 
+from app_pages._ui import PAGES
 from fmlib.lessons import lesson_files, load_lesson
 from fmlib.train import TrainConfig
 
@@ -150,6 +151,16 @@ def fwfm_run_id():
 
     data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
     return RunStore().save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), author="Ada")
+
+
+@pytest.mark.parametrize("path", [page[0] for page in PAGES])
+def test_every_page_has_a_link_to_this_view_and_a_reset_to_defaults(path, fwfm_run_id):
+    at = opened("app.py", {"dataset": "synthetic", "run_id": fwfm_run_id})  # the run pages draw all once it is there
+    at.switch_page(path).run()
+    assert not at.exception
+    assert [b for b in at.button if b.key == "reset_view" and b.label == "Reset to defaults"], "no reset"
+    links = [p for p in at.get("popover") if p.proto.popover.label == "Link to this view"]
+    assert len(links) == 1 and "dataset=synthetic" in links[0].get("code")[0].value
 
 
 def test_a_field_interactions_link_restores_rho_and_method(fwfm_run_id):
