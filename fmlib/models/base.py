@@ -120,17 +120,14 @@ def gather_fields(table: torch.Tensor, read: FieldRead, layout: SlotLayout) -> t
 def scatter_fields(d: torch.Tensor, read: FieldRead, layout: SlotLayout, rows: int) -> torch.Tensor:
     """The adjoint of ``gather_fields``: (B, m, k) field gradients ∂/∂e_f -> (rows, k) table
     gradient, slot s of field f adding weight_s · ∂/∂e_f to row index_s (the chain rule through
-    e_f = Σ_{s in f} weight_s v_s); for a multi-valued field that is x_fᵀ ∂/∂e_f on its block."""
+    e_f = Σ_{s in f} weight_s v_s); for a multi-valued field that is x_fᵀ ∂/∂e_f on its block.
+    Overwrites the multi-valued fields' columns of ``d`` with zeros."""
     k = d.shape[-1]
-    if not layout.multi:
-        return d.new_zeros(rows, k).index_add_(0, read.cols.reshape(-1), d.reshape(-1, k))
-    cols = read.cols.clone()
-    for f, *_ in layout.multi:
-        cols[:, f] = rows  # a multi-valued field's gradient goes to a spare row, dropped below
-    grad = d.new_zeros(rows + 1, k).index_add_(0, cols.view(-1), d.reshape(-1, k))
+    grad = d.new_zeros(rows, k)
     for (f, _, _, start, values), x in zip(layout.multi, read.values):
         grad[start : start + values].addmm_(x.t(), d[:, f])
-    return grad[:rows]
+        d[:, f].zero_()  # so that the row gathered in its column (``read.cols``) gets nothing below
+    return grad.index_add_(0, read.cols.reshape(-1), d.reshape(-1, k))
 
 
 class FieldSum(torch.autograd.Function):
@@ -144,7 +141,8 @@ class FieldSum(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return scatter_fields(grad, ctx.read, ctx.layout, ctx.rows), None, None, None
+        d = grad.clone() if ctx.layout.multi else grad  # scatter_fields overwrites multi-valued columns
+        return scatter_fields(d, ctx.read, ctx.layout, ctx.rows), None, None, None
 
 
 class FieldEmbeddingModel(nn.Module):
