@@ -13,8 +13,9 @@ weight of value i in sample b (``field_values``); then e_f = x_f V_f, one matrix
 the field's block V_f of the table, and its backward pass, ``scatter_fields``, adds x_fᵀ ∂/∂e_f
 to that block. Both cost O(B |f| k) in one BLAS call, cheaper per step than a gather and a
 scatter of the field's slots when the field has few values (genres: 20), and padding slots
-(weight 0) add nothing. No dense slot-to-field product is formed. (``sum_slots`` sums already
-gathered slot vectors by slices, for RaFM's levels.)
+(weight 0) add nothing. No dense slot-to-field product is formed. A batch's slots are read once
+(``FieldRead``: the first slot's row of every field, x_f of every multi-valued field) for both
+passes. (``sum_slots`` sums already gathered slot vectors by slices, for RaFM's levels.)
 """
 
 from __future__ import annotations
