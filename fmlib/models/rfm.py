@@ -51,7 +51,7 @@ plug-in); each choice made here:
   validation RMSE after early stopping on splits 0 and 1):
 
       embedding / hidden (heads) / AmpNet, dropout      × FM epoch   valid RMSE (split 0, 1)   mean
-      16 / 32 (2) / 64, 0.4   (the defaults)               17.2       0.9437, 0.9199           0.9318
+      16 / 32 (2) / 64, 0.4   (the defaults)               17.2       0.9423, 0.9199           0.9311
        8 / 16 (2) / 64, 0.4   (the tuned preset's sizes)   10.9       0.9412, 0.9294           0.9353
        8 /  8 (1) / 16, 0.0                                  5.9       0.9510, 0.9403           0.9457
        8 /  8 (1) /  8, 0.0, no residual, 2 groups           4.7       0.9432, 0.9318           0.9375
