@@ -18,6 +18,8 @@ BADGES = {
     "not-checked": ("gray", "not checked"),
 }
 S3_KEY = "rafm-proposition-s3"
+DELTAS = [1.05, 1.2, 1.5, 2.0, 4.0, 10.0]  # the δ of Proposition S3's slack chart
+BOOLEAN = ("true", "false")  # a toggle's values in a link
 
 
 @st.cache_data(show_spinner=False)
@@ -111,6 +113,7 @@ elif result.status == "failed":
 elif result.status == "not-checked":
     st.info(math(result.detail))
 
+link_check("deriv_show_check", one_of(BOOLEAN), "true or false")
 if st.toggle("Show the check (what sympy compared)", key="deriv_show_check", bind="query-params"):
     st.markdown(math(result.detail))
     st.latex(readable_sides(result.corrected.lhs, result.corrected.rhs))
@@ -120,6 +123,7 @@ if st.toggle("Show the check (what sympy compared)", key="deriv_show_check", bin
     st.caption(f"checked in {result.corrected.seconds:.2f} s")
 
 if step.wrong:
+    link_check("deriv_wrong", one_of(BOOLEAN), "true or false")
     if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind="query-params"):
         labels = [w.label for w in step.wrong]
         choice = (
@@ -147,9 +151,9 @@ else:
 
 if key == S3_KEY and step.check.relation == ">=" and step.name.startswith("Proposition S3"):
     left, right = st.columns(2)
-    delta = left.select_slider(
-        "δ", options=[1.05, 1.2, 1.5, 2.0, 4.0, 10.0], value=2.0, key="deriv_delta", bind="query-params"
-    )
+    link_check("deriv_delta", one_of(DELTAS), "one of " + ", ".join(map(str, DELTAS)))
+    delta = left.select_slider("δ", options=DELTAS, value=2.0, key="deriv_delta", bind="query-params")
+    link_check("deriv_label", one_of([1, 0]), "1 or 0")
     y = right.radio("label y", [1, 0], horizontal=True, key="deriv_label", bind="query-params")
     chart(s3_slack_figure(delta=delta, y=y))
     st.write(

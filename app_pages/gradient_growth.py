@@ -194,6 +194,7 @@ else:
             "claims T(s, s) = 0 there; corrected, $\\hat\\theta_j = \\theta_j + \\sum_{l \\ne j} f(e_j, e_l)\\,\\theta_l$."
         )
         with st.expander("The relation vectors rⱼ of one sample"):
+            link_check("sample", in_range(0, len(c.ids) - 1, integer=True), f"0 to {len(c.ids) - 1}")
             b = int(
                 st.number_input(
                     "sample #",

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages._view import copy_link_and_reset
+from app_pages._view import copy_link_and_reset, in_range, link_check, one_of
 from fmlib.lessons import LessonError, lesson_files, load_lesson
 
 st.title("Lesson")
@@ -19,6 +19,7 @@ def first_stop():
     st.session_state.stop = 1
 
 
+link_check("lesson", one_of(files), "one of " + ", ".join(files))
 name = st.selectbox("Lesson", list(files), key="lesson", bind="query-params", on_change=first_stop)
 try:
     lesson = load_lesson(files[name])
@@ -42,6 +43,7 @@ def move(delta: int):
     st.session_state.stop = min(max(st.session_state.stop + delta, 1), last)
 
 
+link_check("stop", in_range(1, last, integer=True), f"a stop from 1 to {last}")
 st.session_state.setdefault("stop", 1)
 if st.session_state.stop > last:  # a stale link or another lesson's number
     st.session_state.stop = 1

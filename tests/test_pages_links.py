@@ -143,6 +143,37 @@ def test_several_bad_gradient_growth_bounds_in_one_link_each_fall_back_with_a_no
     assert [at.number_input(key=k).value for k in ("eta", "M", "eps", "alpha")] == [1.0, 1.5, 0.25, 1000.0]
 
 
+@pytest.mark.parametrize(
+    ("page", "params", "key", "default"),
+    [
+        ("lesson", {"lesson": "../intro"}, "lesson", "intro"),
+        ("lesson", {"stop": "99"}, "stop", 1),
+        ("lesson", {"stop": "x"}, "stop", 1),
+        ("derivations", {"deriv_show_check": "maybe"}, "deriv_show_check", False),
+        ("derivations", {"deriv_derivation": "fm-gradient", "deriv_step": 8, "deriv_wrong": "2"}, "deriv_wrong", False),
+        (
+            "derivations",
+            {"deriv_derivation": "rafm-proposition-s3", "deriv_step": 7, "deriv_delta": "-1"},
+            "deriv_delta",
+            2.0,
+        ),
+        (
+            "derivations",
+            {"deriv_derivation": "rafm-proposition-s3", "deriv_step": 7, "deriv_label": "5"},
+            "deriv_label",
+            1,
+        ),
+        ("gradient_growth", {"sample": "999"}, "sample", 0),
+        ("gradient_growth", {"sample": "-1"}, "sample", 0),
+    ],
+)
+def test_every_other_tampered_link_value_falls_back_with_a_note(page, params, key, default):
+    at = opened(f"app_pages/{page}.py", params, dataset="synthetic")
+    assert not at.exception and not at.error
+    assert f"The link's {key} = {params[key]!r} is not valid" in warnings(at)
+    assert at.session_state[key] == default
+
+
 @pytest.fixture
 def fwfm_run_id():
     from fmlib.data import split, synthetic
@@ -192,6 +223,9 @@ def test_a_stale_or_tampered_run_link_falls_back_with_a_note_on_the_page(fwfm_ru
     assert not at.exception
     assert f"The link's run_id = {run_id!r} is not valid" in warnings(at)
     assert "run_id" not in at.session_state  # the default: no run (the only saved one is another author's)
+    from fmlib.runs import RunStore
+
+    assert RunStore().ids() == [fwfm_run_id], "nothing written"
 
 
 @pytest.mark.parametrize(("key", "value"), [("dataset", "ml-1b"), ("projector", "maybe")])
