@@ -214,7 +214,9 @@ def test_the_teacher_rebuilds_the_default_runs_in_the_queue(run, monkeypatch, bu
 
     data = split(synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0), seed=0)
     monkeypatch.setattr(app_pages._ui, "starter_split", lambda: data)
-    monkeypatch.setattr(starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1), {}, "test"))
+    monkeypatch.setattr(
+        starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1, batch_size=128), {}, "test")
+    )
     store = RunStore()
     store.save(run, "fm-ml-100k-starter")
     store.save(run, "kept", author="Ada")
@@ -233,14 +235,17 @@ def test_a_rebuild_replaces_the_starter_runs_and_keeps_the_others(run, monkeypat
 
     data = split(synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0), seed=0)
     monkeypatch.setattr(app_pages._ui, "starter_split", lambda: data)
-    monkeypatch.setattr(starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1), {}, "test"))
+    monkeypatch.setattr(
+        starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1, batch_size=128), {}, "test")
+    )
     store = RunStore()
     store.save(run, "fm-ml-100k-starter")
     store.save(run, "kept", author="Ada")
     old = store.info("fm-ml-100k-starter")
     at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
     button(at, "Rebuild default runs").click().run()
-    at = rerun_until(at, lambda at: at.success)
+    at = rerun_until(at, lambda at: at.success or at.error)
+    assert not at.error, at.error[0].value
     assert (
         "Default runs rebuilt: fm-ml-100k-starter, fwfm-ml-100k-starter, dplr-ml-100k-starter." in at.success[0].value
     )
