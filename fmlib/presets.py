@@ -62,7 +62,7 @@ def load(dataset: str, model: str, rank=None, task: str = "rating", root=None) -
         rank_flag = "" if rank is None else f" --{'ranks' if model == 'rafm' else 'rank'} {rank_label(rank)}"
         raise ValueError(
             f"no tuned preset {name} ({path}): run `python -m fmlib tune --model {model} --dataset {dataset}"
-            f"{rank_flag} --trials 30` first"
+            f"{rank_flag}{'' if task == 'rating' else f' --task {task}'} --trials 30` first"
         ) from None
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"preset {path} is corrupt ({err})") from None

@@ -75,6 +75,8 @@ def test_preset_round_trip_and_mismatch(tmp_path, small_split):
         presets.load("synthetic", "fm", root=tmp_path)
     with pytest.raises(ValueError, match="no tuned preset fwfm on synthetic"):
         presets.load("synthetic", "fwfm", root=tmp_path)
+    with pytest.raises(ValueError, match=r"tune --model fm --dataset synthetic --rank 8 --task click --trials 30"):
+        presets.load("synthetic", "fm", 8, "click", root=tmp_path)
     (tmp_path / "synthetic" / "fwfm.json").write_text("{")
     with pytest.raises(ValueError, match="corrupt"):
         presets.load("synthetic", "fwfm", root=tmp_path)
