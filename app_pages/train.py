@@ -64,6 +64,8 @@ def apply_preset():
     st.session_state.update(
         lr=config.lr, weight_decay=config.weight_decay, epochs=config.epochs, average_from=config.average_from
     )
+    # grouped L2 has no widget: the preset's is kept and used by Train (shown under the widgets)
+    st.session_state["grouped_decay"] = {"field_decay": config.field_decay, "linear_decay": config.linear_decay}
     for key, default in hyperparameters(model).items():
         st.session_state[f"hp_{model}_{key}"] = widget_default(hp.get(key, default))
 
@@ -129,6 +131,13 @@ with right:
         )
     )
 
+grouped_decay = st.session_state.get("grouped_decay", {})
+if TrainConfig(**grouped_decay).grouped_decay:
+    multiples = {**grouped_decay["field_decay"], "w": grouped_decay["linear_decay"]}
+    st.caption(
+        "Grouped L2 from the preset (multiples of the weight decay): "
+        + ", ".join(f"{name} × {scale:g}" for name, scale in multiples.items())
+    )
 if "preset_error" in st.session_state:
     st.error(st.session_state.pop("preset_error"))
 hp = {}
@@ -161,7 +170,13 @@ copy_link_and_reset({**VIEW, "preset": "defaults"})
 if st.button("Train", type="primary"):
     try:
         config = TrainConfig(
-            task=task, epochs=epochs, lr=lr, weight_decay=weight_decay, seed=seed, average_from=average_from
+            task=task,
+            epochs=epochs,
+            lr=lr,
+            weight_decay=weight_decay,
+            seed=seed,
+            average_from=average_from,
+            **grouped_decay,
         )
         data = load_split(name, seed)
     except Exception as err:  # bad settings or no data source: say why, no traceback

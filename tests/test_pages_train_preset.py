@@ -20,6 +20,8 @@ def test_tuned_preset_fills_the_widgets(tmp_path, monkeypatch):
             "epochs": 7,
             "patience": 3,
             "average_from": 2,
+            "field_decay": {"f0": 0.5},
+            "linear_decay": 0.1,
         },
         "min_count": 1,
         "tuning": {},
@@ -34,7 +36,9 @@ def test_tuned_preset_fills_the_widgets(tmp_path, monkeypatch):
     assert at.number_input(key="epochs").value == 7
     assert at.number_input(key="average_from").value == 2
     assert at.number_input(key="hp_fm_dim").value == 4
+    assert any("Grouped L2 from the preset" in c.value and "f0 × 0.5, w × 0.1" in c.value for c in at.caption)
     at.selectbox(key="preset").set_value("defaults").run()
+    assert not any("Grouped L2" in c.value for c in at.caption)
     assert at.number_input(key="hp_fm_dim").value == 16
     assert at.number_input(key="average_from").value == 0
 
