@@ -166,6 +166,9 @@ def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_ur
     assert "deriv_step" not in tab.url and "deriv_derivation" not in tab.url
 
 
+OFF_SCREEN = "() => document.querySelector(\"[data-testid='stSidebar']\").getBoundingClientRect().right <= 0"
+
+
 def test_the_projector_toggle_collapses_the_sidebar_each_time_and_turning_it_off_keeps_it_open(server, browser):
     from playwright.sync_api import expect
 
@@ -176,8 +179,9 @@ def test_the_projector_toggle_collapses_the_sidebar_each_time_and_turning_it_off
     for turn in range(2):  # the second time after the sidebar was opened by hand (which the browser remembers)
         toggle.click()
         expect(expand).to_be_visible(timeout=30_000)
-        box = tab.locator("[data-testid='stSidebar']").bounding_box()
-        assert box is None or box["x"] + box["width"] <= 0, f"turn {turn + 1}: the sidebar is still on the screen"
+        tab.wait_for_function(OFF_SCREEN, timeout=10_000)  # the sidebar slides out, then stays out
+        tab.wait_for_timeout(1000)
+        assert tab.evaluate(OFF_SCREEN), f"turn {turn + 1}: the sidebar came back"
         assert "projector=true" in tab.url
         expand.click()
         toggle.click()
