@@ -53,7 +53,7 @@ def test_attention_inversion_charts():
     at = visit("app_pages/attention_inversion.py")
     at.select_slider[4].set_value(10)  # instances per γ
     at.button[0].click().run()
-    assert assert_figures_labelled(at) == 3
+    assert assert_figures_labelled(at) == 5  # the attack, the trials, both outcomes; the committed rates and verdicts
 
 
 def test_the_rafm_comparison_and_verdict_charts_outside_a_page():
