@@ -95,7 +95,7 @@ class Threshold:
     def measure(self, frame: pd.DataFrame) -> dict:
         """The claim as one row of ``COLUMNS``: the value with its interval, the threshold, the verdict."""
         interval = self.interval(frame)
-        number = {"max": "{:.2g}", "mean": "{:.2g}", "rate": "{:.2f}", "ratio": "{:.2f}"}[self.statistic].format
+        number = {"max": "{:.2g}", "mean": "{:.4g}", "rate": "{:.2f}", "ratio": "{:.2f}"}[self.statistic].format
         times = "×" if self.statistic == "ratio" else ""
         side = ">" if self.higher_is_better else "<"
         spread = "" if self.statistic == "max" else f" [{number(interval.low)}, {number(interval.high)}]"
