@@ -5,9 +5,9 @@ the claim checked here is the one a reader takes from it: on rating prediction R
 accurate as FM. For every seed (which seeds the split, the initialisation and the batch order)
 this trains, on the same split:
 
-* **FM**: the tuned FM preset ``fm`` (``presets/<dataset>/fm.json``: the tuned ``fm-8`` with weight
-  averaging, the configuration ``reproduce fm-ablation`` chose on validation; the same FM that
-  the Train page's tuned run and the fm-ablation claims use);
+* **FM**: the tuned FM preset ``fm`` (``presets/<dataset>/fm.json``: the configuration that
+  ``reproduce fm-ablation`` chose on validation, starting from the tuned ``fm-8``; the FM that the
+  Train page's tuned run uses);
 * **RFM**: the tuned RFM preset ``rfm`` (``python -m fmlib tune --model rfm``);
 
 both with the same epoch budget — FM's epochs and patience (early stopping on the validation
