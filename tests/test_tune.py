@@ -133,6 +133,20 @@ def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypat
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
 
 
+def test_cli_keeps_a_preset_that_records_a_better_validation_score(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "1", "--epochs", "1"]
+    code, out, _ = _cli(args, capsys)
+    path = tmp_path / "presets" / "ml-100k" / "fm-8.json"
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["written"]
+    better = json.loads(path.read_text())
+    better["tuning"]["best_valid_rmse"] = 0.5
+    path.write_text(json.dumps(better))
+    code, out, err = _cli([*args[:6], "2", *args[7:]], capsys)
+    assert code == 0 and not json.loads(out.strip().splitlines()[-1])["written"]
+    assert "kept" in err and "0.5" in err and json.loads(path.read_text()) == better
+
+
 def test_available_presets_by_model_and_task(tmp_path):
     for stem in ("fm", "fm-8", "fm-32", "fm-8-click", "fmx", "fwfm-8"):
         (tmp_path / "d").mkdir(exist_ok=True)

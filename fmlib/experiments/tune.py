@@ -12,7 +12,8 @@
 * The search space of every model is in ``SEARCH_SPACES``. A size fixed by ``--rank`` (or
   ``--dim``) is taken out of the space.
 The best configuration is written to ``presets/<dataset>/<model>[-<rank>].json`` only after the
-study has at least one finished trial; a failed or broken study leaves the old preset alone.
+study has at least one finished trial; a failed or broken study leaves the old preset alone, and so
+does a study whose best validation score is worse than the one the old preset records.
 """
 
 from __future__ import annotations
@@ -220,6 +221,17 @@ def make_preset(model, dataset, rank, base: TrainConfig, fixed, params, value, s
     }
 
 
+def recorded_better(path: Path, key: str, value: float) -> float | None:
+    """The validation score ``key`` recorded in the preset at ``path`` when it is better (lower)
+    than ``value``, else None (no file, no score, or a worse one): a short study never replaces a
+    better preset."""
+    try:
+        recorded = json.loads(path.read_text())["tuning"][key]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return recorded if isinstance(recorded, (int, float)) and recorded < value else None
+
+
 def add_arguments(p) -> None:
     from ..models import MODELS
 
@@ -286,7 +298,17 @@ def run(args) -> int:
     params, value = tune(args.model, data, args.trials, base, fixed, study, args.timeout)
     command = tune_command(args)
     preset = make_preset(args.model, args.dataset, rank, base, fixed, params, value, study, args.min_count, command)
-    target = presets.save(preset, presets.preset_path(args.dataset, args.model, rank, base.task, args.presets_dir))
+    target = presets.preset_path(args.dataset, args.model, rank, base.task, args.presets_dir)
+    key = f"best_valid_{MONITOR[base.task]}"
+    better = recorded_better(target, key, value)
+    if better is None:
+        presets.save(preset, target)
+    else:
+        print(
+            f"kept {target}: its recorded {key} {better} is better than this study's {value:.5f} "
+            "(delete the file to replace it)",
+            file=sys.stderr,
+        )
     # the final model: the only time the test split is read
     model = build(args.model, data, base.seed, presets.hyperparameters(preset))
     final = fit(model, data.train, data.valid, presets.train_config(preset, seed=base.seed))
@@ -294,6 +316,7 @@ def run(args) -> int:
         json.dumps(
             {
                 "preset": str(target),
+                "written": better is None,
                 "study": str(path),
                 "finished_trials": preset["tuning"]["finished_trials"],
                 "hp": preset["hp"],
