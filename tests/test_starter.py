@@ -80,11 +80,11 @@ def test_a_cancelled_starter_job_stops_and_says_so(tmp_path, small_split):
     store, queue = RunStore(tmp_path / "runs"), JobQueue(workers=1)
     job = starter.Starter(store, lambda: small_split, "synthetic")
 
-    def cancel_at_once(record):
-        queue.cancel(running)
-        running.report(record)
+    def cancel_at_once(own, record):  # the job's own handle: ``running`` may not be bound yet
+        queue.cancel(own)
+        own.report(record)
 
-    running = queue.submit(lambda _: job.run(cancel_at_once))
+    running = queue.submit(lambda own: job.run(lambda record: cancel_at_once(own, record)))
     wait(running)
     assert running.state == "cancelled" and job.status == "starter runs cancelled" and store.ids() == []
 
