@@ -207,7 +207,9 @@ def test_the_teacher_recomputes_the_results_one_command_after_another(monkeypatc
     assert button(at, "Recompute results"), "offered again once finished"
 
 
-def test_the_teacher_rebuilds_the_default_runs_in_the_queue(run, monkeypatch, busy_server):
+@pytest.fixture
+def tiny_starters(monkeypatch):
+    """Starter runs on a small synthetic split, one epoch each."""
     import app_pages._ui
     from fmlib.data import split, synthetic
     from fmlib.experiments import starter
@@ -217,6 +219,9 @@ def test_the_teacher_rebuilds_the_default_runs_in_the_queue(run, monkeypatch, bu
     monkeypatch.setattr(
         starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1, batch_size=128), {}, "test")
     )
+
+
+def test_the_teacher_rebuilds_the_default_runs_in_the_queue(run, monkeypatch, busy_server, tiny_starters):
     store = RunStore()
     store.save(run, "fm-ml-100k-starter")
     store.save(run, "kept", author="Ada")
@@ -228,16 +233,7 @@ def test_the_teacher_rebuilds_the_default_runs_in_the_queue(run, monkeypatch, bu
     assert sorted(store.ids()) == ["fm-ml-100k-starter", "kept"], "a cancelled rebuild changes nothing"
 
 
-def test_a_rebuild_replaces_the_starter_runs_and_keeps_the_others(run, monkeypatch):
-    import app_pages._ui
-    from fmlib.data import split, synthetic
-    from fmlib.experiments import starter
-
-    data = split(synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0), seed=0)
-    monkeypatch.setattr(app_pages._ui, "starter_split", lambda: data)
-    monkeypatch.setattr(
-        starter.Starter, "settings", lambda self, model, size: (TrainConfig(epochs=1, batch_size=128), {}, "test")
-    )
+def test_a_rebuild_replaces_the_starter_runs_and_keeps_the_others(run, monkeypatch, tiny_starters):
     store = RunStore()
     store.save(run, "fm-ml-100k-starter")
     store.save(run, "kept", author="Ada")

@@ -14,6 +14,21 @@ COLOURS = {
 }
 
 
+def _verdict_markers(part: pd.DataFrame, verdict: str, above, below, hover_columns: list, hover: str) -> go.Scatter:
+    """The claims of one verdict: a marker per claim at its measured value, coloured by the verdict,
+    with an asymmetric interval bar (``above``/``below`` the value) and the hover text ``hover``."""
+    return go.Scatter(
+        x=part["difference"],
+        y=part["claim"],
+        mode="markers",
+        name=verdict,
+        marker=dict(color=COLOURS.get(verdict, "black"), size=10),
+        error_x=dict(type="data", symmetric=False, array=above, arrayminus=below),
+        customdata=part[hover_columns].values,
+        hovertemplate=hover,
+    )
+
+
 def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked seed by seed") -> go.Figure:
     """One horizontal bar per claim (rows of ``claims.measure_all``): the mean difference (> 0 favours
     the claim) with its interval; the dashed line is "no difference", a dotted one a claim's margin.
@@ -21,24 +36,13 @@ def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked
     fig = go.Figure()
     for verdict, part in rows.groupby("verdict", sort=False):
         finite = [math.isfinite(lo) and math.isfinite(hi) for lo, hi in zip(part["low"], part["high"])]
-        fig.add_trace(
-            go.Scatter(
-                x=part["difference"],
-                y=part["claim"],
-                mode="markers",
-                name=verdict,
-                marker=dict(color=COLOURS.get(verdict, "black"), size=10),
-                error_x=dict(
-                    type="data",
-                    symmetric=False,
-                    array=[hi - d if ok else 0 for d, hi, ok in zip(part["difference"], part["high"], finite)],
-                    arrayminus=[d - lo if ok else 0 for d, lo, ok in zip(part["difference"], part["low"], finite)],
-                ),
-                customdata=part[["other", "metric", "seeds", "low", "high"]].values,
-                hovertemplate="%{y}<br>vs %{customdata[0]}, %{customdata[1]}: %{x:+.4f} "
-                "[%{customdata[3]:+.4f}, %{customdata[4]:+.4f}], %{customdata[2]} seeds<extra></extra>",
-            )
+        above = [hi - d if ok else 0 for d, hi, ok in zip(part["difference"], part["high"], finite)]
+        below = [d - lo if ok else 0 for d, lo, ok in zip(part["difference"], part["low"], finite)]
+        hover = (
+            "%{y}<br>vs %{customdata[0]}, %{customdata[1]}: %{x:+.4f} "
+            "[%{customdata[3]:+.4f}, %{customdata[4]:+.4f}], %{customdata[2]} seeds<extra></extra>"
         )
+        fig.add_trace(_verdict_markers(part, verdict, above, below, ["other", "metric", "seeds", "low", "high"], hover))
     fig.add_vline(x=0, line_dash="dash", line_color="black")
     for margin in sorted(set(rows["margin"]) - {0.0}):
         fig.add_vline(x=-margin, line_dash="dot", line_color="grey", annotation_text="margin")
@@ -60,22 +64,9 @@ def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.
     orders of magnitude (errors next to speed-ups)."""
     fig = go.Figure()
     for verdict, part in rows.groupby("verdict", sort=False):
+        above, below = part["high"] - part["difference"], part["difference"] - part["low"]
         fig.add_trace(
-            go.Scatter(
-                x=part["difference"],
-                y=part["claim"],
-                mode="markers",
-                name=verdict,
-                marker=dict(color=COLOURS.get(verdict, "black"), size=10),
-                error_x=dict(
-                    type="data",
-                    symmetric=False,
-                    array=part["high"] - part["difference"],
-                    arrayminus=part["difference"] - part["low"],
-                ),
-                customdata=part[["measured"]].values,
-                hovertemplate="%{y}<br>%{customdata[0]}<extra></extra>",
-            )
+            _verdict_markers(part, verdict, above, below, ["measured"], "%{y}<br>%{customdata[0]}<extra></extra>")
         )
     fig.add_trace(
         go.Scatter(
