@@ -13,7 +13,14 @@ of the device, a batch's rows taken with ``index_select``) on MovieLens' 12 fiel
   fmlib's training step (Adam groups with L2, as for the 12 fields).
 
 Evaluation (RaFM Corollary 4): seconds to score the training rows without gradients, RaFM
-against the FM of its largest rank D_m, on the 12 fields.
+against the FM of its largest rank D_m, on the 12 fields; beside it the multiply-adds Corollary 4
+counts for these rows, Σ_k D_k · (slots in F_k), and those fmlib's evaluation does, both as a
+multiple of D_m · slots (the FM's).
+
+The floor the hardware allows: the multiply-adds of every entry's matrix products in one training
+step (forward and backward, counted by torch's ``FlopCounterMode``), at the rate of a large float32
+matrix product timed in the same run, give the seconds an epoch cannot go below
+(elementwise work, memory traffic and Python are left out, so the true floor is higher).
 
 Every measured thing runs once to warm up, then ``--repeats`` times; repeats alternate between
 all entries so machine load hits them alike, and each timing starts after a few untimed steps of
@@ -172,12 +179,17 @@ def run(args) -> int:
     first = torch.arange(batch, device=device)
     warm = {name: lambda s=step: [s(first) for _ in range(WARM_STEPS)] for name, step in steps.items()}
     evals = {}
+    rafm_cost = None
     if "rafm" in models:
         rafm = build_model("rafm", schema, counts=train.feature_counts().tolist()).to(device).eval()
         fm_top = build_model("fm", schema, dim=rafm.ranks[-1]).to(device).eval()
         for label, model in ((f"FM, dim {rafm.ranks[-1]}", fm_top), ("rafm", rafm)):
             evals[f"eval {label}"] = lambda m=model: _predict(m, index, weight)
             warm[f"eval {label}"] = lambda m=model: _predict(m, index[:batch], weight[:batch])
+        rafm_cost = rafm_cost_ratios(rafm, index, weight)
+
+    peak = peak_multiply_adds(device)
+    per_row = {name: multiply_adds_per_row(step, first) for name, step in steps.items()}
 
     times = {name: [] for name in [*steps, *evals]}
     cpu_times = {name: [] for name in times}
@@ -196,6 +208,12 @@ def run(args) -> int:
     summary = {}
     for label, measured in (("wall", times), ("cpu", cpu_times)):
         summary[label] = report(measured, label, evals)
+    floor = report_floor(per_row, peak, len(train), cpu_times)
+    if rafm_cost:
+        print(
+            f"\nrafm evaluation, multiply-adds of the second-order term as a multiple of FM's (dim {rafm.ranks[-1]}): "
+            f"Corollary 4 {rafm_cost['corollary 4']:.3f}, fmlib {rafm_cost['fmlib']:.3f}"
+        )
     print(
         json.dumps(
             {
@@ -209,6 +227,9 @@ def run(args) -> int:
                 "ratios": summary["wall"]["ratios"],
                 "cpu_seconds": summary["cpu"]["seconds"],
                 "cpu_ratios": summary["cpu"]["ratios"],
+                "peak_multiply_adds_per_s": round(peak),
+                "floor": floor,
+                **({"rafm_eval_multiply_adds": rafm_cost} if rafm_cost else {}),
             }
         )
     )
@@ -219,6 +240,61 @@ def run(args) -> int:
 def _predict(model, index, weight, batch: int = 8192) -> None:
     for i in range(0, len(index), batch):
         model(index[i : i + batch], weight[i : i + batch])
+
+
+def peak_multiply_adds(device: torch.device, repeats: int = 5) -> float:
+    """Multiply-adds per second of the fastest of ``repeats`` products of two size × size float32
+    matrices (1024 on a CPU, 8192 on a GPU): about the best rate of this device and thread count;
+    a model's smaller products run slower."""
+    size = 1024 if device.type == "cpu" else 8192
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    a @ b
+    return size**3 / min(_timed(lambda: a @ b, device)[0] for _ in range(repeats))
+
+
+def multiply_adds_per_row(step, rows: torch.Tensor) -> float:
+    """Multiply-adds of the matrix products (mm, bmm, addmm, …) of one training ``step`` on the
+    batch ``rows``, forward and backward, per row: torch's ``FlopCounterMode`` counts 2 FLOPs each."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        step(rows)
+    return counter.get_total_flops() / 2 / len(rows)
+
+
+def rafm_cost_ratios(model, index: torch.Tensor, weight: torch.Tensor) -> dict:
+    """Multiply-adds of RaFM's second-order term over these rows, as a multiple of D_m · slots
+    (the FM of rank D_m): Corollary 4's Σ_k D_k · (slots in F_k), and fmlib's evaluation
+    (``RaFM.predict``: every slot at D_m, and the 2 D_p columns of level p < m only in the samples
+    with a feature of rank index p)."""
+    D, slot = model.ranks, weight > 0
+    k = torch.where(slot, model.k[index], 0)  # rank index of every slot, 0 for padding
+    fm = D[-1] * int(slot.sum())
+    corollary = sum(d * int((k >= p).sum()) for p, d in enumerate(D, start=1))
+    touched = [int(slot[(k == p).any(1)].sum()) for p in range(1, len(D))]
+    fmlib = fm + sum(2 * d * t for d, t in zip(D, touched))
+    return {"corollary 4": round(corollary / fm, 4), "fmlib": round(fmlib / fm, 4)}
+
+
+def report_floor(per_row: dict, peak: float, rows: int, cpu_times: dict) -> dict:
+    """Print the floor of every trained entry with matrix products: their multiply-adds per row, the
+    seconds an epoch of ``rows`` takes at the ``peak`` rate, and that floor as a multiple of fmlib
+    FM's measured CPU seconds; return them for the JSON line."""
+    fm = statistics.median(cpu_times["fm"]) if "fm" in cpu_times else None
+    print(f"\nmatmul floor at {peak / 1e9:.1f} G multiply-adds/s (a large float32 matrix product, this run)")
+    print(f"{'entry':<22}{'mult-adds/row':>14}{'floor s/epoch':>15}{'× fm measured':>15}")
+    floor = {}
+    for name, n in per_row.items():
+        if not n:  # gathers and elementwise work only: no matrix product to bound it
+            continue
+        seconds = n * rows / peak
+        floor[name] = {"multiply_adds_per_row": round(n), "seconds": round(seconds, 4)}
+        line = f"{name:<22}{n:>14,.0f}{seconds:>15.4f}"
+        if fm:
+            floor[name]["to_fm"] = round(seconds / fm, 3)
+            line += f"{seconds / fm:>15.2f}"
+        print(line)
+    return floor
 
 
 def _spread(values: list[float]) -> dict:
