@@ -24,19 +24,6 @@ plug-in); each choice made here:
   LayerNorm(out + W_res · dropout(θ)). ``layers`` such layers are stacked (1–3 in the
   authors' grid). W_Q, W_K, W_V start Xavier-normal and w at 1/(h/heads), so the initial
   logits lie in [−1, 1].
-* **First layer from the table** (``RFM.forward``: ``RotationLayer.project_table``, ``field_rows``,
-  ``RotationLayer.attend_rows``). W_Q[f], W_K[f], W_V[f] and P are linear, so the first layer's
-  Q, K, V and the residual's P θ₀ of a single-valued field depend only on its feature: they are
-  computed for the table rows (2 782 for MovieLens 100K, against 12 288 (sample, field) pairs in
-  a batch of 1024), plus one row per sample for a multi-valued field (x_f V_f W[f], as its
-  embedding), and cos and sin are evaluated once per row; every (head, sample) then reads its
-  fields' rows (index_select). W_res · dropout(θ) stays per sample (the mask is per sample), and
-  later layers act on per-sample angles (``RotationLayer.forward``, ``RotationLogits``), as
-  ``pairwise`` does for the whole model: the same numbers. Measured against the per-sample form
-  (defaults, batch 1024, 1 thread, alternating epochs in one process, a shared 2-core AMD EPYC at
-  load 0.5–0.9): about 5 % less CPU per epoch (1.82 against 1.96 s; dropout 0: 1.63 against
-  1.73 s); the reads and their index_add backward (~3.5 ms of a ~23 ms step, torch.profiler) take
-  back most of what the fewer cos/sin evaluations and projections save (~5 ms).
 * **Readout.** r = cos(G), p = sin(G). With ``residual=True`` the first-order residual of the
   authors' code is added: r ← LN(r + cos(P θ₀)), p ← LN(p + sin(P θ₀)), θ₀ the input angles
   and P a linear map ℝ^k → ℝ^h (one LayerNorm shared by r and p). r and p are stacked and go
@@ -57,23 +44,21 @@ plug-in); each choice made here:
   validation RMSE over 3 training seeds there; with tiny angles every rotation starts near
   the identity.
 * **Speed against size.** An RFM epoch costs far more than an FM epoch: per sample it runs a
-  rotation layer (cos/sin of Q and K — once per table row in the first layer —, an m×m product
-  per head, σ(①)·V) and an MLP on m·h numbers, where FM runs one O(mk) identity. Smaller widths
-  were measured against the defaults (training defaults of ``fmlib.train``; CPU seconds per epoch
-  as a multiple of FM's in the same process, 1 thread, batch 1024, the 12 MovieLens 100K fields,
-  a shared 2-core AMD EPYC at load 0.5–0.8, median of 4 epochs, with the first layer read from
-  the table; validation RMSE after early stopping on splits 0 and 1):
+  rotation layer (three per-field projections, cos/sin, two m×m products per head) and an MLP on
+  m·h numbers, where FM runs one O(mk) identity. Smaller widths were measured against the
+  defaults (training defaults of ``fmlib.train``; CPU seconds per epoch as a multiple of FM's in
+  the same process, 1 thread, batch 1024, the 12 MovieLens 100K fields, a shared 2-core machine;
+  validation RMSE after early stopping on splits 0 and 1):
 
       embedding / hidden (heads) / AmpNet, dropout      × FM epoch   valid RMSE (split 0, 1)   mean
-      16 / 32 (2) / 64, 0.4   (the defaults)               29.5       0.9423, 0.9199           0.9311
-       8 / 16 (2) / 64, 0.4                                 20.2       0.9412, 0.9294           0.9353
-       8 /  8 (1) / 16, 0.0                                 10.6       0.9510, 0.9403           0.9457
-       8 /  8 (1) /  8, 0.0, no residual, 2 groups           7.4       0.9432, 0.9318           0.9375
+      16 / 32 (2) / 64, 0.4   (the defaults)               17.2       0.9423, 0.9199           0.9311
+       8 / 16 (2) / 64, 0.4   (the tuned preset's sizes)   10.9       0.9412, 0.9294           0.9353
+       8 /  8 (1) / 16, 0.0                                  5.9       0.9510, 0.9403           0.9457
+       8 /  8 (1) /  8, 0.0, no residual, 2 groups           4.7       0.9432, 0.9318           0.9375
 
-  (The defaults with dropout 0, the ``rfm`` preset's sizes: 28.2 × FM.) None reaches 3 × FM, and
-  every smaller one has a worse mean validation RMSE, so the defaults stay. (With tuned training
-  settings — learning rate, L2, weight averaging, no dropout — the default sizes reach 0.9076 on
-  split 0: see the ``rfm`` preset.)
+  None reaches 3 × FM, and every smaller one has a worse mean validation RMSE, so the defaults
+  stay. (With tuned training settings — learning rate, L2, weight averaging, no dropout — the default
+  sizes reach 0.9076 on split 0: see the ``rfm`` preset.)
 """
 
 from __future__ import annotations
@@ -189,8 +174,7 @@ class RotationLayer(nn.Module):
 
     Q and K come from one batched product with the per-field maps [W_Q W_K], V from one with W_V;
     ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ (``RotationLogits``: cos and sin evaluated
-    once, two batched products over all samples and heads, a written-out backward pass). ``RFM``'s
-    first layer computes Q, K, V on the table rows instead (``project_table``, ``attend_rows``)."""
+    once, two batched products over all samples and heads, a written-out backward pass)."""
 
     def __init__(self, num_fields: int, in_dim: int, hidden: int, heads: int, dropout: float):
         super().__init__()
@@ -235,8 +219,8 @@ class RotationLayer(nn.Module):
 
     def attend_rows(self, rows: torch.Tensor, cols: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
         """``forward`` from Q, K, V per row: ``rows`` (n, 3h) from ``project_table`` and ``field_rows``,
-        ``cols`` (B, m) the row of every (sample, field), ``theta`` (B, m, k) the layer's input, for
-        W_res · dropout(θ) (per sample, as dropout's mask is).
+        ``cols`` (B, m) the row of every (sample, field), ``theta`` (B, m, k) the layer's input (for
+        W_res · dropout(θ), per sample: dropout is).
 
         cos and sin of Q and K, and cos Q diag(w), are taken once per row; every (head, sample) reads
         [cos Q diag(w), sin Q diag(w)] and [cos K, sin K] (2c numbers per field), so ① = cos Q diag(w)
