@@ -9,8 +9,7 @@ from fmlib.data import synthetic
 from fmlib.data.dataset import Dataset
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
-from fmlib.models.base import FieldSum
-from fmlib.models.rfm import RFM, RotationLayer, RotationLogits, field_rows, read_rows, rotation_logits
+from fmlib.models.rfm import RFM, RotationLayer, RotationLogits, rotation_logits
 from fmlib.train import TrainConfig, evaluate, fit
 
 
@@ -133,9 +132,8 @@ def naive_rfm(model, index, weight):
 
 @pytest.mark.parametrize("hp", [dict(), dict(layers=2, residual=False, heads=4)])
 def test_score_and_gradients_equal_the_step_by_step_form(hp):
-    """The model's score (first layer and P θ₀ from the table rows, cos and sin once per row; the
-    stacked readout: cos and sin evaluated once, with their own backward, r and p through one
-    LayerNorm and one AmpNet pass) == the step-by-step form, values and gradients."""
+    """The stacked readout (cos and sin evaluated once, with their own backward; r and p through
+    one LayerNorm and one AmpNet pass) == the step-by-step form, values and gradients."""
     data = multi_field_data()
     torch.manual_seed(0)
     model = build_model("rfm", data.schema, dim=8, **hp).double().eval()
@@ -149,63 +147,6 @@ def test_score_and_gradients_equal_the_step_by_step_form(hp):
     params = list(model.parameters())
     for a, b in zip(torch.autograd.grad(fast, params, upstream), torch.autograd.grad(naive, params, upstream)):
         assert torch.allclose(a, b, atol=1e-9)
-
-
-def test_field_rows_read_every_field_as_the_gather_does():
-    """A per-feature linear quantity read through ``field_rows`` (its table rows, then one row per
-    sample for the multi-valued field) == ``gather_fields`` of the table: values and gradients."""
-    data = multi_field_data()
-    layout = build_model("rfm", data.schema, dim=4).layout
-    gen = torch.Generator().manual_seed(0)
-    table = torch.randn(data.schema.num_features, 5, generator=gen, dtype=torch.float64, requires_grad=True)
-    weight = data.weight.double()
-    rows, cols = field_rows(table, data.index, weight, layout)
-    assert len(rows) == data.schema.num_features + len(data)
-    fast, plain = read_rows(rows[None], cols)[0], FieldSum.apply(table, data.index, weight, layout)
-    assert torch.allclose(fast, plain, atol=1e-12)
-    upstream = torch.randn_like(fast)
-    (a,), (b,) = (torch.autograd.grad(x, table, upstream) for x in (fast, plain))
-    assert torch.allclose(a, b, atol=1e-12)
-    x = torch.randn(3, len(rows), 2, generator=gen, dtype=torch.float64)
-    assert torch.equal(read_rows(x, cols), x[:, cols])
-
-
-@pytest.mark.parametrize("heads", [1, 2, 4])
-def test_rotation_layer_from_table_rows_equals_the_layer_on_every_sample(heads):
-    """``attend_rows`` on the projected table rows (cos and sin once per row) == the layer on every
-    sample's field embeddings: values, and gradients for the table and every layer parameter."""
-    data = multi_field_data()
-    torch.manual_seed(0)
-    model = build_model("rfm", data.schema, dim=6, hidden=8, heads=heads, dropout=0.0).double()
-    layer, table = model.rotations[0], model.embedding.weight
-    with torch.no_grad():
-        table.mul_(20)  # angles of order 1
-        layer.w.normal_()
-    weight = data.weight.double()
-    e = model.field_embeddings(data.index, weight)
-    rows, cols = field_rows(layer.project_table(table, data.schema.fields), data.index, weight, model.layout)
-    fast, plain = layer.attend_rows(rows, cols, e), layer(e)
-    assert torch.allclose(fast, plain, atol=1e-10)
-    upstream = torch.randn_like(fast)
-    inputs = [table, *layer.parameters()]
-    for a, b in zip(torch.autograd.grad(fast, inputs, upstream), torch.autograd.grad(plain, inputs, upstream)):
-        assert torch.allclose(a, b, atol=1e-9)
-
-
-def test_training_score_draws_the_dropout_mask_of_the_step_by_step_form():
-    """In training (dropout 0.4 on θ in W_res · dropout(θ)) the score under a seed == the step-by-step
-    form under the same seed: the same mask, drawn on the same (B, m, k) input."""
-    data = multi_field_data()
-    torch.manual_seed(0)
-    model = build_model("rfm", data.schema, dim=8, dropout=0.4).double().train()
-    weight = data.weight.double()
-    torch.manual_seed(1)
-    fast = model(data.index, weight)
-    torch.manual_seed(1)
-    naive = naive_rfm(model, data.index, weight)
-    assert torch.allclose(fast, naive, atol=1e-10)
-    torch.manual_seed(2)
-    assert not torch.allclose(model(data.index, weight), naive)  # dropout is on: another seed, another mask
 
 
 @pytest.mark.parametrize(

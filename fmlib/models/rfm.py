@@ -66,7 +66,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import FieldEmbeddingModel, FieldRead
+from .base import FieldEmbeddingModel
 
 
 def rotation_logits(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -109,30 +109,6 @@ class CosSin(torch.autograd.Function):
         (out,) = ctx.saved_tensors
         d_cos, d_sin = grad.contiguous()
         return d_sin * out[0] - d_cos * out[1]
-
-
-def field_rows(
-    table: torch.Tensor, index: torch.Tensor, weight: torch.Tensor, layout
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The rows from which every field reads its value of a linear per-feature quantity A (``table``,
-    one row per feature): A's rows, then, for each multi-valued field f, one row per sample, x_f A_f
-    (its weighted sum of rows, as ``gather_fields``); and (B, m), the row of every (sample, field).
-    A nonlinear function of A (cos, sin) is then evaluated once per row, not once per (sample, field):
-    ML-100K batches of 1024 have 12 288 (sample, field) pairs, the table 2 782 rows (+1 024 for genres)."""
-    read = FieldRead.of(index, weight, layout, table.dtype)
-    rows, cols = [table], read.cols.clone()
-    for (f, _, _, start, values), x in zip(layout.multi, read.values):
-        cols[:, f] = sum(map(len, rows)) + torch.arange(len(x), device=x.device)
-        rows.append(x @ table[start : start + values])
-    return torch.cat(rows), cols
-
-
-def read_rows(x: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-    """x[:, cols]: (j, n, d) and (B, m) row numbers -> (j, B, m, d), by one index_select (its backward,
-    an index_add, is cheaper here than that of advanced indexing)."""
-    j, n, d = x.shape
-    at = torch.arange(j, device=cols.device)[:, None, None] * n + cols
-    return x.reshape(j * n, d).index_select(0, at.flatten()).view(j, *cols.shape, d)
 
 
 class RotationLogits(torch.autograd.Function):
@@ -208,36 +184,6 @@ class RotationLayer(nn.Module):
         G = G.view(B, heads, m, c).transpose(1, 2).reshape(B, m, -1)  # heads concatenated
         return self.norm(G + self.W_res(self.dropout(theta)))
 
-    def project_table(self, table: torch.Tensor, fields) -> torch.Tensor:
-        """θ [W_Q[f] W_K[f] W_V[f]] for every table row θ of field f, (rows, 3h), columns ordered (head,
-        Q/K/V, angle). The maps are linear, so a field's Q, K, V are read from these rows as its
-        embedding is from the table (a multi-valued field's x_f V_f W[f] = x_f (V_f W[f]), ``field_rows``)."""
-        m, k, h = self.W_Q.shape
-        W = torch.stack([self.W_Q, self.W_K, self.W_V], 2).view(m, k, 3, self.heads, -1).transpose(2, 3)
-        W = W.reshape(m, k, 3 * h)
-        return torch.cat([table[f.offset : f.offset + f.cardinality] @ W[j] for j, f in enumerate(fields)])
-
-    def attend_rows(self, rows: torch.Tensor, cols: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-        """``forward`` from Q, K, V per row: ``rows`` (n, 3h) from ``project_table`` and ``field_rows``,
-        ``cols`` (B, m) the row of every (sample, field), ``theta`` (B, m, k) the layer's input (for
-        W_res · dropout(θ), per sample: dropout is).
-
-        cos and sin of Q and K, and cos Q diag(w), are taken once per row; every (head, sample) reads
-        [cos Q diag(w), sin Q diag(w)] and [cos K, sin K] (2c numbers per field), so ① = cos Q diag(w)
-        cos Kᵀ + sin Q diag(w) sin Kᵀ (RFM appendix §1.2, Remark ① by Euler's formula) is one batched
-        product, differentiated by autograd."""
-        B, m = cols.shape
-        heads, c, n = self.heads, self.w.numel(), len(rows)
-        angles = rows.view(n, heads, 3, c)
-        trig = CosSin.apply(angles[:, :, :2])  # [cos, sin] of [Q, K]: (2, row, head, Q/K, angle)
-        query = trig[:, :, :, 0].permute(2, 1, 0, 3).reshape(heads, n, 2 * c) * self.w.repeat(2)
-        key = trig[:, :, :, 1].permute(2, 1, 0, 3).reshape(heads, n, 2 * c)
-        v = angles[:, :, 2].transpose(0, 1)
-        query, key, v = (read_rows(x, cols).flatten(0, 1) for x in (query, key, v))  # (head·sample, m, ·)
-        G = torch.bmm(torch.sigmoid(torch.bmm(query, key.transpose(1, 2))), v)  # σ(①) V per (head, sample)
-        G = G.view(heads, B, m, c).permute(1, 2, 0, 3).reshape(B, m, -1)  # heads concatenated
-        return self.norm(G + self.W_res(self.dropout(theta)))
-
 
 class AmpNet(nn.Module):
     """f: Linear -> ReLU -> group LayerNorm -> Linear to a scalar, (B, m, h) -> (B,)."""
@@ -300,32 +246,15 @@ class RFM(FieldEmbeddingModel):
     def hparams(self) -> dict:
         return {"dim": self.dim, **self.config}
 
-    def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """w0 + Σ w_i x_i + f(r) + f(p): the numbers of ``pairwise``, with the first rotation layer's
-        Q, K, V and the residual's P θ₀ projected on the table rows and their cos and sin evaluated
-        once per row (``field_rows``)."""
-        first, e = self.embed(index, weight)
-        table, layer = self.embedding.weight, self.rotations[0]
-        rows, cols = field_rows(layer.project_table(table, self.schema.fields), index, weight, self.layout)
-        G = layer.attend_rows(rows, cols, e)
-        if not self.residual:
-            return first + self.readout(G, None)
-        p_rows, _ = field_rows(self.P(table), index, weight, self.layout)
-        return first + self.readout(G, read_rows(CosSin.apply(p_rows), cols))  # [cos, sin] of P θ₀
-
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
         """Interaction term f(cos G) + f(sin G) (RFM appendix §1.2), (B, m, k) -> (B,).
 
         Named ``pairwise`` to fit the base-class contract; rotations mix all orders, not pairs.
         """
-        return self.readout(self.rotations[0](e), CosSin.apply(self.P(e)) if self.residual else None)
-
-    def readout(self, G: torch.Tensor, residual: torch.Tensor | None) -> torch.Tensor:
-        """The remaining rotation layers on the first one's output G, then f(r) + f(p) with r = cos G,
-        p = sin G; ``residual``: [cos, sin] of P θ₀, (2, B, m, h), or None."""
-        for layer in self.rotations[1:]:
+        G = e
+        for layer in self.rotations:
             G = layer(G)
         rp = CosSin.apply(G)  # r = cos G, p = sin G, stacked: (2, B, m, h)
-        if residual is not None:  # LN(r + cos(P θ₀)), LN(p + sin(P θ₀)): one LayerNorm, shared
-            rp = self.residual_norm(rp + residual)
+        if self.residual:  # LN(r + cos(P θ₀)), LN(p + sin(P θ₀)): one LayerNorm, shared
+            rp = self.residual_norm(rp + CosSin.apply(self.P(e)))
         return self.f(rp.flatten(0, 1)).view(2, -1).sum(0)  # f(r) + f(p), one pass of f
