@@ -45,20 +45,24 @@ plug-in); each choice made here:
   the identity.
 * **Speed against size.** An RFM epoch costs far more than an FM epoch: per sample it runs a
   rotation layer (three per-field projections, cos/sin, two m×m products per head) and an MLP on
-  m·h numbers, where FM runs one O(mk) identity. Smaller widths were measured against the
-  defaults (training defaults of ``fmlib.train``; CPU seconds per epoch as a multiple of FM's in
-  the same process, 1 thread, batch 1024, the 12 MovieLens 100K fields, a shared 2-core machine;
-  validation RMSE after early stopping on splits 0 and 1):
+  m·h numbers, where FM runs one O(mk) identity. ``python -m fmlib bench train`` counts the
+  multiply-adds of a training step's matrix products and the floor they set at the rate of a large
+  float32 product. Measured on a 2-core AMD EPYC (1 thread, batch 1024, the 12 MovieLens 100K
+  fields; CPU seconds per epoch as a multiple of FM's 0.055–0.062 s, the smaller sizes with their
+  best trials' dropout 0; floor at 56.8 G multiply-adds/s; best validation RMSE on split 0 of a study over lr, L2, dropout and weight
+  averaging with the sizes fixed):
 
-      embedding / hidden (heads) / AmpNet, dropout      × FM epoch   valid RMSE (split 0, 1)   mean
-      16 / 32 (2) / 64, 0.4   (the defaults)               17.2       0.9423, 0.9199           0.9311
-       8 / 16 (2) / 64, 0.4   (the tuned preset's sizes)   10.9       0.9412, 0.9294           0.9353
-       8 /  8 (1) / 16, 0.0                                  5.9       0.9510, 0.9403           0.9457
-       8 /  8 (1) /  8, 0.0, no residual, 2 groups           4.7       0.9432, 0.9318           0.9375
+      embedding / hidden (heads) / AmpNet   mult-adds/row   floor × FM   measured × FM   best valid RMSE (trials)
+      16 / 32 (2) / 64   (the defaults)          281 812          7.3          29–35       0.9076 (42: the rfm preset)
+      16 / 16 (1) / 16                            85 684          2.2           14.6       0.9189 (20)
+       8 /  8 (1) / 16                            31 380          0.8           11.0       0.9287 (20)
+      (the tuned FM(8) preset: 0.9073)
 
-  None reaches 3 × FM, and every smaller one has a worse mean validation RMSE, so the defaults
-  stay. (With tuned training settings — learning rate, L2, weight averaging, no dropout — the default
-  sizes reach 0.9076 on split 0: see the ``rfm`` preset.)
+  The matrix products alone keep the defaults above 3 × FM; the sizes whose floor is below it
+  validate 0.011–0.021 worse than the defaults and than FM, so the defaults stay. Tried and not
+  kept: the first layer's Q, K, V and P θ₀ projected on the table rows (2 782) instead of the
+  (sample, field) pairs (12 288 per batch), exact by linearity — about 5 % less CPU per epoch,
+  most of the saving taken back by the per-row reads, for some hundred more lines.
 """
 
 from __future__ import annotations
