@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from fmlib.bench.train import multiply_adds_per_row, rafm_cost_ratios
+from fmlib.models.fm import FM
 from fmlib.models.rafm import RaFM
 from tests.test_rafm import SCHEMA, counts_for, random_batch
 
@@ -40,3 +41,15 @@ def test_with_every_feature_at_the_top_rank_fmlib_costs_the_fm_and_corollary_4_m
     model = RaFM(SCHEMA, ranks=ranks, counts=[400] * SCHEMA.num_features)
     index, weight = random_batch(SCHEMA, n=10)
     assert rafm_cost_ratios(model, index, weight) == {"corollary 4": round(13 / 7, 4), "fmlib": 1.0}
+
+
+def test_an_fm_step_counts_its_multi_valued_field_both_ways():
+    """x_f V_f forward and x_fᵀ ∂/∂e_f backward: 2 |f| (k + 1) per row ([v | w] has k + 1 columns)."""
+    model = FM(SCHEMA, dim=4)
+    index, weight = random_batch(SCHEMA, n=16)
+
+    def step(rows):
+        model(index[rows], weight[rows]).sum().backward()
+
+    genres = SCHEMA.fields[-1].cardinality
+    assert multiply_adds_per_row(step, torch.arange(16)) == 2 * genres * (4 + 1)

@@ -254,7 +254,8 @@ def peak_multiply_adds(device: torch.device, repeats: int = 5) -> float:
 
 def multiply_adds_per_row(step, rows: torch.Tensor) -> float:
     """Multiply-adds of the matrix products (mm, bmm, addmm, …) of one training ``step`` on the
-    batch ``rows``, forward and backward, per row: torch's ``FlopCounterMode`` counts 2 FLOPs each."""
+    batch ``rows``, forward and backward, per row: torch's ``FlopCounterMode`` counts 2 FLOPs each
+    (it skips in-place products such as ``addmm_``, which fmlib's models therefore do not use)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:

@@ -126,7 +126,7 @@ def scatter_fields(d: torch.Tensor, read: FieldRead, layout: SlotLayout, rows: i
     k = d.shape[-1]
     grad = d.new_zeros(rows, k)
     for (f, _, _, start, values), x in zip(layout.multi, read.values):
-        grad[start : start + values].addmm_(x.t(), d[:, f])
+        grad[start : start + values] = x.t() @ d[:, f]  # the field's own block: nothing else adds there
         d[:, f].zero_()  # so that the row gathered in its column (``read.cols``) gets nothing below
     return grad.index_add_(0, read.cols.reshape(-1), d.reshape(-1, k))
 

@@ -53,9 +53,9 @@ plug-in); each choice made here:
   averaging with the sizes fixed):
 
       embedding / hidden (heads) / AmpNet   mult-adds/row   floor × FM   measured × FM   best valid RMSE (trials)
-      16 / 32 (2) / 64   (the defaults)          281 812          7.3          29–35       0.9076 (42: the rfm preset)
-      16 / 16 (1) / 16                            85 684          2.2           14.6       0.9189 (20)
-       8 /  8 (1) / 16                            31 380          0.8           11.0       0.9287 (20)
+      16 / 32 (2) / 64   (the defaults)          282 152      7.1–7.4          29–35       0.9076 (42: the rfm preset)
+      16 / 16 (1) / 16                            86 024          2.2           14.6       0.9189 (20)
+       8 /  8 (1) / 16                            31 560          0.8           11.0       0.9287 (20)
       (the tuned FM(8) preset: 0.9073)
 
   The matrix products alone keep the defaults above 3 × FM; the sizes whose floor is below it
