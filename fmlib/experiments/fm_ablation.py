@@ -186,9 +186,7 @@ def record_of(seed, label, hp, runs, models, parts, seconds, cpu) -> dict:
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over splits of every column, per step, in the order of ``STEPS``, the ensemble last."""
     order = [label for label in [*(label for label, _ in STEPS), ENSEMBLE] if label in set(frame["model"])]
-    stats = frame.drop(columns=["seed"]).groupby("model").agg(["mean", "std"])
-    stats.columns = [f"{a}_{b}" for a, b in stats.columns]
-    return stats.loc[order].reset_index()
+    return tables.mean_std(frame).loc[order].reset_index()
 
 
 def findings(frame: pd.DataFrame) -> dict:

@@ -106,9 +106,7 @@ def run_seed(data, seed: int, models: dict, log=None) -> list[dict]:
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over seeds of every column, per model."""
-    stats = frame.drop(columns=["seed"]).groupby("model", sort=False).agg(["mean", "std"])
-    stats.columns = [f"{a}_{b}" for a, b in stats.columns]
-    return stats.reset_index()
+    return tables.mean_std(frame).reset_index()
 
 
 def format_table(frame: pd.DataFrame) -> str:

@@ -75,6 +75,14 @@ def read(path: Path, columns=()) -> tuple[pd.DataFrame, dict]:
     return frame, header
 
 
+def mean_std(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds of every column but ``seed``, per ``model`` (in the table's order):
+    columns ``<column>_mean`` and ``<column>_std``, the model as index."""
+    stats = frame.drop(columns=["seed"]).groupby("model", sort=False).agg(["mean", "std"])
+    stats.columns = [f"{a}_{b}" for a, b in stats.columns]
+    return stats
+
+
 def newest(name: str, artifacts=None, committed=None) -> Path | None:
     """The later-dated of ``<artifacts>/<name>`` and ``<results>/<name>``, or None if neither exists."""
     found = []
