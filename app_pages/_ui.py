@@ -150,16 +150,23 @@ def load_run(run_id: str):
     return run_store().load(run_id)
 
 
-def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, train_quick):
+_SIDEBAR = object()  # saved_or_quick_run's default: the run picked in the sidebar
+
+
+def saved_or_quick_run(
+    usable, advice: str, quick_name: str, quick_key: str, train_quick, run_id=_SIDEBAR, note: str | None = None
+):
     """The run picked in the sidebar if ``usable(run)``, else a quick run trained here on a click.
 
     ``advice``: what to do instead, shown when the picked run is not usable; ``quick_name``: the
     quick run, e.g. "quick FwFM"; ``train_quick(dataset, split, progress)`` trains it (``split``: the
     dataset's split 0, ``progress``: ``fit``'s per-epoch callback) as a job of the server's queue,
     so the page shows its place in line until it runs; it is kept in ``st.session_state[quick_key]``.
+    ``run_id``: a saved run to use instead of the sidebar's pick (None: only the quick run), with
+    ``note`` said in place of "No saved run is selected in the sidebar." when it is None.
     Returns ``(run, source)``, source saying where the run comes from; stops the page until there is a run.
     """
-    run_id = selected_run_id()
+    run_id = selected_run_id() if run_id is _SIDEBAR else run_id
     quick = st.session_state.get(quick_key)
     if run_id is not None:
         try:
@@ -175,7 +182,7 @@ def saved_or_quick_run(usable, advice: str, quick_name: str, quick_key: str, tra
         name = dataset_name()
         if run_id is None:
             st.info(
-                f"No saved run is selected in the sidebar. Train a {quick_name} on {name} here, "
+                f"{note or 'No saved run is selected in the sidebar.'} Train a {quick_name} on {name} here, "
                 "or train and save a run on the Train page and pick it in the sidebar."
             )
         job_key = f"{quick_key}_job"

@@ -3,10 +3,10 @@
 import numpy as np
 import streamlit as st
 
-from app_pages._classroom import teacher_or_alone
+from app_pages._classroom import author, teacher_or_alone
 from app_pages._queue import server_job
-from app_pages._ui import dataset_name, fail, notebook_link, saved_or_quick_run
-from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, one_of
+from app_pages._ui import dataset_name, fail, load_run, notebook_link, run_store, saved_or_quick_run, selected_run_id
+from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, one_of, secondary
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
 from fmlib.analysis.interactions import (
     align_field_scales,
@@ -31,6 +31,7 @@ from fmlib.plots.interactions import (
     interaction_heatmaps,
 )
 from fmlib.plots.verdicts import verdict_figure
+from fmlib.runs import RunError
 from fmlib.train import quick_settings, train_model
 
 st.title("Field interactions")
@@ -108,26 +109,104 @@ def quick_fwfm(name, data, progress):
     return train_model("fwfm", data, config, progress, **hp)
 
 
-run, source = saved_or_quick_run(
-    lambda run: hasattr(run.model, "R"),
-    "it has no field interaction matrix R (an FM is the FwFM with R = 11ᵀ − I fixed). "
-    "Pick an fwfm or dplr run in the sidebar, or train a quick FwFM here.",
-    "quick FwFM",
-    "interactions_quick_run",
-    quick_fwfm,
-)
+QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces
+R_MODELS = ("fwfm", "dplr")  # the models with a field interaction matrix R; FwFM's is learned freely
+
+
+def runs_with_R(dataset: str) -> dict[str, dict]:
+    """Run id -> config of the saved FwFM and DPLR runs of ``dataset`` this session sees by default
+    (its author's, the shared ones, and the sidebar's pick), FwFM runs first, each newest first."""
+    store = run_store()
+    groups = store.by_author()
+    ids = [*(groups.get(author(), []) if author() else []), *groups.get(None, [])]
+    picked = selected_run_id()
+    if picked is not None and picked not in ids:
+        ids.append(picked)
+    found = {}
+    for run_id in ids:
+        try:
+            config = store.info(run_id)["config"]
+        except RunError:  # picking it in the sidebar says why
+            continue
+        if config.get("dataset") == dataset and config["model"] in R_MODELS:
+            found[run_id] = config
+    return dict(sorted(found.items(), key=lambda item: R_MODELS.index(item[1]["model"])))
+
+
+def run_label(run_id: str, configs: dict) -> str:
+    if run_id == QUICK:
+        return run_id
+    config = configs[run_id]
+    rank = f", ρ = {config['hp'].get('rank')}" if config["model"] == "dplr" else ""
+    return f"{run_id} ({config['model']}{rank})"
+
+
+def chosen_run(configs: dict):
+    """The run whose R the page shows, picked on the page (key ``fi_run``): by default an FwFM —
+    the sidebar's pick if it is one, else the newest FwFM run, else a quick FwFM — never a DPLR
+    run, whose R is low rank by construction. A run picked in the sidebar while this page is open
+    is shown, whatever its model."""
+    picked = selected_run_id()
+    fwfm = [run_id for run_id, config in configs.items() if config["model"] == "fwfm"]
+    options = [*configs, QUICK]
+    link_check("fi_run", one_of(options), "a saved FwFM or DPLR run of this dataset")
+    if st.session_state.get("fi_sidebar_seen", picked) != picked and picked in configs:
+        st.session_state["fi_run"] = picked  # the reader picked it in the sidebar just now
+    st.session_state["fi_sidebar_seen"] = picked
+    if st.session_state.get("fi_run") not in options:  # first visit, or its run was deleted
+        st.session_state["fi_run"] = picked if picked in fwfm else (fwfm[0] if fwfm else QUICK)
+    choice = st.selectbox(
+        "Run whose R is shown",
+        options,
+        key="fi_run",
+        bind="query-params",
+        format_func=lambda run_id: run_label(run_id, configs),
+        help="An FwFM learns R freely: what it learned is the question. A DPLR run's R is low rank by construction.",
+    )
+    if picked in configs and picked != choice and configs[picked]["model"] == "dplr":
+        secondary(
+            f"The sidebar's run {picked} is a DPLR run; this page opens on a learned R: pick it above to see its R."
+        )
+    return choice
+
+
+def quick_run(run_id, note=None):
+    return saved_or_quick_run(
+        lambda run: hasattr(run.model, "R"),
+        "it has no field interaction matrix R (an FM is the FwFM with R = 11ᵀ − I fixed). "
+        "Pick an fwfm or dplr run in the sidebar, or train a quick FwFM here.",
+        "quick FwFM",
+        "interactions_quick_run",
+        quick_fwfm,
+        run_id=run_id,
+        note=note,
+    )
+
+
+configs = runs_with_R(dataset_name())
+if not configs:  # no saved FwFM or DPLR run: the sidebar's pick says why, or a quick FwFM
+    run, source = quick_run(selected_run_id())
+else:
+    choice = chosen_run(configs)
+    if choice == QUICK:
+        run, source = quick_run(None, "A quick FwFM is picked above.")
+    else:
+        try:
+            run = load_run(choice)
+        except RunError as err:
+            fail(err)
+        source = f"saved run **{choice}** ({run.config['model']} on {run.config['dataset']})"
 model = run.model
 R = interaction_matrix(model)
 m, names = R.shape[0], model.schema.names
 is_dplr = hasattr(model, "U")
-st.caption(
-    f"Showing {source}: m = {m} fields."
-    + (
-        f" A DPLR-FwFM of rank {model.rank}: R is the matrix it implies (eq. 10), never formed while training."
-        if is_dplr
-        else ""
+st.caption(f"Showing {source}: m = {m} fields.")
+if is_dplr:
+    st.info(
+        f"This run's R is DPLR of rank ρ = {model.rank} by construction ([DPLR] eq. 10: the matrix its U, e and d "
+        f"imply), so a post-hoc DPLR of rank ρ ≥ {model.rank} is exact: a zero error below is no evidence for DPLR "
+        "— pick an FwFM run to ask it of a learned R."
     )
-)
 
 max_rank = min(m - 1, (m * (m - 1) // 2) // (m + 1))
 left, right = st.columns([2, 1])
@@ -217,4 +296,7 @@ with right:
         f"{sigma_dplr.max():.3g} (post-hoc DPLR)."
     )
 
-copy_link_and_reset({"rho": min(2, max_rank), "method": "eig", "table1_task": next(iter(dplr_experiment.METRICS))})
+copy_link_and_reset(
+    {"rho": min(2, max_rank), "method": "eig", "table1_task": next(iter(dplr_experiment.METRICS))},
+    clear=["fi_run"] if configs else [],  # its default depends on the saved runs
+)
