@@ -1,10 +1,12 @@
-"""The committed reproductions behind two scorecard rows, on the pages those rows link to:
-[FMGrad]'s memoised gradient (Derivations, fm-gradient) and [AttnInv]'s success vs γ (Attention inversion)."""
+"""The scorecard and the reproductions behind its rows, for the pages those rows link to: the
+scorecard itself (Home), its rows for one page (a lesson's stop), [FMGrad]'s memoised gradient
+(Derivations, fm-gradient) and [AttnInv]'s success vs γ (Attention inversion)."""
 
+import pandas as pd
 import streamlit as st
 
 from app_pages._view import chart
-from fmlib.experiments import fmgrad, inversion, tables
+from fmlib.experiments import fmgrad, inversion, scorecard, tables
 from fmlib.experiments.claims import measure_all
 from fmlib.plots.inversion import success_figure
 from fmlib.plots.verdicts import threshold_figure
@@ -23,6 +25,24 @@ def result_table(name: str, columns, command: str):
         return None, None
     st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
     return frame, header
+
+
+@st.cache_data(show_spinner=False)
+def _scorecard(dataset: str, task: str, seen: tuple) -> pd.DataFrame:
+    """The scorecard, computed once per version of the result tables (``seen``: their paths and times)."""
+    return scorecard.scorecard(dataset, task)
+
+
+def scorecard_card(dataset: str = "ml-100k", task: str = "rating") -> pd.DataFrame:
+    """The scorecard (``fmlib.experiments.scorecard``) of the newest result tables; a damaged table: ValueError."""
+    newest = (tables.newest(name(dataset, task)) for _paper, name, *_ in scorecard.SOURCES)
+    return _scorecard(dataset, task, tuple((str(path), path.stat().st_mtime_ns) for path in newest if path is not None))
+
+
+def scorecard_rows(page: str) -> pd.DataFrame:
+    """The scorecard's rows whose claims ``page`` (a page's file name without .py) shows."""
+    card = scorecard_card()
+    return card[card["page"].str.endswith(f"({page})")]
 
 
 def verdict_table(rows) -> None:

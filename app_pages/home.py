@@ -2,9 +2,10 @@
 
 import streamlit as st
 
+from app_pages._measured import scorecard_card
 from app_pages._ui import PAGES
 from app_pages._view import copy_link_and_reset
-from fmlib.experiments import scorecard, tables
+from fmlib.experiments import scorecard
 
 st.title("fmlib explainer")
 st.markdown(
@@ -24,15 +25,8 @@ st.markdown(
 )
 
 
-@st.cache_data(show_spinner=False)
-def scorecard_of(seen: tuple):
-    """The scorecard, computed once per version of the result tables (``seen``: their paths and times)."""
-    return scorecard.scorecard("ml-100k", "rating")
-
-
-newest = (tables.newest(name("ml-100k", "rating")) for _paper, name, *_ in scorecard.SOURCES)
 try:
-    card = scorecard_of(tuple((str(path), path.stat().st_mtime_ns) for path in newest if path is not None))
+    card = scorecard_card()
 except ValueError as err:  # a damaged result table: say which
     st.error(str(err))
 else:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from app_pages._measured import scorecard_rows, verdict_table
 from app_pages._view import copy_link_and_reset, in_range, link_check, one_of
 from fmlib.lessons import LessonError, lesson_files, load_lesson
 
@@ -39,6 +40,18 @@ def solve(path: str, modified: float, number: int):
     return load_lesson(path).stops[number - 1].solve()
 
 
+def measured_on_the_page(page: str) -> None:
+    """The scorecard's rows for the page the stop links to: the verdicts a stop shows are the scorecard's."""
+    try:
+        rows = scorecard_rows(page)
+    except ValueError as err:  # a damaged result table: say which
+        st.error(str(err))
+        return
+    if not rows.empty:
+        st.markdown("**Measured.** The scorecard's claims that this page tests, from the committed result tables:")
+        verdict_table(rows)
+
+
 def move(delta: int):
     st.session_state.stop = min(max(st.session_state.stop + delta, 1), last)
 
@@ -47,7 +60,8 @@ link_check("stop", in_range(1, last, integer=True), f"a stop from 1 to {last}")
 st.session_state.setdefault("stop", 1)
 if st.session_state.stop > last:  # a stale link or another lesson's number
     st.session_state.stop = 1
-st.slider("Stop", 1, last, key="stop", bind="query-params")
+if last > 1:  # a slider needs two ends; a lesson may have one stop
+    st.slider("Stop", 1, last, key="stop", bind="query-params")
 back, forward, _ = st.columns([1, 1, 4])
 back.button("◀ Back", key="lesson_back", on_click=move, args=(-1,), disabled=st.session_state.stop <= 1, shortcut="B")
 forward.button(
@@ -89,6 +103,7 @@ else:
     if computed is not None:
         st.markdown(f"**Computed by fmlib** (`{stop.compute}`): {computed.text}")
     st.markdown(stop.reveal)
+    measured_on_the_page(stop.page)
     st.markdown(f"**Notice.** {stop.notice}")
     if (Path(__file__).parent / f"{stop.page}.py").exists():
         st.page_link(

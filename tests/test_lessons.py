@@ -121,3 +121,10 @@ def test_every_registered_answer_has_defaults_that_run():
     for name, fn in ANSWERS.items():
         if name != "rafm_parameter_share":  # loads MovieLens; the page test reveals it
             assert fn().text, name
+
+
+def test_the_fm_gradient_stop_asks_about_eq_8_as_printed():
+    stop = next(s for path in lesson_files() for s in load_lesson(path).stops if s.compute == "fm_gradient_coefficient")
+    assert "X_j Z_i - 2\\,P_{ij} X_j^2" in stop.question  # the note's eq. 8 in its own variables, not c·(Z − e_f)
+    right, computed = stop.solve()
+    assert right == 1 and 2 in stop.choices and "not the printed 2" in computed.text

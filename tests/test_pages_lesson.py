@@ -6,6 +6,7 @@ from pathlib import Path
 
 from apptest import app_page
 
+from app_pages._measured import scorecard_rows
 from app_pages._ui import PAGES
 from fmlib.lessons import lesson_files, load_lesson
 
@@ -105,3 +106,33 @@ def test_reset_to_defaults_opens_the_first_lesson_at_its_first_stop():
     at.button(key="reset_view").click().run()
     assert not at.exception and at.session_state["stop"] == 1
     assert at.session_state["lesson"] == lesson_files()[0].stem and "stop=" not in at.code[0].value
+
+
+def test_the_fm_gradient_stop_frames_eq_8_as_printed_and_shows_the_scorecards_verdicts():
+    number = next(
+        i
+        for i, s in enumerate(load_lesson("lessons/intro.toml").stops, 1)
+        if s.page == "derivations" and s.compute == "fm_gradient_coefficient"
+    )
+    at = lesson_page(stop=str(number))
+    at.radio(key=f"guess_intro_{number}").set_value(2).run()
+    at.button(key=f"reveal_intro_{number}").click().run()
+    assert not at.exception and "the answer is **1**" in at.warning[0].value
+    shown = at.table[0].value  # claim -> measured, verdict
+    expected = scorecard_rows("derivations").set_index("claim")
+    assert list(shown.index) == list(expected.index) and list(shown["verdict"]) == list(expected["verdict"])
+    printed = next(claim for claim in shown.index if "as printed" in claim)
+    assert "2 Pᵢⱼ Xⱼ²" in printed and shown.loc[printed, "verdict"] == "does not hold"
+
+
+def test_a_stop_on_a_page_without_scorecard_rows_shows_none(tmp_path, monkeypatch):
+    stop = 'title = "Home"\nminutes = 5\ngoal = "g"\nquestion = "q"\nchoices = ["a", "b"]\nanswer = "a"\n'
+    stop += 'reveal = "r"\nnotice = "n"\npage = "home"\n'
+    (tmp_path / "one.toml").write_text(f'title = "T"\nsummary = "S"\n[[stop]]\n{stop}')
+    monkeypatch.setenv("FMLIB_LESSONS", str(tmp_path))
+    at = lesson_page()  # one stop: no slider, Next and Back disabled
+    assert "Stop 1 of 1" in at.get("progress")[0].proto.text and at.button(key="lesson_next").disabled
+    at.radio(key="guess_one_1").set_value("a").run()
+    at.button(key="reveal_one_1").click().run()
+    assert not at.exception and "Your guess, a, is right." in at.success[0].value
+    assert not at.table and not any(m.value.startswith("**Measured.**") for m in at.markdown)
