@@ -35,6 +35,12 @@ TOPIC_COMMANDS = [
     ),
     (
         "reproduce",
+        "bfm",
+        "the Bayesian FM (Gibbs) beside the Adam FM the fm-ablation chose, same splits: valid/test RMSE, seconds",
+        "fmlib.experiments.bfm",
+    ),
+    (
+        "reproduce",
         "rfm",
         "the rotative FM vs the tuned FM over seeds: valid/test MSE, RMSE, MAE, paired interval",
         "fmlib.experiments.rfm",
@@ -107,7 +113,7 @@ def cmd_train(args) -> int:
     from .arguments import train_config
     from .models import hyperparameters
     from .runs import RunStore
-    from .train import train_model
+    from .train import check_field_decay, train_model
 
     config = train_config(args)
 
@@ -141,6 +147,7 @@ def cmd_train(args) -> int:
         return print(msg, file=sys.stderr)
 
     data = load_split(args, log)
+    check_field_decay(data.schema, config)  # before the progress bar: bad input is one line
     start = time.perf_counter()
     metric = "valid_rmse" if args.task == "rating" else "valid_logloss"
     with tqdm(total=config.epochs, desc=f"train {args.model}", unit="epoch", file=sys.stderr) as bar:

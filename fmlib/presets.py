@@ -30,9 +30,21 @@ def default_root() -> Path:
     return Path(os.environ.get("FMLIB_PRESETS", Path(__file__).resolve().parents[1] / "presets"))
 
 
+def protocol_root(protocol: str = "ours", root=None) -> Path:
+    """Where the presets of a tuning ``protocol`` live: ours in the presets folder itself, a
+    paper's own protocol (``fmlib.experiments.tune.PROTOCOL_SPACES``) in a subfolder of its name."""
+    base = Path(root or default_root())
+    return base if protocol == "ours" else base / protocol
+
+
 def rank_label(rank) -> str:
     """8 -> "8", (8, 32) -> "8,32"."""
     return ",".join(map(str, rank)) if isinstance(rank, (tuple, list)) else str(rank)
+
+
+def thresholds_label(ranks, cuts) -> str:
+    """The rank label of a RaFM whose k_i come from count cut-points: (8, 32), (128,) -> "8,32-t128"."""
+    return f"{rank_label(ranks)}-t{rank_label(cuts)}"
 
 
 def preset_name(model: str, rank=None, task: str = "rating") -> str:
@@ -107,3 +119,21 @@ def load_named(dataset: str, name: str, model: str, task: str = "rating", root=N
     suffix = "" if task == "rating" else f"-{task}"
     rank = name.removesuffix(suffix).removeprefix(model).removeprefix("-") or None
     return load(dataset, model, rank, task, root)
+
+
+def recipe(preset: dict) -> str:
+    """How the preset's model is trained, in one line: the tools it uses (L2, grouped L2, weight
+    averaging), the epoch budget and how its values were chosen — what a verdict row names for
+    each side, so a reader sees that both got the same tools."""
+    train, tuning = preset["train"], preset.get("tuning", {})
+    parts = [f"Adam lr {train['lr']:.2g}", f"L2 {train['weight_decay']:.2g}"]
+    multiples = {**train.get("field_decay", {}), "w": train.get("linear_decay", 1.0)}
+    multiples = {name: scale for name, scale in multiples.items() if scale != 1.0}
+    if multiples:
+        parts.append("grouped L2 " + ", ".join(f"{name} ×{scale:.2g}" for name, scale in multiples.items()))
+    if train.get("average_from"):
+        parts.append(f"averaging from epoch {train['average_from']}")
+    parts.append(f"≤ {train['epochs']} epochs")
+    trials = tuning.get("finished_trials")
+    chosen = f"{trials} Optuna trials on validation" if trials else "chosen by hand on validation"
+    return ", ".join(parts) + f" ({chosen})"

@@ -10,8 +10,9 @@ as in stochastic weight averaging (Izmailov et al. 2018). It is the point-estima
 Bayesian FM's prediction, which averages the FM over posterior samples instead of using one.
 
 Grouped L2 (``TrainConfig.field_decay``, ``TrainConfig.linear_decay``): the rows of one field in
-the linear table w and the embedding table v get their own L2 strength, a multiple of
-``weight_decay`` (``row_decay``) — the point-estimate analogue of a Bayesian FM's prior per field
+the linear table w and the embedding tables (v; RaFM's tables of every level) get their own L2
+strength, a multiple of ``weight_decay`` (``row_decay``); every Adam-trained model takes it, so a
+comparison never hinges on a tool one side lacks — the point-estimate analogue of a Bayesian FM's prior per field
 group, whose precision is learned instead of tuned ([Rendle2012] §MCMC).
 """
 
@@ -87,6 +88,27 @@ class Run:
     history: list = field(default_factory=list)  # one record per epoch
     metrics: dict = field(default_factory=dict)  # {"valid": {...}, "test": {...}}
     seconds: float = 0.0
+    optimizer_state: dict = field(default_factory=dict, repr=False)  # parameter name -> Adam's (m, v, t) at the end
+
+
+def optimizer_state(model: nn.Module, optimizer: Adam) -> dict:
+    """Adam's moments and step count by parameter name (copies), so that another ``fit`` of the same
+    model — or of a copy with the same parameter names, such as a pruned FwFM — continues from them."""
+    return {
+        name: tuple(t.detach().clone().cpu() for t in optimizer.state[p])
+        for name, p in model.named_parameters()
+        if p in optimizer.state
+    }
+
+
+def load_optimizer_state(model: nn.Module, optimizer: Adam, state: dict) -> None:
+    """Put ``optimizer_state``'s moments back, matched by parameter name and shape."""
+    for name, p in model.named_parameters():
+        if name in state:
+            m, v, t = state[name]
+            if m.shape != p.shape:
+                raise ValueError(f"optimizer state: {name} has shape {tuple(m.shape)}, the model's {tuple(p.shape)}")
+            optimizer.state[p] = (m.to(p.device).clone(), v.to(p.device).clone(), t.to(p.device).clone())
 
 
 def loss_fn(task: str):
@@ -144,24 +166,36 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float, own_decay=())
     return [g for g in groups if g["params"]]
 
 
-def row_decay(model: nn.Module, config: TrainConfig) -> list[tuple[nn.Parameter, torch.Tensor]]:
-    """Grouped L2: [(w, λ_w), (v, λ_v)], one strength per table row as a (rows, 1) column, with
-    λ_v,i = weight_decay · field_decay[f] and λ_w,i = λ_v,i · linear_decay for row i of field f
-    (field_decay[f] = 1 for a field not named). ``fit`` adds λ ⊙ θ to the gradient before Adam's
-    step, as Adam's own (coupled) weight decay does with one strength: the gradient of
-    ½ Σ_i λ_i ‖θ_i‖², the negative log of a Gaussian prior N(0, 1/λ_g) per field group g
-    ([Rendle2012] §MCMC, where λ_g is sampled instead of tuned)."""
-    schema = getattr(model, "schema", None)
-    if schema is None or not isinstance(getattr(model, "embedding", None), nn.Embedding):
-        raise ValueError(f"field_decay / linear_decay: model {type(model).__name__} has no field tables w and v")
+def check_field_decay(schema, config: TrainConfig) -> None:
+    """A ValueError naming the fields of ``config.field_decay`` that ``schema`` does not have."""
     unknown = sorted(set(config.field_decay) - set(schema.names))
     if unknown:
         raise ValueError(f"field_decay: no field {unknown}; fields are {schema.names}")
+
+
+def row_decay(model: nn.Module, config: TrainConfig) -> list[tuple[nn.Parameter, torch.Tensor]]:
+    """Grouped L2: [(table, λ)], one strength per table row as a (rows, 1) column, for every table
+    of ``model.field_tables()`` (FM, FwFM, DPLR, RFM: w and v; RaFM: w and each level's free and
+    dependent tables). For a row of feature i in field f, λ = weight_decay · field_decay[f] on an
+    embedding table and λ · linear_decay on the linear weights w (field_decay[f] = 1 for a field
+    not named). ``fit`` adds λ ⊙ θ to the gradient before Adam's step, as Adam's own (coupled)
+    weight decay does with one strength: the gradient of ½ Σ_i λ_i ‖θ_i‖², the negative log of a
+    Gaussian prior N(0, 1/λ_g) per field group g ([Rendle2012] §MCMC, where λ_g is sampled
+    instead of tuned)."""
+    schema = getattr(model, "schema", None)
+    if schema is None or not hasattr(model, "field_tables"):
+        raise ValueError(
+            f"field_decay / linear_decay: model {type(model).__name__} has no tables of field rows; "
+            "it takes no grouped L2"
+        )
+    check_field_decay(schema, config)
     rate = torch.full((schema.num_features, 1), float(config.weight_decay))
     for f in schema.fields:
         rate[f.offset : f.offset + f.cardinality] *= config.field_decay.get(f.name, 1.0)
-    device = model.embedding.weight.device
-    return [(model.linear.weight, (rate * config.linear_decay).to(device)), (model.embedding.weight, rate.to(device))]
+    return [
+        (table, (rate[rows] * (config.linear_decay if linear else 1.0)).to(table.device))
+        for table, rows, linear in model.field_tables()
+    ]
 
 
 class WeightAverage:
@@ -196,9 +230,15 @@ def evaluate_with(model: nn.Module, state: dict, data: Dataset, task: str) -> di
         model.load_state_dict(own)
 
 
-def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None) -> Run:
+def fit(
+    model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None, resume: dict | None = None
+) -> Run:
     """Train with Adam on ``config.device``; stop when the validation metric has not improved for
     ``patience`` epochs and restore the best weights. Deterministic for a given ``config.seed``.
+
+    ``resume`` (a ``Run.optimizer_state``) makes this a fine-tune, not a new fit: Adam continues
+    from those moments, the bias is not reset, and the weights the model comes with count as epoch
+    0 — they are kept unless an epoch validates better.
 
     With ``config.average_from`` = e > 0, from epoch e on the validation metric, early stopping and
     the restored weights are those of the running mean of the end-of-epoch weights (``WeightAverage``).
@@ -221,12 +261,16 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
     optimizer = Adam(groups, lr=config.lr)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
     index, weight, y = (t.to(device) for t in (train.index, train.weight, train.target(config.task)))
-    if config.task == "rating":  # start the global bias w0 at the mean rating
+    best, best_state, stale, history = float("inf"), None, 0, []
+    if resume is not None:  # a fine-tune: the weights it starts from are its epoch 0
+        load_optimizer_state(model, optimizer, resume)
+        best = evaluate(model, valid, config.task)[key]
+        best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    elif config.task == "rating":  # start the global bias w0 at the mean rating
         with torch.no_grad():
             model.bias.fill_(float(y.mean()))
     # RaFM: Algorithm 1's consistency terms (eq. 12b); FwFM: L2 of R toward R_FM
     extra_loss = getattr(model, "extra_loss", None)
-    best, best_state, stale, history = float("inf"), None, 0, []
     average = WeightAverage()
     start = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
@@ -297,6 +341,7 @@ def fit(model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, c
         history=history,
         metrics={"valid": valid_metrics},
         seconds=time.perf_counter() - start,
+        optimizer_state=optimizer_state(model, optimizer),
     )
 
 

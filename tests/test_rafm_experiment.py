@@ -83,9 +83,35 @@ def test_save_load_round_trip_and_claims(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
     frame = rafm_experiment.claim_frame(pd.DataFrame(back["records"]))
     verdicts = measure_all(frame, rafm_experiment.claims("rating", [4, 16]))
-    assert list(verdicts["other"]) == ["FM(4)", "FM(16)"]  # best by validation, then the largest rank
+    # best by validation, then the largest rank, then RaFM-low against FM(D_1) (Fig. 3)
+    assert list(verdicts["other"]) == ["FM(4)", "FM(16)", "FM(4)"]
+    assert list(verdicts["favoured"]) == ["RaFM", "RaFM", "RaFM-low"]
     with pytest.raises(FileNotFoundError, match="reproduce rafm"):
         rafm_experiment.load(tmp_path / "missing.csv")
     (tmp_path / "rafm_bad_rating.csv").write_text("# command: x\n# commit: y\n# date: z\nseed\n0\n")
     with pytest.raises(ValueError, match="lacks model, kind, rank, parameters"):
         rafm_experiment.load(tmp_path / "rafm_bad_rating.csv")
+
+
+def test_variants_get_their_own_claims_and_shares(small_split):
+    """Each way of setting k_i (eq. 17, cut-points) is its own RaFM row, with its share of slots
+    and samples below the top rank, and its own three claims."""
+    from fmlib.train import TrainConfig
+
+    config = TrainConfig(epochs=1)
+    settings = {
+        "FM(2)": (config, {"dim": 2}, "r"),
+        "FM(4)": (config, {"dim": 4}, "r"),
+        "RaFM(2, 4)": (config, {"ranks": (2, 4)}, "r"),
+        rafm_experiment.rafm_label((2, 4), (10_000,)): (config, {"ranks": (2, 4), "thresholds": (10_000,)}, "r"),
+    }
+    data = small_split.train
+    records = rafm_experiment.run_seed(data, (2, 4), 0, settings)
+    frame = pd.DataFrame(records)
+    cut = frame[frame["cuts"] == "10000"]
+    assert list(cut["kind"]) == ["rafm", "rafm-low"]
+    assert cut["slots_below_top"].iloc[0] == 1.0 and cut["samples_below_top"].iloc[0] == 1.0  # every count <= 10000
+    rows, claims = rafm_experiment.scorecard_claims(frame, "rating")
+    assert len(claims) == 6 and {c.favoured[0] for c in claims} >= {"RaFM (k_i cut at n_i > 10000)"}
+    verdicts = measure_all(rows, claims)
+    assert list(verdicts["favoured"])[3:] == ["RaFM (k_i cut at n_i > 10000)"] * 2 + ["RaFM-low (k_i cut at n_i > 10000)"]

@@ -60,5 +60,5 @@ def test_scorecard_reads_the_rafm_table_too(tmp_path):
     result = rafm.as_result("ml-100k", [4, 16], [0, 1], "rating", rows)
     rafm.save(result, tmp_path / rafm.table_name("ml-100k", "rating"), "python -m fmlib reproduce rafm")
     card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
-    assert list(card["paper"]) == ["RaFM", "RaFM"]
+    assert list(card["paper"]) == ["RaFM", "RaFM", "RaFM"]  # vs the best FM, vs FM(D_m), RaFM-low vs FM(D_1)
     assert "vs FM(4)" in card["measured"].iloc[0] and card["page"].iloc[0].startswith("Rank-aware FM")

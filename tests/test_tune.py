@@ -63,7 +63,7 @@ def test_preset_round_trip_and_mismatch(tmp_path, small_split):
     base = TrainConfig(epochs=2, patience=2)
     study = _study(tmp_path)
     params, value = tune.tune("dplr", small_split, 2, base, {"rank": 2, "dim": 4}, study, progress=False)
-    preset = tune.make_preset("dplr", "synthetic", "2", base, {"rank": 2, "dim": 4}, params, value, study, 1, "cmd")
+    preset = tune.make_preset("dplr", "synthetic", "2", base, {"rank": 2, "dim": 4}, params, value, study, 1, "cmd", 2)
     path = presets.save(preset, presets.preset_path("synthetic", "dplr", 2, root=tmp_path))
     assert path.name == "dplr-2.json"
     loaded = presets.load("synthetic", "dplr", 2, root=tmp_path)

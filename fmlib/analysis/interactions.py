@@ -339,7 +339,7 @@ def with_R(fwfm, R):
     R = _square_symmetric(R)
     if R.shape != (m, m):
         raise ValueError(f"R must be {m}×{m} for this model, got {R.shape}")
-    copy = FwFM(fwfm.schema, fwfm.dim)
+    copy = FwFM(fwfm.schema, **fwfm.hparams())
     copy.load_state_dict(fwfm.state_dict())
     rows, cols = np.triu_indices(m, 1)
     with torch.no_grad():
@@ -352,11 +352,29 @@ def pruned_fwfm(fwfm, keep: int):
 
     The pruned entries stay exactly zero while training: a hook zeroes their gradient, and Adam
     (no weight decay on R, see ``fmlib.train.param_groups``) never moves a parameter whose
-    gradient has always been zero.
+    gradient and moments are zero (a fine-tune that continues the FwFM's Adam state gets its
+    moments through ``pruned_moments``).
     """
     R = interaction_matrix(fwfm)
     copy = with_R(fwfm, prune(R, keep))
-    rows, cols = np.triu_indices(R.shape[0], 1)
-    mask = torch.as_tensor(prune_mask(R, keep)[rows, cols], dtype=copy.r_upper.dtype)
-    copy.r_upper.register_hook(lambda grad: grad * mask)
+    copy.r_upper.register_hook(lambda grad: grad * _kept_upper(R, keep, copy.r_upper.dtype))
     return copy
+
+
+def _kept_upper(R: np.ndarray, keep: int, dtype) -> torch.Tensor:
+    """1 for the kept entries of R's upper triangle (r_upper's order), 0 for the pruned ones."""
+    rows, cols = np.triu_indices(R.shape[0], 1)
+    return torch.as_tensor(prune_mask(R, keep)[rows, cols], dtype=dtype)
+
+
+def pruned_moments(state: dict, fwfm, keep: int) -> dict:
+    """Adam's moments of a trained FwFM (``Run.optimizer_state``: name -> (m, v, t)) for the copy
+    that ``pruned_fwfm(fwfm, keep)`` makes: the same, with the moments of R's pruned entries set to
+    zero, so that a fine-tune continuing from them (``fmlib.train.fit(..., resume=...)``) keeps
+    what the FwFM learned and its pruned entries at zero."""
+    mask = _kept_upper(interaction_matrix(fwfm), keep, torch.float32)
+    out = dict(state)
+    if "r_upper" in out:
+        m, v, t = out["r_upper"]
+        out["r_upper"] = (m * mask.to(m.dtype), v * mask.to(v.dtype), t)
+    return out

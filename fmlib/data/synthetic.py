@@ -79,3 +79,64 @@ def make(
         source=f"synthetic (m={m}, seed={seed})",
         click_threshold=float(rating.median()),
     )
+
+
+PLANTED_RANKS = "planted-ranks"
+
+
+def planted_ranks(
+    n_samples: int = 40_000,
+    users: int = 800,
+    movies: int = 800,
+    ranks: tuple[int, int] = (2, 8),
+    cut: int = 40,
+    zipf: float = 1.1,
+    tail: float = 0.5,
+    noise: float = 0.5,
+    seed: int = 0,
+) -> Dataset:
+    """Two fields, ``user_id`` and ``movie_id``, drawn with Zipf popularity ∝ 1/r^``zipf``, and a
+    rating y = 3 + ⟨v_u, v_m⟩ + ε whose planted embeddings follow a frequency-dependent rank, as
+    the rank-aware FM assumes ([RaFM] §3, eq. 4): a feature expected in the training split (80 %)
+    at most ``cut`` times keeps only its first D_1 = ``ranks[0]`` coordinates (the rest are zero),
+    a frequent one has all D_2 = ``ranks[1]``. So a pair interacts through min(k_u, k_m)'s
+    coordinates, RaFM's own rule, and a RaFM with ranks ``ranks`` and cut-point ``cut`` matches the
+    truth while FM(D_1) cannot fit the frequent pairs and FM(D_2) must learn D_2 numbers per rare
+    feature from a few ratings. Coordinates are N(0, s_j² D_2^{−1/2}) with s_j = 1 for the first D_1
+    and s_j = ``tail`` < 1 for the others, so the first D_1 coordinates are also the best rank-D_1
+    summary of the frequent pairs — the level-1 factors that RaFM's consistency term (eq. 12b) fits
+    to the full model are the ones the rare features interact through."""
+    low, high = ranks
+    if not 1 <= low < high:
+        raise ValueError(f"ranks must be two sizes D_1 < D_2, got {ranks}")
+    if min(n_samples, users, movies, cut) < 1:
+        raise ValueError("n_samples, users, movies and cut must be >= 1")
+    gen = torch.Generator().manual_seed(seed)
+    fields, rows = [], []
+    offset = 0
+    for name, size in (("user_id", users), ("movie_id", movies)):
+        popularity = 1.0 / torch.arange(1, size + 1, dtype=torch.float64) ** zipf
+        popularity /= popularity.sum()
+        local = torch.multinomial(popularity, n_samples, replacement=True, generator=gen) + 1  # 0: rare bucket
+        expected = 0.8 * n_samples * popularity
+        fields.append((name, "context" if name == "user_id" else "item", "single", size + 1, 1))
+        rows.append((local + offset, expected))
+        offset += size + 1
+    schema = Schema.build(fields, [["<rare>", *map(str, range(1, users + 1))], ["<rare>", *map(str, range(1, movies + 1))]])
+    scale = torch.where(torch.arange(high) < low, 1.0, tail).double()
+    V = torch.randn(schema.num_features, high, generator=gen, dtype=torch.float64) * scale / high**0.25
+    for (_, expected), field in zip(rows, schema.fields):
+        rare = field.offset + 1 + torch.nonzero(expected <= cut).squeeze(1)
+        V[rare, low:] = 0.0
+    index = torch.stack([r[0] for r in rows], 1)
+    e = V[index]
+    rating = 3.0 + (e[:, 0] * e[:, 1]).sum(1) + noise * torch.randn(n_samples, generator=gen, dtype=torch.float64)
+    return Dataset(
+        schema=schema,
+        index=index,
+        weight=torch.ones(n_samples, 2),
+        rating=rating.float(),
+        name=PLANTED_RANKS,
+        source=f"synthetic ({PLANTED_RANKS}: ranks {ranks}, cut {cut}, seed={seed})",
+        click_threshold=float(rating.median()),
+    )

@@ -118,6 +118,7 @@ class Threshold:
             "margin": 0.0,
             "verdict": threshold_verdict(interval, self.threshold, self.higher_is_better),
             "measured": text,
+            "recipes": "",
         }
 
 
@@ -127,6 +128,18 @@ def scores(frame: pd.DataFrame, model: str, rank: int, column: str) -> pd.Series
     if rows.empty:
         raise ValueError(f"the result table has no rows for model {model!r} at rank {rank}")
     return rows.set_index("seed")[column].sort_index()
+
+
+def recipes(frame: pd.DataFrame, sides) -> str:
+    """"model: recipe; model: recipe" for the (model, rank) ``sides`` of a comparison, from the
+    table's ``recipe`` column (how each was trained); "" for a table without one."""
+    if "recipe" not in frame:
+        return ""
+    out = []
+    for model, rank in sides:
+        rows = frame[(frame["model"] == model) & (frame["rank"] == rank)]["recipe"].dropna()
+        out.append(f"{label(model, rank)}: {rows.iloc[0] if len(rows) else 'not recorded'}")
+    return "; ".join(out)
 
 
 def compared_model(frame: pd.DataFrame, claim: Claim) -> tuple[str, int]:
@@ -168,12 +181,13 @@ def measure(frame: pd.DataFrame, claim: Claim | Threshold) -> dict:
             f"{interval.mean:+.4f} [{interval.low:+.4f}, {interval.high:+.4f}] {claim.metric.upper()}, "
             f"{interval.n} seeds, vs {label(*other)}"
         ),
+        "recipes": recipes(frame, (claim.favoured, other)),
     }
 
 
 COLUMNS = [
     "paper", "claim", "favoured", "other", "metric", "seeds", "favoured_mean", "other_mean",
-    "difference", "low", "high", "margin", "verdict", "measured",
+    "difference", "low", "high", "margin", "verdict", "measured", "recipes",
 ]  # fmt: skip
 
 

@@ -7,8 +7,10 @@ batches):
 * FM and FwFM are trained;
 * DPLR-FwFM is trained at every rank ρ;
 * the trained FwFM is pruned to the same budget, its ρ(m+1) largest |R_ij| (§5.1), and
-  fine-tuned with the pruned entries held at zero (``pruned_fwfm``) — the "Pruned" column;
-  the pruned model before fine-tuning is reported too;
+  fine-tuned with the pruned entries held at zero (``pruned_fwfm``, ``fine_tune``: Adam's state
+  carried over, so a fine-tune continues what the FwFM learned instead of starting a new fit) —
+  the "Pruned" column, whichever of before / after fine-tuning validates better; the pruned
+  model before fine-tuning is reported too;
 * post-hoc DPLR (App. C): the trained FwFM's R replaced by its rank-ρ DPLR approximation,
   by truncated eigendecomposition and by nuclear-norm minimisation, no retraining.
 
@@ -39,6 +41,7 @@ from ..analysis.interactions import (
     interaction_matrix,
     percent_left,
     pruned_fwfm,
+    pruned_moments,
     with_R,
 )
 from ..arguments import add_data_arguments, positive_int, positive_int_list
@@ -52,8 +55,11 @@ METRICS = {"rating": ("mse", "rmse"), "click": ("logloss", "auc")}
 MARGIN = 0.01  # "about as accurate as FwFM": at most 1 % worse in the claim's metric
 
 
-def table_name(dataset: str, task: str) -> str:
-    return f"dplr_{dataset}_{task}.csv"
+PROTOCOLS = ("ours", "dplr-paper")  # the presets each reads (fmlib.experiments.tune.PROTOCOL_SPACES)
+
+
+def table_name(dataset: str, task: str, protocol: str = "ours") -> str:
+    return f"dplr_{dataset}_{task}" + ("" if protocol == "ours" else f"_{protocol}") + ".csv"
 
 
 def claims(task: str, ranks) -> list[Claim]:
@@ -106,10 +112,13 @@ def check_rank_list(ranks, m: int) -> list[int]:
     return ranks
 
 
-def load_presets(dataset: str, task: str, dim: int, ranks) -> dict:
-    """{"fm": …, "fwfm": …, ("dplr", ρ): …}: tuned presets, all at embedding size ``dim`` and one min count."""
-    found = {"fm": presets.load(dataset, "fm", dim, task), "fwfm": presets.load(dataset, "fwfm", dim, task)}
-    found.update({("dplr", rank): presets.load(dataset, "dplr", rank, task) for rank in ranks})
+def load_presets(dataset: str, task: str, dim: int, ranks, protocol: str = "ours") -> dict:
+    """{"fm": …, "fwfm": …, ("dplr", ρ): …}: tuned presets of ``protocol`` (ours: every model with
+    the same training tools; dplr-paper: only lr tuned, as [DPLR] §5), all at embedding size
+    ``dim`` and one min count."""
+    root = presets.protocol_root(protocol)
+    found = {"fm": presets.load(dataset, "fm", dim, task, root), "fwfm": presets.load(dataset, "fwfm", dim, task, root)}
+    found.update({("dplr", rank): presets.load(dataset, "dplr", rank, task, root) for rank in ranks})
     for key, preset in found.items():
         if preset["hp"].get("dim") != dim:
             raise ValueError(
@@ -128,6 +137,18 @@ def train_preset(model: str, preset: dict, data, seed: int, extra_epochs: int = 
     return train_model(model, data, config, **presets.hyperparameters(preset))
 
 
+def fine_tune(pruned, fwfm_run, preset: dict, data, seed: int, epochs: int, keep: int):
+    """The pruned FwFM fine-tuned for up to ``epochs`` epochs: a continuation of the FwFM's own
+    training, not a new fit — Adam keeps the FwFM's moments (those of pruned entries zeroed,
+    ``pruned_moments``), the bias is not reset, the end-of-epoch weights are averaged from the
+    first fine-tuning epoch when the preset averages, and the pruned weights themselves count as
+    epoch 0: the model returned is whichever of before / after fine-tuning validates better."""
+    config = presets.train_config(preset, seed=seed)
+    config = TrainConfig(**{**config.__dict__, "epochs": epochs, "average_from": min(config.average_from, 1)})
+    state = pruned_moments(fwfm_run.optimizer_state, fwfm_run.model, keep)
+    return fit(pruned, data.train, data.valid, config, resume=state)
+
+
 def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data_dir=None, log=print) -> pd.DataFrame:
     """Train and evaluate everything; one row per (seed, model, rank) with test and valid metrics."""
     if len(seeds) < 1:
@@ -135,8 +156,19 @@ def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data
     min_count, task = tuned["fm"]["min_count"], tuned["fm"]["task"]
     rows = []
 
+    fine = f"; pruned to ρ(m+1) entries of R, fine-tuned ≤ {finetune_epochs} epochs continuing Adam's state"
+    recipes = {
+        "FM": presets.recipe(tuned["fm"]),
+        "FwFM": presets.recipe(tuned["fwfm"]),
+        "Pruned": presets.recipe(tuned["fwfm"]) + fine,
+        "Pruned, no fine-tune": presets.recipe(tuned["fwfm"]) + "; pruned to ρ(m+1) entries of R",
+        "Post-hoc DPLR (eig)": presets.recipe(tuned["fwfm"]) + "; R replaced by its rank-ρ DPLR (eigen)",
+        "Post-hoc DPLR (nuclear)": presets.recipe(tuned["fwfm"]) + "; R replaced by its rank-ρ DPLR (nuclear norm)",
+    }
+
     def record(seed, model, rank, net, data, m, epochs=0, seconds=0.0):
         kept = budget(m, rank) if rank else m * (m - 1) // 2
+        recipe = presets.recipe(tuned["dplr", rank]) + f" +{finetune_epochs} epochs" if model == "DPLR" else recipes[model]
         metrics = {"test": evaluate(net, data.test, task), "valid": evaluate(net, data.valid, task)}
         for split in metrics.values():
             if "rmse" in split:
@@ -151,6 +183,7 @@ def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data
                 **{f"valid_{k}": v for k, v in metrics["valid"].items()},
                 "epochs": epochs,
                 "seconds": round(seconds, 2),
+                "recipe": recipe,
             }
         )
         log(f"seed {seed} {model:<24} ρ={rank} " + " ".join(f"{k} {v:.4f}" for k, v in metrics["test"].items()))
@@ -173,10 +206,7 @@ def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data
             record(seed, "DPLR", rank, run.model, data, m, len(run.history), run.seconds)
             pruned = pruned_fwfm(fwfm, budget(m, rank))
             record(seed, "Pruned, no fine-tune", rank, pruned, data, m)
-            config = presets.train_config(tuned["fwfm"], seed=seed)
-            tuned_run = fit(
-                pruned, data.train, data.valid, TrainConfig(**{**config.__dict__, "epochs": finetune_epochs})
-            )
+            tuned_run = fine_tune(pruned, runs["fwfm"], tuned["fwfm"], data, seed, finetune_epochs, budget(m, rank))
             epochs = len(runs["fwfm"].history) + len(tuned_run.history)
             record(seed, "Pruned", rank, tuned_run.model, data, m, epochs, runs["fwfm"].seconds + tuned_run.seconds)
             for method in ("eig", "nuclear"):
@@ -262,6 +292,12 @@ def add_arguments(p):
     p.add_argument(
         "--finetune-epochs", type=positive_int, default=5, help="F: the pruned FwFM's fine-tuning; DPLR gets F more"
     )
+    p.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="ours",
+        help="whose presets: ours (every model the same tools) or dplr-paper (only lr tuned, [DPLR] §5)",
+    )
     p.add_argument("--out", default=None, help="folder of the CSV (default: $FMLIB_RESULTS; committed tables: results)")
 
 
@@ -269,7 +305,8 @@ def command(args) -> str:
     """The exact command line of these arguments (defaults spelled out)."""
     words = ["python", "-m", "fmlib", "reproduce", "dplr", "--dataset", args.dataset, "--task", args.task]
     words += ["--seeds", str(args.seeds), "--ranks", ",".join(map(str, args.ranks)), "--dim", str(args.dim)]
-    words += ["--finetune-epochs", str(args.finetune_epochs)] + (["--out", args.out] if args.out else [])
+    words += ["--finetune-epochs", str(args.finetune_epochs)]
+    words += (["--protocol", args.protocol] if args.protocol != "ours" else []) + (["--out", args.out] if args.out else [])
     return shlex.join(words)
 
 
@@ -278,9 +315,10 @@ def run(args) -> int:
         return print(msg, file=sys.stderr, flush=True)
 
     check_rank_list(args.ranks, load_split(args.dataset, 0, 1, args.data_dir).schema.num_fields)  # before any preset
-    tuned = load_presets(args.dataset, args.task, args.dim, args.ranks)
+    tuned = load_presets(args.dataset, args.task, args.dim, args.ranks, args.protocol)
     df = reproduce(args.dataset, list(range(args.seeds)), args.ranks, tuned, args.finetune_epochs, args.data_dir, log)
-    path = tables.write(df, Path(args.out or results_dir()) / table_name(args.dataset, args.task), command(args))
+    name = table_name(args.dataset, args.task, args.protocol)
+    path = tables.write(df, Path(args.out or results_dir()) / name, command(args))
     print(markdown(df, args.task))
     print(f"written: {path}", file=sys.stderr)
     return 0

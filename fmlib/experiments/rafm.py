@@ -32,8 +32,10 @@ import torch
 from torch import nn
 
 from .. import presets
-from ..arguments import add_data_arguments, int_list, positive_int
+from ..arguments import BadValue, add_data_arguments, int_list, positive_int
 from ..data import split as split_data
+from ..data.movielens import SPECS
+from ..data.synthetic import PLANTED_RANKS
 from ..models import build_model
 from ..models.rafm_ranks import check_ranks
 from ..results import results_dir
@@ -44,50 +46,134 @@ from .claims import Claim
 METRICS = {"rating": ("mse", "rmse"), "click": ("logloss", "auc")}
 
 
-def results_path(dataset: str, task: str = "rating", root: str | Path | None = None) -> Path:
-    return Path(root if root is not None else results_dir()) / table_name(dataset, task)
+PROTOCOLS = ("ours", "rafm-paper")
+# [RaFM] §6.1: "We adopt L2 regularizations for each model, and search the L2 coefficient from
+# {1e−6, 5e−6, 1e−5, …, 1e−1} on the validation set" — nothing else is tuned.
+L2_GRID = (1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 1e-1)
+MARGIN = 0.01  # "RaFM-low achieves similar performance to FM with D_1 factors": at most 1 % worse
 
 
-def table_name(dataset: str, task: str) -> str:
-    return f"rafm_{dataset}_{task}.csv"
+def results_path(dataset: str, task: str = "rating", root: str | Path | None = None, protocol: str = "ours") -> Path:
+    return Path(root if root is not None else results_dir()) / table_name(dataset, task, protocol)
 
 
-def claims(task: str, ranks) -> list[Claim]:
-    """RaFM's claims (§6, Fig. 3, Table 2) in the task's first metric, on ``claim_frame`` rows."""
+def table_name(dataset: str, task: str, protocol: str = "ours") -> str:
+    return f"rafm_{dataset}_{task}" + ("" if protocol == "ours" else f"_{protocol}") + ".csv"
+
+
+def cuts_suffix(cuts) -> str:
+    """" (k_i cut at n_i > 128)" for a RaFM whose ranks come from cut-points, "" for eq. 17's."""
+    if cuts is None or (isinstance(cuts, float) and cuts != cuts) or cuts == "":
+        return ""
+    return f" (k_i cut at n_i > {cuts})"
+
+
+def claims(task: str, ranks, variants=("",)) -> list[Claim]:
+    """RaFM's claims (§6, Fig. 3, Table 2) in the task's first metric, on ``claim_frame`` rows, for
+    every RaFM variant (a ``cuts_suffix``; "" is eq. 17's ranks)."""
     metric = METRICS[task][0]
     fms = tuple(("FM", D) for D in ranks)
-    return [
-        Claim("RaFM", "RaFM beats the best single-rank FM (chosen on validation)", ("RaFM", 0), fms, metric),
-        Claim(
-            "RaFM",
-            f"RaFM beats FM({ranks[-1]}), the FM of its largest rank, with fewer parameters",
-            ("RaFM", 0),
-            (("FM", ranks[-1]),),
-            metric,
-        ),
-    ]
-
-
-def claim_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Records as the rows ``claims.measure`` reads: model FM/RaFM/RaFM-low, rank D (0 for RaFM),
-    test metrics without their ``test_`` prefix."""
-    out = frame.rename(columns={c: c.removeprefix("test_") for c in frame if c.startswith("test_")})
-    out["model"] = frame["kind"].map({"fm": "FM", "rafm": "RaFM", "rafm-low": "RaFM-low"})
+    out = []
+    for v in variants:
+        out += [
+            Claim("RaFM", f"RaFM{v} beats the best single-rank FM (chosen on validation)", (f"RaFM{v}", 0), fms, metric),
+            Claim(
+                "RaFM",
+                f"RaFM{v} beats FM({ranks[-1]}), the FM of its largest rank, with fewer parameters",
+                (f"RaFM{v}", 0),
+                (("FM", ranks[-1]),),
+                metric,
+            ),
+            Claim(
+                "RaFM",
+                f"RaFM-low{v} (B₁,₁) is about as accurate as FM({ranks[0]}) (at most {100 * MARGIN:.0f} % worse; Fig. 3)",
+                (f"RaFM-low{v}", 0),
+                (("FM", ranks[0]),),
+                metric,
+                MARGIN,
+            ),
+        ]
     return out
 
 
-def preset_settings(dataset: str, ranks, task: str = "rating") -> dict:
-    """{label: (TrainConfig, hp)} from the tuned presets of FM(D_k) and RaFM(ranks)."""
-    settings = {}
-    for label, model, size in [*((f"FM({D})", "fm", D) for D in ranks), (f"RaFM{tuple(ranks)}", "rafm", ranks)]:
-        preset = presets.load(dataset, model, size, task)
-        settings[label] = (presets.train_config(preset), presets.hyperparameters(preset))
-    return settings
+def claim_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Records as the rows ``claims.measure`` reads: model FM/RaFM/RaFM-low (with the RaFM's
+    ``cuts_suffix``), rank D (0 for RaFM), test metrics without their ``test_`` prefix."""
+    out = frame.rename(columns={c: c.removeprefix("test_") for c in frame if c.startswith("test_")})
+    name = frame["kind"].map({"fm": "FM", "rafm": "RaFM", "rafm-low": "RaFM-low"})
+    cuts = frame["cuts"] if "cuts" in frame else pd.Series("", index=frame.index)
+    out["model"] = [n + ("" if n == "FM" else cuts_suffix(c)) for n, c in zip(name, cuts)]
+    return out
+
+
+def scorecard_claims(frame: pd.DataFrame, task: str):
+    """(rows, claims) of a result table for the scorecard: every RaFM variant it holds."""
+    rows = claim_frame(frame)
+    ranks = sorted({int(r) for r in frame.loc[frame["kind"] == "fm", "rank"]})
+    cuts = frame.loc[frame["kind"] == "rafm", "cuts"] if "cuts" in frame else pd.Series([""])
+    variants = list(dict.fromkeys(cuts_suffix(c) for c in cuts))
+    return rows, claims(task, ranks, variants)
+
+
+def rafm_label(ranks, cuts=None) -> str:
+    return f"RaFM{tuple(ranks)}" + cuts_suffix(None if cuts is None else presets.rank_label(cuts))
+
+
+def preset_settings(dataset: str, ranks, task: str = "rating", variants=(None,)) -> dict:
+    """{label: (TrainConfig, hp)} from the tuned presets of FM(D_k) and of RaFM(ranks) for every
+    variant: None (eq. 17's ranks, preset rafm-<ranks>) or cut-points (rafm-<ranks>-t<cuts>)."""
+    settings = {f"FM({D})": presets.load(dataset, "fm", D, task) for D in ranks}
+    for cuts in variants:
+        size = ranks if cuts is None else presets.thresholds_label(ranks, cuts)
+        settings[rafm_label(ranks, cuts)] = presets.load(dataset, "rafm", size, task)
+    return {
+        label: (presets.train_config(p), presets.hyperparameters(p), presets.recipe(p)) for label, p in settings.items()
+    }
+
+
+def grid_settings(data, ranks, task: str = "rating", variants=(None,), epochs: int = 40, log=None) -> dict:
+    """{label: (TrainConfig, hp, recipe)} under the paper's protocol ([RaFM] §6.1): each model's L2
+    chosen from ``L2_GRID`` on the validation split of seed 0, everything else at ``TrainConfig``'s
+    defaults (Adam's lr, no grouped L2, no weight averaging) — one tool, the same for every model."""
+    parts = split_data(data, seed=0)
+    key = MONITOR[task]
+    models = {f"FM({D})": ("fm", {"dim": D}) for D in ranks}
+    models.update({rafm_label(ranks, c): ("rafm", {"ranks": tuple(ranks), "thresholds": c}) for c in variants})
+    out = {}
+    for label, (name, hp) in models.items():
+        scores = {}
+        for decay in L2_GRID:
+            config = TrainConfig(task=task, epochs=epochs, weight_decay=decay)
+            extra = {"counts": parts.train.feature_counts()} if name == "rafm" else {}
+            torch.manual_seed(0)
+            run = fit(build_model(name, parts.schema, **hp, **extra), parts.train, parts.valid, config)
+            scores[decay] = run.metrics["valid"][key]
+        best = min(scores, key=scores.get)
+        if log:
+            log(f"{label}: L2 {best:g} (valid {key} {scores[best]:.4f}; grid {L2_GRID[0]:g} … {L2_GRID[-1]:g})")
+        config = TrainConfig(task=task, epochs=epochs, weight_decay=best)
+        recipe = (
+            f"Adam lr {config.lr:.2g}, L2 {best:g} from the paper's grid on validation, ≤ {epochs} epochs "
+            "(no grouped L2, no averaging)"
+        )
+        out[label] = (config, hp, recipe)
+    return out
 
 
 def default_settings(ranks, config: TrainConfig) -> dict:
-    """{label: (config, hp)}: one shared training config (the page's quick run without presets)."""
-    return {**{f"FM({D})": (config, {"dim": D}) for D in ranks}, f"RaFM{tuple(ranks)}": (config, {"ranks": ranks})}
+    """{label: (config, hp, recipe)}: one shared training config (the page's quick run without presets)."""
+    recipe = f"Adam lr {config.lr:.2g}, L2 {config.weight_decay:g}, ≤ {config.epochs} epochs (defaults, not tuned)"
+    return {
+        **{f"FM({D})": (config, {"dim": D}, recipe) for D in ranks},
+        f"RaFM{tuple(ranks)}": (config, {"ranks": ranks}, recipe),
+    }
+
+
+def below_top(rafm: nn.Module, data) -> tuple[float, float]:
+    """(share of slots, share of samples) of ``data`` whose feature sits below the top rank
+    (k_i < m): where RaFM differs from FM(D_m) at all."""
+    low = (rafm.k < len(rafm.ranks))[data.index] & (data.weight > 0)
+    return float(low.sum() / (data.weight > 0).sum()), float(low.any(1).float().mean())
 
 
 class LevelOutput(nn.Module):
@@ -132,9 +218,11 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
     parts = split_data(data, seed=seed)
     counts = parts.train.feature_counts()
     records = []
-    for label, (config, hp) in settings.items():
+    for label, (config, hp, recipe) in settings.items():
         name = "rafm" if label.startswith("RaFM") else "fm"
         hp = {**hp, "counts": counts} if name == "rafm" else hp
+        cuts = hp.get("thresholds")
+        cuts = "" if cuts is None else presets.rank_label(cuts)
         config = TrainConfig(**{**asdict(config), "seed": seed})
         torch.manual_seed(seed)
         model = build_model(name, parts.schema, **hp)
@@ -150,7 +238,11 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
             "parameters": _count(model),
             "test_seconds": _test_seconds(model, parts.test),
             **metrics(model, parts, config.task),
+            "cuts": cuts,
+            "recipe": recipe,
         }
+        if name == "rafm":
+            record["slots_below_top"], record["samples_below_top"] = below_top(model, parts.train)
         records.append(record)
         if log:
             log(
@@ -167,7 +259,7 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
             records.append(
                 {
                     "seed": seed,
-                    "model": "RaFM-low",
+                    "model": "RaFM-low" + cuts_suffix(cuts),
                     "kind": "rafm-low",
                     "epochs": epochs,
                     "train_seconds_per_epoch": float("nan"),
@@ -175,6 +267,8 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
                     "test_seconds": float("nan"),
                     "rank": 0,
                     **metrics(low, parts, config.task),
+                    "cuts": cuts,
+                    "recipe": f"{recipe}; read at level 1 (B₁,₁) of the trained RaFM",
                 }
             )
     top = next(r for r in records if r["model"] == f"FM({ranks[-1]})")
@@ -197,6 +291,8 @@ def summarize(records: list[dict]) -> pd.DataFrame:
             row[f"{c}_std"] = part[c].std(ddof=1) if len(part) > 1 else 0.0
         for c in ["parameters", "parameters_vs_top_fm", "train_time_vs_top_fm", "test_time_vs_top_fm", "epochs"]:
             row[c] = part[c].mean()
+        for c in ["slots_below_top", "samples_below_top"]:
+            row[c] = part[c].mean() if c in part else float("nan")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -270,26 +366,61 @@ def format_table(result: dict) -> str:
 
 
 # ---- command line ----------------------------------------------------------------------------
+def variants_arg(text: str) -> tuple:
+    """``"eq17,128,2000"`` -> (None, (128,), (2000,)): eq. 17's ranks, then each cut-point set
+    (several cut-points of one set joined by ``/``, e.g. ``16/256`` for three ranks)."""
+    out = []
+    for piece in filter(None, (p.strip() for p in str(text).split(","))):
+        out.append(None if piece == "eq17" else int_list(piece.replace("/", ",")))
+    if not out:
+        raise BadValue(f"expected eq17 and/or cut-points such as eq17,128, got {text!r}")
+    return tuple(out)
+
+
 def add_arguments(parser) -> None:
-    add_data_arguments(parser)
+    add_data_arguments(parser, choices=[*SPECS, PLANTED_RANKS])
     parser.add_argument("--task", choices=list(METRICS), default="rating")
     parser.add_argument("--ranks", type=int_list, default="8,32", help="strictly increasing ranks D_1,…,D_m (m ≥ 2)")
+    parser.add_argument(
+        "--variants",
+        type=variants_arg,
+        default="eq17",
+        help="how RaFM's k_i are set: eq17, and/or count cut-points (each a preset rafm-<ranks>-t<cuts>), e.g. eq17,128,2000",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="ours",
+        help="ours: the tuned presets (every model the same tools); rafm-paper: each model's L2 from the paper's grid",
+    )
     parser.add_argument("--seeds", type=positive_int, default=5, help="seeds 0..N−1 (split, init, batches)")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (timing)")
     parser.add_argument("--out", default=None, help="folder of the CSV (default: $FMLIB_RESULTS; committed: results)")
 
 
+def variants_text(variants) -> str:
+    return ",".join("eq17" if c is None else "/".join(map(str, c)) for c in variants)
+
+
 def command(args) -> str:
     """The exact command line of these arguments (defaults spelled out)."""
     words = ["python", "-m", "fmlib", "reproduce", "rafm", "--dataset", args.dataset, "--task", args.task]
-    words += ["--ranks", ",".join(map(str, args.ranks)), "--seeds", str(args.seeds), "--threads", str(args.threads)]
+    words += ["--ranks", ",".join(map(str, args.ranks)), "--variants", variants_text(args.variants)]
+    words += ["--protocol", args.protocol, "--seeds", str(args.seeds), "--threads", str(args.threads)]
     return shlex.join(words + (["--out", args.out] if args.out else []))
+
+
+def load_data(dataset: str, data_dir=None, log=None):
+    """MovieLens, or the planted-rank synthetic data (``synthetic.planted_ranks``, its defaults)."""
+    from ..data import movielens, synthetic
+
+    if dataset == PLANTED_RANKS:
+        return synthetic.planted_ranks()
+    return movielens.load(dataset, data_dir=data_dir, log=log)
 
 
 def run(args) -> int:
     import sys
-
-    from ..data import movielens
 
     ranks = check_ranks(args.ranks)
     torch.set_num_threads(args.threads)
@@ -297,10 +428,16 @@ def run(args) -> int:
     def log(msg):
         return print(msg, file=sys.stderr, flush=True)
 
-    settings = preset_settings(args.dataset, ranks, args.task)
-    data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
+    if args.dataset == PLANTED_RANKS and args.protocol == "ours":
+        raise ValueError("the planted-ranks data has no tuned presets: use --protocol rafm-paper (an L2 grid per model)")
+    data = load_data(args.dataset, args.data_dir, log)
+    if args.protocol == "ours":
+        settings = preset_settings(args.dataset, ranks, args.task, args.variants)
+    else:  # the small planted data takes more epochs to converge at Adam's default lr
+        epochs = 100 if args.dataset == PLANTED_RANKS else 40
+        settings = grid_settings(data, ranks, args.task, args.variants, epochs, log=log)
     result = compare(data, ranks, list(range(args.seeds)), settings, log)
-    path = save(result, results_path(args.dataset, args.task, args.out), command(args))
+    path = save(result, results_path(args.dataset, args.task, args.out, args.protocol), command(args))
     print(format_table(result))
     print(f"saved: {path}")
     return 0

@@ -8,9 +8,12 @@
   The test split is never read while tuning; it is touched once, by the final model.
 * Storage: one SQLite file per study under the run store, ``<runs>/.studies/<dataset>/<name>.sqlite3``.
   ``--trials N`` asks for N finished trials in all: run again after an interruption and the
-  study resumes where it stopped.
-* The search space of every model is in ``SEARCH_SPACES``. A size fixed by ``--rank`` (or
-  ``--dim``) is taken out of the space.
+  study resumes where it stopped. The preset is the best of the study's first N finished trials,
+  so every model gets the same tuning effort even when one study was run longer before.
+* The search space of every model is in ``SEARCH_SPACES``: the same training ``TOOLS`` for every
+  model (lr, L2, grouped L2 by field, weight averaging) plus the model's own sizes. A size fixed by
+  ``--rank`` (or ``--dim``) is taken out of the space. The space is part of the study's settings,
+  so a study made with another space is not resumed.
 The best configuration is written to ``presets/<dataset>/<model>[-<rank>].json`` only after the
 study has at least one finished trial; a failed or broken study leaves the old preset alone, and so
 does a study whose best validation score is worse than the one the old preset records.
@@ -29,52 +32,57 @@ import torch
 from .. import presets
 from ..arguments import add_data_arguments, add_train_arguments, int_list, positive_int
 from ..models import build_model, hyperparameters
+from ..models.rafm_ranks import check_thresholds
 from ..runs import default_root as runs_root
 from ..train import MONITOR, TrainConfig, evaluate, fit
 
-# name -> (low, high) for a log-uniform float, or a tuple of choices. lr and weight_decay go to
-# TrainConfig, the rest to the model. Weight decay is Adam's L2 on tables and weight matrices;
-# average_from is the epoch from which the end-of-epoch weights are averaged (0: off, see fmlib.train);
-# r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7). FM's grouped L2 (fmlib.train.row_decay):
-# field_decay, a dict of ranges (field name -> multiple of weight_decay on its rows), and linear_decay.
-SEARCH_SPACES = {
-    "fm": {
-        "lr": (1e-3, 5e-2),
-        "weight_decay": (1e-6, 3e-2),
-        "dim": (8, 16, 32, 64),
-        "average_from": (0, 3, 5),
-        "field_decay": {"user_id": (0.1, 10.0), "movie_id": (0.1, 10.0)},
-        "linear_decay": (0.01, 10.0),
-    },
-    "fwfm": {
-        "lr": (1e-3, 5e-2),
-        "weight_decay": (1e-6, 3e-2),
-        "dim": (8, 16, 32, 64),
-        "r_l2": (1e-4, 1.0),
-        "average_from": (0, 3, 5),
-    },
-    "dplr": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "dim": (8, 16, 32, 64), "average_from": (0, 3, 5)},
-    "rafm": {"lr": (1e-3, 5e-2), "weight_decay": (1e-6, 3e-2), "consistency": (0.1, 10.0), "average_from": (0, 3, 5)},
+# name -> (low, high) for a log-uniform float, or a tuple of choices. TOOLS are the training tools
+# every model gets, drawn from the same ranges for every model (a tool one model can take and the
+# other cannot would decide a comparison, not the models): lr and weight_decay (Adam's L2 on tables
+# and weight matrices); average_from, the epoch from which the end-of-epoch weights are averaged
+# (0: off, see fmlib.train); grouped L2 (fmlib.train.row_decay): field_decay, a dict of ranges
+# (field name -> multiple of weight_decay on its rows), and linear_decay. The rest are the model's
+# own sizes and regularisers: r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7).
+TOOLS = {
+    "lr": (1e-3, 5e-2),
+    "weight_decay": (1e-6, 3e-2),
+    "average_from": (0, 3, 5),
+    "field_decay": {"user_id": (0.1, 10.0), "movie_id": (0.1, 10.0)},
+    "linear_decay": (0.01, 10.0),
+}
+MODEL_SPACES = {
+    "fm": {"dim": (8, 16, 32, 64)},
+    "fwfm": {"dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
+    "dplr": {"dim": (8, 16, 32, 64)},
+    "rafm": {"consistency": (0.1, 10.0)},
     "rfm": {  # one rotation layer (the default; a second doubles the cost of an epoch)
-        "lr": (1e-3, 5e-2),
-        "weight_decay": (1e-6, 3e-2),
         "dim": (8, 16),
         "hidden": (8, 16, 32),
         "heads": (1, 2),
         "mlp_hidden": (16, 64),
         "dropout": (0.0, 0.2, 0.4),
-        "average_from": (0, 3, 5),
     },
 }
+SEARCH_SPACES = {model: {**TOOLS, **own} for model, own in MODEL_SPACES.items()}
+# A paper's own protocol, run beside ours so a verdict can be read under both (``--protocol``):
+# [DPLR] §5 tunes only the learning rate with Optuna, at 8-dimensional embeddings with features
+# seen fewer than 10 times in train as rare (``--dim 8 --min-count 10``); the rest stays at
+# TrainConfig's defaults (one L2, no grouped L2, no averaging). Its presets go to presets/dplr-paper/.
+PROTOCOL_SPACES = {"dplr-paper": {"lr": TOOLS["lr"]}}
+PROTOCOLS = ("ours", *PROTOCOL_SPACES)
 TRAIN_PARAMS = ("lr", "weight_decay", "average_from", "field_decay", "linear_decay")
 
 
-def search_space(model: str, fixed: dict, fields=None) -> dict:
-    """The model's space without the hyperparameters ``fixed`` holds. With ``fields`` (the data's
-    field names), a dict of per-field ranges (``field_decay``) keeps the fields the data has."""
+def search_space(model: str, fixed: dict, fields=None, protocol: str = "ours") -> dict:
+    """The model's space under ``protocol`` without the hyperparameters ``fixed`` holds. With
+    ``fields`` (the data's field names), a dict of per-field ranges (``field_decay``) keeps the
+    fields the data has."""
     if model not in SEARCH_SPACES:
         raise ValueError(f"unknown model {model!r}; choose one of {', '.join(SEARCH_SPACES)}")
-    space = {k: v for k, v in SEARCH_SPACES[model].items() if k not in fixed}
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    full = SEARCH_SPACES[model] if protocol == "ours" else PROTOCOL_SPACES[protocol]
+    space = {k: v for k, v in full.items() if k not in fixed}
     for name, rng in list(space.items()):
         if isinstance(rng, dict) and fields is not None:
             space[name] = {f: r for f, r in rng.items() if f in fields}
@@ -171,11 +179,13 @@ def finished(study) -> list:
     return [t for t in study.trials if t.state in states]
 
 
-def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True):
+def tune(
+    model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"
+):
     """Run the study up to ``trials`` finished trials; returns (best params, best valid metric)."""
     import optuna
 
-    space, key = search_space(model, fixed, data.schema.names), MONITOR[base.task]
+    space, key = search_space(model, fixed, data.schema.names, protocol), MONITOR[base.task]
 
     def objective(trial):
         train, hp = split_params(model, suggest(trial, space), fixed)
@@ -194,16 +204,21 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeou
         study.optimize(
             objective, n_trials=missing, timeout=timeout, catch=(RuntimeError, ValueError), show_progress_bar=progress
         )
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    # the best of the first ``trials`` finished trials: a study run longer before gives no model more tuning
+    first = finished(study)[:trials]
+    complete = [t for t in first if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
         raise RuntimeError(f"study {study.study_name}: every trial failed (diverged?); no preset written")
-    return nested(study.best_trial.params), study.best_value
+    best = min(complete, key=lambda t: t.value)
+    return nested(best.params), best.value
 
 
-def make_preset(model, dataset, rank, base: TrainConfig, fixed, params, value, study, min_count, command) -> dict:
+def make_preset(
+    model, dataset, rank, base: TrainConfig, fixed, params, value, study, min_count, command, trials
+) -> dict:
     train, hp = split_params(model, params, fixed)
     config = {**asdict(base), **train}
-    return {
+    preset = {
         "model": model,
         "dataset": dataset,
         "task": base.task,
@@ -213,23 +228,29 @@ def make_preset(model, dataset, rank, base: TrainConfig, fixed, params, value, s
         "min_count": min_count,
         "tuning": {
             "study": study.study_name,
-            "finished_trials": len(finished(study)),
+            "finished_trials": min(trials, len(finished(study))),
             "seed": base.seed,
             f"best_valid_{MONITOR[base.task]}": round(value, 5),
             "command": command,
+            "space": study.user_attrs.get("settings", {}).get("space"),
         },
     }
+    preset["tuning"]["recipe"] = presets.recipe(preset)
+    return preset
 
 
-def recorded_better(path: Path, key: str, value: float) -> float | None:
+def recorded_better(path: Path, key: str, value: float, space: dict) -> float | None:
     """The validation score ``key`` recorded in the preset at ``path`` when it is better (lower)
-    than ``value``, else None (no file, no score, or a worse one): a short study never replaces a
-    better preset."""
+    than ``value`` and was found in the same search ``space``, else None (no file, no score, a
+    worse one, or one from another space — a preset tuned with other tools is no reference): a
+    short study never replaces a better preset of the same space."""
     try:
-        recorded = json.loads(path.read_text())["tuning"][key]
+        tuning = json.loads(path.read_text())["tuning"]
+        recorded = tuning[key]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return recorded if isinstance(recorded, (int, float)) and recorded < value else None
+    same_space = tuning.get("space") == space
+    return recorded if same_space and isinstance(recorded, (int, float)) and recorded < value else None
 
 
 def add_arguments(p) -> None:
@@ -243,12 +264,28 @@ def add_arguments(p) -> None:
     )
     size.add_argument("--ranks", type=int_list, default=None, help="RaFM: fix the rank set D_1 < … < D_m, e.g. 8,32")
     p.add_argument("--dim", type=positive_int, default=None, help="fix DPLR's embedding size k (the DPLR paper: 8)")
+    p.add_argument(
+        "--thresholds",
+        type=int_list,
+        default=None,
+        help="RaFM with --ranks: count cut-points t_1 < … instead of eq. 17's (preset rafm-<ranks>-t<cuts>)",
+    )
     p.add_argument("--trials", type=positive_int, required=True, help="finished trials in all (a rerun resumes)")
     p.add_argument("--timeout", type=positive_int, default=None, help="stop starting trials after this many seconds")
     p.add_argument("--min-count", type=positive_int, default=1, help="features seen fewer times in train: rare bucket")
     add_train_arguments(p, skip=TRAIN_PARAMS)
     p.add_argument("--runs-dir", default=None, help="run store holding the studies (default: $FMLIB_RUNS or ./runs)")
-    p.add_argument("--presets-dir", default=None, help="where presets go (default: $FMLIB_PRESETS or ./presets)")
+    p.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="ours",
+        help="ours: every model draws the same training tools; dplr-paper: only lr, as [DPLR] §5 (presets/dplr-paper/)",
+    )
+    p.add_argument(
+        "--presets-dir",
+        default=None,
+        help="where presets go (default: $FMLIB_PRESETS or ./presets; a paper's protocol: its subfolder there)",
+    )
 
 
 def fixed_sizes(args) -> tuple[dict, object]:
@@ -259,20 +296,28 @@ def fixed_sizes(args) -> tuple[dict, object]:
         flag = "--ranks" if args.ranks is not None else "--rank"
         raise ValueError(f"{flag} does not apply to model {args.model!r}")
     fixed = {} if rank is None else {key: list(rank) if key == "ranks" else rank}
+    label = None if rank is None else presets.rank_label(rank)
+    if args.thresholds is not None:
+        if args.ranks is None:
+            raise ValueError("--thresholds applies to rafm with --ranks only")
+        fixed["thresholds"] = list(check_thresholds(args.thresholds, args.ranks))
+        label = presets.thresholds_label(args.ranks, args.thresholds)
     if args.dim is not None:
         if args.model != "dplr":
             raise ValueError("--dim applies to dplr only (for fm, fwfm and rfm the size is --rank)")
         fixed["dim"] = args.dim
-    return fixed, None if rank is None else presets.rank_label(rank)
+    return fixed, label
 
 
 def tune_command(args) -> str:
     """The command line that makes this preset (defaults included, so it stays exact)."""
     words = ["python", "-m", "fmlib", "tune", "--model", args.model, "--dataset", args.dataset]
-    for flag in ("rank", "ranks", "dim", "trials", "min_count", "seed", "epochs", "patience", "batch_size", "task"):
+    for flag in ("rank", "ranks", "thresholds", "dim", "trials", "min_count", "seed", "epochs", "patience", "batch_size", "task"):
         value = getattr(args, flag)
         if value is not None:
             words += ["--" + flag.replace("_", "-"), presets.rank_label(value)]
+    if args.protocol != "ours":
+        words += ["--protocol", args.protocol]
     return shlex.join(words)
 
 
@@ -282,11 +327,13 @@ def run(args) -> int:
 
     fixed, rank = fixed_sizes(args)
     base = train_config(args, lr=1e-3)  # lr is drawn per trial; this value is never used
-    name = presets.preset_name(args.model, rank, base.task) + f"-seed{base.seed}"
+    protocol = "" if args.protocol == "ours" else f"-{args.protocol}"
+    name = presets.preset_name(args.model, rank, base.task) + f"{protocol}-seed{base.seed}"
     path = study_path(args.dataset, name, args.runs_dir)
     settings = {
         "fixed": fixed,
         "min_count": args.min_count,
+        "space": json.loads(json.dumps(search_space(args.model, fixed, protocol=args.protocol))),  # as stored
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
     }
     study = open_study(path, name, base.seed, settings)
@@ -295,12 +342,15 @@ def run(args) -> int:
         seed=base.seed,
         min_count=args.min_count,
     )
-    params, value = tune(args.model, data, args.trials, base, fixed, study, args.timeout)
+    params, value = tune(args.model, data, args.trials, base, fixed, study, args.timeout, protocol=args.protocol)
     command = tune_command(args)
-    preset = make_preset(args.model, args.dataset, rank, base, fixed, params, value, study, args.min_count, command)
-    target = presets.preset_path(args.dataset, args.model, rank, base.task, args.presets_dir)
+    preset = make_preset(
+        args.model, args.dataset, rank, base, fixed, params, value, study, args.min_count, command, args.trials
+    )
+    root = presets.protocol_root(args.protocol, args.presets_dir)
+    target = presets.preset_path(args.dataset, args.model, rank, base.task, root)
     key = f"best_valid_{MONITOR[base.task]}"
-    better = recorded_better(target, key, value)
+    better = recorded_better(target, key, value, settings["space"])
     if better is None:
         presets.save(preset, target)
     else:

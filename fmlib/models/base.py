@@ -179,6 +179,13 @@ class FieldEmbeddingModel(nn.Module):
         """Keyword arguments that rebuild this model with ``build_model``."""
         return {"dim": self.dim}
 
+    def field_tables(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
+        """(table, feature row of each of its rows, linear?) of every table whose rows belong to
+        features: the linear weights w and the embeddings v, one row per feature. The trainer's
+        grouped L2 (``fmlib.train.row_decay``) reads the rows' fields from it."""
+        rows = torch.arange(self.schema.num_features)
+        return [(self.linear.weight, rows, True), (self.embedding.weight, rows, False)]
+
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """w0 + Σ_i w_i x_i (DPLR eq. 2, first two terms), shape (B,)."""
         return self.bias + FieldSum.apply(self.linear.weight, index, weight, self.layout).sum((1, 2))

@@ -239,6 +239,11 @@ class BayesianFM(nn.Module):
             raise ValueError(
                 f"model 'bfm' samples a Gaussian likelihood and trains the rating task only, got task {config.task!r}"
             )
+        if config.grouped_decay:
+            raise ValueError(
+                "model 'bfm' samples a prior per field group itself ([Rendle2012] §MCMC): "
+                "field_decay and linear_decay apply to the Adam-trained models only"
+            )
         if config.epochs <= self.burn_in:
             raise ValueError(f"epochs (Gibbs sweeps) must exceed burn_in={self.burn_in}, got {config.epochs}")
         start = time.perf_counter()

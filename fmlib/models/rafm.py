@@ -45,7 +45,7 @@ from torch import nn
 
 from .base import FieldRead, SlotLayout, gather_fields, slot_runs, sum_slots
 from .fm import fm_pairwise
-from .rafm_ranks import assign_ranks, check_counts, check_ranks, feature_set_sizes
+from .rafm_ranks import assign_ranks, check_counts, check_ranks, check_thresholds, feature_set_sizes
 
 
 class RaFM(nn.Module):
@@ -53,12 +53,16 @@ class RaFM(nn.Module):
 
     ``counts``: occurrences n_i of every feature row in the training split
     (``split.train.feature_counts()``); ``ranks``: D_1 < … < D_m; ``consistency``: c in
-    ``extra_loss``.
+    ``extra_loss``; ``thresholds``: count cut-points t_1 < … < t_{m−1} instead of eq. 17's
+    (``rafm_ranks.assign_ranks``).
     """
 
-    def __init__(self, schema, ranks=(8, 32), consistency: float = 1.0, counts=None, init_std: float = 0.01):
+    def __init__(
+        self, schema, ranks=(8, 32), consistency: float = 1.0, counts=None, init_std: float = 0.01, thresholds=None
+    ):
         super().__init__()
         self.ranks = check_ranks(ranks)
+        self.thresholds = check_thresholds(thresholds, self.ranks)
         if counts is None:
             raise ValueError(
                 "RaFM needs the occurrences n_i of every feature in the training split "
@@ -69,7 +73,7 @@ class RaFM(nn.Module):
             raise ValueError(f"consistency must be >= 0, got {consistency}")
         self.schema, self.consistency = schema, float(consistency)
         m, n = len(self.ranks), schema.num_features
-        k = assign_ranks(counts, self.ranks)  # k_i ∈ 1..m (eq. 17)
+        k = assign_ranks(counts, self.ranks, self.thresholds)  # k_i ∈ 1..m (eq. 17, or the given cut-points)
         self.register_buffer("counts", torch.as_tensor(counts), persistent=False)
         self.register_buffer("k", torch.as_tensor(k), persistent=False)
         self.bias = nn.Parameter(torch.zeros(1))
@@ -103,7 +107,20 @@ class RaFM(nn.Module):
     def hparams(self) -> dict:
         """Keyword arguments that rebuild this model with ``build_model`` (counts included, so a
         saved run gets back the same k_i and table sizes)."""
-        return {"ranks": list(self.ranks), "consistency": self.consistency, "counts": self.counts.tolist()}
+        hp = {"ranks": list(self.ranks), "consistency": self.consistency, "counts": self.counts.tolist()}
+        return hp if self.thresholds is None else {**hp, "thresholds": list(self.thresholds)}
+
+    def field_tables(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
+        """(table, feature row of each of its rows, linear?) of the linear weights w and of every
+        level's free and dependent tables, for the trainer's grouped L2 (``fmlib.train.row_decay``):
+        a feature's L2 strength is its field's at every level, as FM's is on its one table."""
+        k = self.k.cpu()
+        tables = [(self.linear.weight, torch.arange(len(k)), True)]
+        for p in range(len(self.ranks)):
+            tables.append((self.free[p], torch.nonzero(k == p + 1).squeeze(1), False))
+            if p < len(self.ranks) - 1:
+                tables.append((self.dependent[p], torch.nonzero(k > p + 1).squeeze(1), False))
+        return tables
 
     # ---- storage -------------------------------------------------------------------------
     def feature_set_sizes(self) -> list[int]:

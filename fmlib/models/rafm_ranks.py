@@ -76,12 +76,37 @@ def thresholds(ranks: Sequence[int]) -> np.ndarray:
     return np.sqrt(D[:-1] * D[1:])
 
 
-def assign_ranks(counts, ranks: Sequence[int]) -> np.ndarray:
+def check_thresholds(cuts, ranks: Sequence[int]) -> tuple[int, ...] | None:
+    """Count thresholds t_1 < … < t_{m−1} for the rank set ``ranks`` as a tuple of ints, or None
+    (eq. 17's own √(D_k D_{k+1})); a clear ValueError otherwise."""
+    if cuts is None:
+        return None
+    m = len(check_ranks(ranks))
+    try:
+        values = tuple(int(t) for t in cuts)
+    except (TypeError, ValueError):
+        raise ValueError(f"thresholds must be integers such as (128,), got {cuts!r}") from None
+    if len(values) != m - 1 or min(values) < 0 or any(a >= b for a, b in zip(values, values[1:])):
+        raise ValueError(
+            f"thresholds must be {m - 1} increasing counts >= 0 for the {m} ranks {tuple(ranks)}, got {values}"
+        )
+    return values
+
+
+def assign_ranks(counts, ranks: Sequence[int], cuts=None) -> np.ndarray:
     """k_i = argmin_k |log n_i − log D_k| (eq. 17), 1-based, as the threshold rule
     k_i = 1 + #{k : n_i > √(D_k D_{k+1})} evaluated exactly in integers (n_i² > D_k D_{k+1}),
-    so a tie n_i = √(D_k D_{k+1}) goes to the lower rank. n_i = 0 gives k_i = 1 (the limit)."""
-    D = np.asarray(check_ranks(ranks), dtype=np.int64)
+    so a tie n_i = √(D_k D_{k+1}) goes to the lower rank. n_i = 0 gives k_i = 1 (the limit).
+
+    ``cuts`` (t_1 < … < t_{m−1}) replaces eq. 17's thresholds: k_i = 1 + #{k : n_i > t_k}. The
+    paper regards the k_i as hyperparameters (§3) and sets them by eq. 17 to avoid a grid search
+    (§6); eq. 17 ties a rank set to fixed counts (for (8, 32), t = 16), so on a small data set
+    explicit cut-points are what lets a rank set reach the features it is meant for."""
     n = check_counts(counts)
+    cuts = check_thresholds(cuts, ranks)
+    if cuts is not None:
+        return 1 + (n[:, None] > np.asarray(cuts, dtype=np.int64)[None, :]).sum(1)
+    D = np.asarray(check_ranks(ranks), dtype=np.int64)
     return 1 + (n[:, None] ** 2 > (D[:-1] * D[1:])[None, :]).sum(1)
 
 
