@@ -5,7 +5,7 @@ import streamlit as st
 
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
-from app_pages._view import chart, checked_link, copy_link_and_reset
+from app_pages._view import chart, checked_link, copy_link_and_reset, secondary
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
@@ -81,6 +81,65 @@ except Exception as err:  # no data source: say why, no traceback
     fail(str(err))
 summary = seen["summary"]
 
+
+def comparison(result: dict) -> dict:
+    """Section 3's figures and verdicts of a comparison."""
+    frame = rafm_experiment.claim_frame(pd.DataFrame(result["records"]))
+    verdicts = measure_all(frame, rafm_experiment.claims(result["task"], result["ranks"]))
+    return {
+        **result,
+        "figure": comparison_figure(result),
+        "verdicts": verdicts,
+        "verdict_figure": verdict_figure(verdicts, "RaFM's claims: paired per-seed difference, 95 % interval"),
+    }
+
+
+@st.cache_resource(show_spinner=False)
+def saved_comparison(path: str, mtime_ns: int) -> dict:
+    """A saved comparison, read and drawn once per version of its file."""
+    return comparison(rafm_experiment.load(path))
+
+
+def shown_comparison(name: str):
+    """(the comparison section 3 shows, or None; what to say there when there is none): a run made here
+    wins over the saved table, on its own dataset."""
+    result = st.session_state.get("rafm_result")
+    if result is not None and result["dataset"] == name:
+        return result, None
+    path = tables.newest(rafm_experiment.table_name(name, "rating"))
+    if path is None:
+        return None, (
+            "info",
+            f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} "
+            f"--ranks {','.join(map(str, ranks))}` (it needs the tuned presets), or one seed here.",
+        )
+    try:
+        return saved_comparison(str(path), path.stat().st_mtime_ns), None
+    except ValueError as err:
+        return None, ("error", str(err))
+
+
+def percent(share: float) -> str:
+    """A share as a percentage with one decimal, never rounded to 100 % or 0 % when it is not."""
+    if share == 1 or share == 0:
+        return f"{100 * share:.0f} %"
+    text = f"{100 * share:.1f}"
+    if text == "100.0":
+        return "> 99.9 %"
+    if text == "0.0":
+        return "< 0.1 %"
+    return f"{text} %"
+
+
+def table_row(result, ranks) -> dict | None:
+    """The comparison table's row of RaFM with eq. 17's ranks ``ranks`` (mean over its seeds), or None."""
+    if result is None or tuple(result["ranks"]) != tuple(ranks):
+        return None
+    return next((r for r in result["summary"] if r["model"] == f"RaFM{tuple(ranks)}"), None)
+
+
+result, no_result = shown_comparison(name)
+
 st.subheader("1 · How often does each feature occur?")
 chart(seen["histogram"])
 st.markdown(
@@ -99,18 +158,27 @@ with left:
     with st.expander("as a table"):
         st.dataframe(seen["table"], hide_index=True)
 with right:
-    share = summary["rafm_parameters"] / summary["fm_parameters"]
-    st.metric(
-        "RaFM stores",
-        f"{summary['rafm_parameters']:,} numbers",
-        f"{100 * share:.1f} % of FM({ranks[-1]})",
-        delta_color="off",
-    )
+    row = table_row(result, ranks)
+    if row is not None:  # the number section 3's table shows (embeddings, linear weights and bias)
+        st.metric(
+            f"RaFM{ranks} has",
+            f"{row['parameters']:,.0f} parameters",
+            f"{percent(row['parameters_vs_top_fm'])} of FM({ranks[-1]})'s",
+            delta_color="off",
+        )
+        secondary(f"Mean over the {row['seeds']} seeds of the table in section 3, as that table counts them.")
+    else:
+        st.metric(
+            "RaFM stores",
+            f"{summary['rafm_parameters']:,} embedding numbers",
+            f"{percent(summary['share'])} of FM({ranks[-1]})'s",
+            delta_color="off",
+        )
     st.markdown(
         f"Only *active* factors are kept (Prop. 1): $v_i^{{(k)}}$ for $k \\le k_i$, i.e. $\\sum_k D_k |F_k|$ with "
         f"$|F_k|$ = {summary['F_sizes']} features having $k_i \\ge k$, against $D_m |F|$ = {summary['fm_parameters']:,} "
         f"for FM({ranks[-1]}). Share of occurrences in each $F_k$: "
-        + ", ".join(f"{100 * s:.0f} %" for s in summary["occurrence_share"])
+        + ", ".join(percent(s) for s in summary["occurrence_share"])
         + " — what the evaluation time depends on (Remark 5)."
     )
 
@@ -139,40 +207,6 @@ st.table(pd.DataFrame(rows).set_index("level k"))
 st.subheader("3 · Does it pay off?")
 
 
-def comparison(result: dict) -> dict:
-    """Section 3's figures and verdicts of a comparison."""
-    frame = rafm_experiment.claim_frame(pd.DataFrame(result["records"]))
-    verdicts = measure_all(frame, rafm_experiment.claims(result["task"], result["ranks"]))
-    return {
-        **result,
-        "figure": comparison_figure(result),
-        "verdicts": verdicts,
-        "verdict_figure": verdict_figure(verdicts, "RaFM's claims: paired per-seed difference, 95 % interval"),
-    }
-
-
-@st.cache_resource(show_spinner=False)
-def saved_comparison(path: str, mtime_ns: int) -> dict:
-    """A saved comparison, read and drawn once per version of its file."""
-    return comparison(rafm_experiment.load(path))
-
-
-path = tables.newest(rafm_experiment.table_name(name, "rating"))
-result = st.session_state.get("rafm_result")
-if result is None or result["dataset"] != name:  # a run made here wins over the saved file, on its own dataset
-    result = None
-    if path is None:
-        st.info(
-            f"No comparison saved for {name} yet. Run `python -m fmlib reproduce rafm --dataset {name} "
-            f"--ranks {','.join(map(str, ranks))}` (it needs the tuned presets), or one seed here."
-        )
-    else:
-        try:
-            result = saved_comparison(str(path), path.stat().st_mtime_ns)
-        except ValueError as err:
-            st.error(str(err))
-
-
 def one_seed(name: str, ranks, data, settings: dict, job) -> dict:
     """Seed 0 of FM at each rank and RaFM, as a job: each model's line is reported as it finishes."""
     lines = []
@@ -185,6 +219,8 @@ def one_seed(name: str, ranks, data, settings: dict, job) -> dict:
     return rafm_experiment.as_result(name, ranks, [0], "rating", records, "one seed, here")
 
 
+if no_result is not None:
+    getattr(st, no_result[0])(no_result[1])
 job = wait_in_session("rafm_seed_job", f"Your seed of FM at each rank and RaFM{ranks}")
 if job is not None and job.state == "done":
     st.session_state["rafm_result"] = comparison(job.result)

@@ -101,3 +101,28 @@ def test_run_one_seed_here_trains_and_plots():
     assert not at.exception
     assert not at.error, at.error[0].value
     assert list(figure(at, 2)["data"][0]["x"]) == ["FM(2)", "FM(4)", "RaFM(2, 4)", "RaFM-low"]
+
+
+def test_the_parameter_share_reads_the_tables_number_and_nothing_rounds_to_100():
+    """Section 1's share is the one section 3's table prints; occurrence shares below 1 never show as 100 %."""
+    import re
+
+    at = page("ml-100k")
+    assert not at.error
+    table = at.code[0].value  # rafm_experiment.format_table of the committed comparison
+    (line,) = [line for line in table.splitlines() if line.startswith("RaFM(8, 32) ")]
+    shown = re.search(r"(\d+\.\d)%", line).group(1)
+    assert at.metric[0].delta == f"{shown} % of FM(32)'s" and "parameters" in at.metric[0].value
+    (sentence,) = [m.value for m in at.markdown if "Share of occurrences" in m.value]
+    shares = re.search(r"Share of occurrences in each \$F_k\$: (.*) — ", sentence).group(1).split(", ")
+    from fmlib.analysis.frequency import parameter_summary
+    from fmlib.data import movielens, split
+
+    summary = parameter_summary(split(movielens.load("ml-100k"), seed=0).train.feature_counts(), (8, 32))
+    assert len(shares) == len(summary["occurrence_share"])
+    for text, share in zip(shares, summary["occurrence_share"]):
+        assert (text == "100 %") == (share == 1), (text, share)
+        if text == "> 99.9 %":
+            assert 0.999 < share < 1
+        elif share < 1:
+            assert float(text.split()[0]) == pytest.approx(100 * share, abs=0.05), text
