@@ -33,12 +33,9 @@ else:
     if card.empty:
         st.info("No result tables yet: run `python -m fmlib reproduce dplr` (it needs the tuned presets).")
     else:
-        st.dataframe(card[["paper", "claim", "measured", "verdict", "table"]], hide_index=True)
-        st.markdown(
-            "The bars and the full tables: "
-            + ", ".join(f"[{title}]({page})" for _paper, _name, _claims, page, title in scorecard.SOURCES)
-            + "."
-        )
+        st.dataframe(card[["paper", "claim", "protocol", "measured", "verdict", "recipes", "table"]], hide_index=True)
+        pages = dict.fromkeys((page, title) for _paper, _name, _claims, page, title, _protocol in scorecard.SOURCES)
+        st.markdown("The bars and the full tables: " + ", ".join(f"[{title}]({page})" for page, title in pages) + ".")
 st.subheader("Pages")
 for path, title, icon, blurb in PAGES[1:]:
     st.page_link(path, label=title, icon=icon)

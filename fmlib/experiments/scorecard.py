@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data import synthetic
 from . import dplr, fm_ablation, fmgrad, inversion, rafm, rfm, tables
 from .claims import measure_all
 
@@ -19,28 +20,39 @@ def _dplr(frame: pd.DataFrame, task: str):
     return frame, dplr.claims(task, sorted(int(r) for r in frame["rank"].unique() if r > 0))
 
 
-def _rafm(frame: pd.DataFrame, task: str):
-    ranks = sorted({int(r) for r in frame.loc[frame["kind"] == "fm", "rank"]})
-    return rafm.claim_frame(frame), rafm.claims(task, ranks)
+def _dplr_paper(dataset: str, task: str) -> str:
+    return dplr.table_name(dataset, task, "dplr-paper")
 
 
-# (paper, result table name, table -> (rows, claims), the page that shows it, its title)
+def _rafm_paper(dataset: str, task: str) -> str:
+    return rafm.table_name(dataset, task, "rafm-paper")
+
+
+def _rafm_planted(dataset: str, task: str) -> str:
+    return rafm.table_name(synthetic.PLANTED_RANKS, task, "rafm-paper")
+
+
+OURS = "ours: each model tuned on validation with the same tools and trials"
+# (paper, result table name, table -> (rows, claims), the page that shows it, its title, protocol)
 SOURCES = [
-    ("DPLR", dplr.table_name, _dplr, "field_interactions", "Field interactions"),
-    ("RaFM", rafm.table_name, _rafm, "rank_aware_fm", "Rank-aware FM"),
-    ("fmlib", fm_ablation.table_name, fm_ablation.claims, "train", "Train"),
-    ("FMGrad", fmgrad.table_name, fmgrad.claims, "derivations", "Derivations"),
-    ("AttnInv", inversion.table_name, inversion.claims, "attention_inversion", "Attention inversion"),
-    ("RFM", rfm.table_name, rfm.claims, "gradient_growth", "Gradient growth"),
+    ("DPLR", dplr.table_name, _dplr, "field_interactions", "Field interactions", OURS),
+    ("DPLR", _dplr_paper, _dplr, "field_interactions", "Field interactions", "the DPLR paper's: only lr tuned"),
+    ("RaFM", rafm.table_name, rafm.scorecard_claims, "rank_aware_fm", "Rank-aware FM", OURS),
+    ("RaFM", _rafm_paper, rafm.scorecard_claims, "rank_aware_fm", "Rank-aware FM", "the RaFM paper's: L2 grid"),
+    ("RaFM", _rafm_planted, rafm.scorecard_claims, "rank_aware_fm", "Rank-aware FM", "L2 grid, planted data"),
+    ("fmlib", fm_ablation.table_name, fm_ablation.claims, "train", "Train", "one change at a time"),
+    ("FMGrad", fmgrad.table_name, fmgrad.claims, "derivations", "Derivations", "synthetic"),
+    ("AttnInv", inversion.table_name, inversion.claims, "attention_inversion", "Attention inversion", "synthetic"),
+    ("RFM", rfm.table_name, rfm.claims, "gradient_growth", "Gradient growth", OURS),
 ]
 BEGIN, END = "<!-- SCORECARD: begin (python -m fmlib scorecard --readme README.md) -->", "<!-- SCORECARD: end -->"
-COLUMNS = ["paper", "claim", "measured", "verdict", "page", "table"]
+COLUMNS = ["paper", "claim", "protocol", "measured", "verdict", "recipes", "page", "table"]
 
 
 def scorecard(dataset: str = "ml-100k", task: str = "rating", artifacts=None, committed=None) -> pd.DataFrame:
     """One row per claim whose result table exists (columns ``COLUMNS``)."""
     rows = []
-    for _paper, name, claims_of, page, title in SOURCES:
+    for _paper, name, claims_of, page, title, protocol in SOURCES:
         path = tables.newest(name(dataset, task), artifacts, committed)
         if path is None:
             continue
@@ -50,8 +62,10 @@ def scorecard(dataset: str = "ml-100k", task: str = "rating", artifacts=None, co
                 {
                     "paper": row["paper"],
                     "claim": row["claim"],
+                    "protocol": protocol,
                     "measured": row["measured"],
                     "verdict": row["verdict"],
+                    "recipes": row["recipes"],
                     "page": f"{title} ({page})",
                     "table": f"{path.parent.name}/{path.name} ({header['date']})",
                 }
@@ -69,7 +83,10 @@ def markdown(card: pd.DataFrame, dataset: str) -> str:
         f"Measured on {dataset}: the paired per-seed difference (> 0 favours the claim) with its 95 % t-interval; "
         "rows marked synthetic measure one quantity (an error, a speed-up, a success rate) on generated inputs, "
         "with its 95 % interval (t; for a rate, Wilson) against the threshold the claim needs. "
-        "Each row's page shows the bars; each table's header names the command that made it.\n\n"
+        "Each row's page shows the bars; each table's header names the command that made it. "
+        "*protocol* says how the models were tuned (ours: every model the same training tools — L2, grouped L2 by "
+        "field, weight averaging, the epoch budget — and the same number of Optuna trials on validation; a paper's "
+        "own protocol where it differs); *recipes* says how each side was trained.\n\n"
     )
     return intro + markdown_table(card) + "\n"
 
