@@ -48,17 +48,6 @@ def badge(status: str) -> str:
     return f":{colour}-badge[{label}]"
 
 
-def how(result) -> str:
-    """The method badge text: symbolic / exact at size n / numeric with trials and max error."""
-    if result.method == "symbolic":
-        return "symbolic (general symbols)"
-    if result.method == "exact":
-        return f"exact at size n={result.size}"
-    if result.method == "numeric":
-        return f"numeric ({result.trials} trials, max error {result.max_error:.1e})"
-    return "no method (not checked)"
-
-
 def reset_step():
     st.session_state.deriv_step = 1
 
@@ -101,7 +90,7 @@ if result.status == "slip":  # said under the line, so that the line itself stay
     st.markdown("**Corrected line** (sympy accepts it); the line as printed is further down.")
 st.markdown(f"**Rule.** {math(step.justification)}")
 secondary(f"From: {with_titles(step.source)}")
-st.markdown(f"{badge(result.status)} &nbsp; checked by **{how(result.corrected)}**")
+st.markdown(f"{badge(result.status)} &nbsp; **{result.corrected.how}**")
 
 if result.status == "slip":
     st.warning("**Slip in the paper.** The line as printed fails its check; the corrected line is above.")
@@ -122,32 +111,25 @@ if st.toggle("Show the check (what sympy compared)", key="deriv_show_check", bin
         st.latex(readable_sides(result.printed.lhs, result.printed.rhs))
     st.caption(f"checked in {result.corrected.seconds:.2f} s")
 
-if step.wrong:
-    link_check("deriv_wrong", one_of(BOOLEAN), "true or false")
-    if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind="query-params"):
-        labels = [w.label for w in step.wrong]
-        choice = (
-            st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True, format_func=math)
-            if len(labels) > 1
-            else labels[0]
-        )
-        variant = step.wrong[labels.index(choice)]
-        outcome = dict(result.wrong)[variant.label]
-        st.latex(variant.latex)
-        if outcome.status == "failed":
-            st.error(
-                f"**{math(variant.label)}**: the check fails — {math(outcome.detail)} Why: {math(variant.explanation)}."
-            )
-        else:
-            st.warning(
-                f"**{math(variant.label)}**: this wrong line was expected to fail but is {outcome.status}: {math(outcome.detail)}"
-            )
-else:
-    st.caption(
-        "No wrong variant is prepared for this step; steps with one: "
-        + (", ".join(str(i + 1) for i, s in enumerate(derivation.steps) if s.wrong) or "none")
-        + "."
+link_check("deriv_wrong", one_of(BOOLEAN), "true or false")  # every step has a wrong variant
+if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind="query-params"):
+    labels = [w.label for w in step.wrong]
+    choice = (
+        st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True, format_func=math)
+        if len(labels) > 1
+        else labels[0]
     )
+    variant = step.wrong[labels.index(choice)]
+    outcome = dict(result.wrong)[variant.label]
+    st.latex(variant.latex)
+    if outcome.status == "failed":
+        st.error(
+            f"**{math(variant.label)}**: the check fails — {math(outcome.detail)} Why: {math(variant.explanation)}."
+        )
+    else:
+        st.warning(
+            f"**{math(variant.label)}**: this wrong line was expected to fail but is {outcome.status}: {math(outcome.detail)}"
+        )
 
 if key == S3_KEY and step.check.relation == ">=" and step.name.startswith("Proposition S3"):
     left, right = st.columns(2)
@@ -164,8 +146,9 @@ if key == S3_KEY and step.check.relation == ">=" and step.name.startswith("Propo
 if step.check.size is not None:
     with st.expander("Check this line at another size"):
         st.write(
-            f"This line is checked at n = {step.check.size}: exact up to n = {step.check.exact_limit}, "
-            f"numeric above, not at all beyond n = {step.check.build_limit}."
+            f"This line is checked at one size, n = {step.check.size}: evidence at that size, not a proof for "
+            f"every n. Try another: up to n = {step.check.exact_limit} sympy simplifies the difference, above that "
+            f"it compares numbers at random values, and beyond n = {step.check.build_limit} it does not check at all."
         )
         link_check("deriv_size", in_range(1, 30, integer=True), "1 to 30")
         size = st.number_input(
@@ -173,7 +156,7 @@ if step.check.size is not None:
         )
         with st.spinner(f"checking at n = {size}…"):
             other = one_step(key, index, int(size))
-        st.markdown(f"{badge(other.status)} &nbsp; {how(other.corrected)} — {math(other.detail)}")
+        st.markdown(f"{badge(other.status)} &nbsp; {other.corrected.how} — {math(other.detail)}")
 
 with st.expander("Assumptions"):
     for assumption in derivation.assumptions:
@@ -196,7 +179,7 @@ if st.toggle("Check every step of this derivation", key="deriv_all"):
     with st.spinner("sympy is checking every line of this derivation…"):
         results = step_results(key)
     st.dataframe(
-        [{"#": r.index + 1, "step": r.step, "status": r.status, "method": how(r.corrected)} for r in results],
+        [{"#": r.index + 1, "step": r.step, "status": r.status, "checked": r.corrected.how} for r in results],
         hide_index=True,
     )
 

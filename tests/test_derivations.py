@@ -1,9 +1,9 @@
-"""The derivation catalog: every step passes (or is a known slip), every wrong variant fails."""
+"""The derivation catalog: every step passes (or is a known slip) and has a wrong variant that fails by value."""
 
 import pytest
 
-from fmlib.derivations import catalog
-from fmlib.derivations.checker import STATUSES, check_derivations
+from fmlib.derivations import attention, catalog
+from fmlib.derivations.checker import STATUSES, check_derivations, weak_checks
 from fmlib.references import TITLES, keys, with_titles
 
 # (derivation, step number): the printed line fails its check and the corrected line passes
@@ -64,21 +64,45 @@ def test_slips_show_a_failing_printed_line(results):
         assert r.printed.status == "failed" and "slip in the paper" in r.detail
 
 
-def test_every_prepared_wrong_variant_fails(results):
-    variants = [(r, label, w) for r in results for label, w in r.wrong]
-    assert len(variants) >= 15
-    for r, label, w in variants:
-        assert w.status == "failed", f"{r.derivation} #{r.index + 1} wrong variant {label!r}: {w.detail}"
-        assert not w.shape_mismatch, f"{r.derivation} #{r.index + 1} wrong variant {label!r} fails by shape only"
+def test_every_step_passes_its_check_and_every_wrong_variant_fails_it_by_value(results):
+    """Walks every step of every derivation: each check is shown able to fail."""
+    assert len(results) == sum(len(d.steps) for d in catalog())
+    for r in results:
+        where = f"{r.derivation} #{r.index + 1} {r.step}"
+        assert r.corrected.status == "passed", f"{where}: {r.corrected.detail}"
+        assert r.wrong, f"{where}: no prepared wrong variant"
+        for label, w in r.wrong:
+            assert w.status == "failed", f"{where}: wrong variant {label!r} is {w.status}: {w.detail}"
+            assert not w.shape_mismatch, f"{where}: wrong variant {label!r} fails by shape only"
+        assert r.can_fail
+    assert weak_checks(results) == []
 
 
-def test_methods_and_details_are_reported(results):
+def test_r_fm_wrong_eigenvalue_fails_by_value(results):
+    [r] = [r for r in results if (r.derivation, r.index + 1) == ("r-fm", 2)]
+    assert (r.status, r.corrected.method) == ("passed", "symbolic")
+    [(label, wrong)] = r.wrong
+    assert label == "eigenvalue m" and wrong.status == "failed" and not wrong.shape_mismatch
+    assert "written out at m = 1" in wrong.detail and wrong.how == "checked at n = 1 (algebra at this size only)"
+
+
+def test_hessian_bound_rejects_a_wrong_chain_with_the_right_product(results):
+    [r] = [r for r in results if (r.derivation, r.index + 1) == ("attention-hessian-bound", 2)]
+    assert r.status == "slip" and len(r.wrong) == 2
+    for label, wrong in r.wrong:  # both chains multiply out to 144 n² d R⁸, as the corrected line does
+        assert wrong.status == "failed" and wrong.max_error > 0.1, (label, wrong.detail)
+    # the factor 2 of Lemma E.2 comes from sympy's Hessian of L, not from the line
+    assert [float(f) for f in attention._e2_factor(2)] == pytest.approx([2.0, 2.0, 2.0], abs=1e-20)
+
+
+def test_a_check_at_one_size_says_so(results):
     methods = {r.method for r in results}
     assert {"symbolic", "exact", "numeric"} <= methods
     for r in results:
         c = r.corrected
+        assert "exact" not in c.how
         if c.method == "exact":
-            assert c.size is not None and f"n={c.size}" in c.detail
+            assert c.size is not None and f"n = {c.size}" in c.detail and c.how.startswith(f"checked at n = {c.size}")
         if c.method == "numeric":
             assert c.trials and c.max_error is not None and c.max_error <= 1e-12
         assert c.lhs and c.rhs
@@ -87,7 +111,7 @@ def test_methods_and_details_are_reported(results):
 def test_json_records_have_the_documented_fields(results):
     for r in results:
         d = r.to_dict()
-        assert {"derivation", "step", "status", "method", "detail"} <= set(d)
+        assert {"derivation", "step", "status", "method", "checked", "detail"} <= set(d)
         assert d["status"] in STATUSES
 
 

@@ -81,3 +81,22 @@ def test_rfm_part_ii_matches_autograd_through_cos_q():
     }
     formula = evaluate(-layer.B.T * layer.F(printed=False), values)
     assert np.allclose(formula, grad.numpy())
+
+
+def test_lemma_e2_hessian_of_l_has_the_factor_two():
+    """[AttnInv] Lemma E.2 as autograd sees it: ∇²L = 2 Σ (∇c ∇cᵀ + c ∇²c), the factor that
+    attention-hessian-bound step 2 measures with sympy (`attention._e2_factor`)."""
+    n, d = 2, attention.D
+    W, V, B = (torch.randn(*s, dtype=torch.float64) for s in ((d, d), (d, d), (n, d)))
+
+    def c(x):  # every c(X)_{i,j}, X = x as d×n; eq. (1) with Wᵀ (§3.2's Σ c²)
+        X = x.reshape(d, n)
+        return (torch.softmax(X.T @ W.T @ X, dim=1) @ X.T @ V - B).reshape(-1)
+
+    x = torch.randn(d * n, dtype=torch.float64)
+    hessian = torch.autograd.functional.hessian(lambda x: (c(x) ** 2).sum(), x)
+    jacobian = torch.autograd.functional.jacobian(c, x)
+    curvature = torch.stack([torch.autograd.functional.hessian(lambda x, k=k: c(x)[k], x) for k in range(n * d)])
+    parts = jacobian.T @ jacobian + torch.einsum("k,kab->ab", c(x), curvature)
+    assert torch.allclose(hessian, 2 * parts)
+    assert not torch.allclose(hessian, parts)  # Lemma E.2 as printed

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 from fmlib.derivations import Check, Derivation, Printed, Step, WrongVariant, cli, run_check
-from fmlib.derivations.checker import check_derivations
+from fmlib.derivations.checker import check_derivations, weak_checks
 from fmlib.derivations.core import sym_matrix
 
 a, b = sp.symbols("a b", real=True)
@@ -49,11 +49,24 @@ def test_bad_check_definitions_are_rejected():
 
 
 def test_symbolic_exact_and_numeric_pass_true_lines():
-    assert run_check(Check(square(1), "symbolic", size=None)).method == "symbolic"
+    symbolic = run_check(Check(square(1), "symbolic", size=None))
+    assert symbolic.method == "symbolic" and symbolic.how == "symbolic, for general symbols"
     exact = run_check(Check(trace_cyclic, "exact", size=3))
     assert (exact.status, exact.method, exact.size) == ("passed", "exact", 3)
+    assert exact.how == "checked at n = 3 (algebra at this size only)" and "at n = 3" in exact.detail
     numeric = run_check(Check(lambda n: (sp.sin(a) ** 2 + sp.cos(a) ** 2, 1), "numeric", size=1, trials=6))
     assert (numeric.status, numeric.trials) == ("passed", 6) and numeric.max_error < 1e-25
+    assert numeric.how.startswith("checked at n = 1, numeric (6 trials")
+
+
+def test_a_general_size_line_that_does_not_simplify_is_written_out_at_small_sizes():
+    m = sp.Symbol("m", integer=True, positive=True)
+    one = sp.OneMatrix(m, 1)
+    right = run_check(Check(lambda n: (sp.OneMatrix(m, m) * one, m * one), "symbolic", size=None))
+    assert right.status == "passed" and right.method == "symbolic"
+    wrong = run_check(Check(lambda n: (sp.OneMatrix(m, m) * one, (m + 1) * one), "symbolic", size=None))
+    assert wrong.status == "failed" and not wrong.shape_mismatch and "written out at m = 1" in wrong.detail
+    assert (wrong.method, wrong.size) == ("exact", 1)
 
 
 def test_false_lines_fail_with_a_reason():
@@ -79,7 +92,8 @@ def test_results_are_cached():
 def test_size_limits_fall_back_to_numeric_then_refuse():
     c = Check(trace_cyclic, "exact", size=2, exact_limit=3, build_limit=5)
     fallback = run_check(c, size=4)
-    assert fallback.status == "passed" and fallback.method == "numeric" and "exact-check limit" in fallback.detail
+    assert fallback.status == "passed" and fallback.method == "numeric" and "limit n ≤ 3 for algebra" in fallback.detail
+    assert fallback.how.startswith("checked at n = 4, numeric")
     refused = run_check(c, size=9)
     assert refused.status == "not-checked" and "limit" in refused.detail
 
@@ -141,7 +155,7 @@ def test_cli_json_and_exit_codes(toy_catalog, capsys):
     assert {"derivation": "toy", "step": "s", "status": "passed", "method": "symbolic"}.items() <= record.items()
     toy_catalog(small_derivation(wrong_is_right=True))
     assert cli.main(["check"]) == 1
-    assert "PASSED (they must fail)" in capsys.readouterr().out
+    assert "toy #1 s: wrong variant 'sign' PASSED (it must fail)" in capsys.readouterr().out
     failing = Derivation("bad", "bad", "test", (), (step(Check(square(-1), "symbolic", size=None)),))
     toy_catalog(failing)
     assert cli.main(["check"]) == 1
@@ -151,7 +165,23 @@ def test_cli_json_and_exit_codes(toy_catalog, capsys):
         Derivation("toy", "toy", "test", (), (step(Check(square(1), "symbolic", size=None), wrong=(shape_only,)),))
     )
     assert cli.main(["check"]) == 1  # a wrong variant must fail by value
-    assert "failed by shape mismatch only: toy #1 AᵀA" in capsys.readouterr().out
+    assert "toy #1 s: wrong variant 'AᵀA' failed by shape mismatch only" in capsys.readouterr().out
+    toy_catalog(Derivation("toy", "toy", "test", (), (step(Check(square(1), "symbolic", size=None)),)))
+    assert cli.main(["check"]) == 1  # a check with no prepared wrong variant is not shown able to fail
+    assert "toy #1 s: no prepared wrong variant" in capsys.readouterr().out
+
+
+def test_cli_says_at_which_size_a_line_was_checked(toy_catalog, capsys):
+    wrong = WrongVariant("AB = BA", "x", Check(trace_wrong, "exact", size=3), "why")
+    toy_catalog(Derivation("toy", "toy", "test", (), (step(Check(trace_cyclic, "exact", size=3), wrong=(wrong,)),)))
+    assert cli.main(["check"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("toy"))
+    assert "checked at n = 3" in row and "exact" not in row
+    assert "1 of 1 steps have prepared wrong variants (1 in all) that fail by value" in out
+    assert cli.main(["check", "--json"]) == 0
+    [record] = json.loads(capsys.readouterr().out)
+    assert record["checked"] == "checked at n = 3 (algebra at this size only)"
 
 
 def test_cli_bad_input_is_one_line_exit_2(toy_catalog, capsys):
@@ -166,3 +196,22 @@ def test_cli_bad_input_is_one_line_exit_2(toy_catalog, capsys):
 def test_check_derivations_keeps_order():
     d = small_derivation()
     assert [r.derivation for r in check_derivations([d, d])] == ["toy", "toy"]
+
+
+def test_weak_checks_name_every_step_whose_check_is_not_shown_able_to_fail():
+    good = WrongVariant("sign", "x", Check(square(-1), "symbolic", size=None), "why")
+    passes = WrongVariant("no slip", "x", Check(square(1), "symbolic", size=None), "why")
+    by_shape = WrongVariant("AᵀA", "x", Check(lambda n: (sp.ones(2, 3), sp.ones(3, 2)), "exact", size=1), "why")
+    steps = (
+        step(Check(square(1), "symbolic", size=None), name="fine", wrong=(good,)),
+        step(Check(square(1), "symbolic", size=None), name="none"),
+        step(Check(square(1), "symbolic", size=None), name="passes", wrong=(good, passes)),
+        step(Check(square(1), "symbolic", size=None), name="shape", wrong=(by_shape,)),
+    )
+    results = check_derivations([Derivation("toy", "toy", "test", (), steps)])
+    assert [r.can_fail for r in results] == [True, False, False, False]
+    assert weak_checks(results) == [
+        "toy #2 none: no prepared wrong variant",
+        "toy #3 passes: wrong variant 'no slip' PASSED (it must fail)",
+        "toy #4 shape: wrong variant 'AᵀA' failed by shape mismatch only",
+    ]

@@ -82,7 +82,7 @@ def test_s3_step_plots_a_nonnegative_slack_and_its_wrong_variant_fails(at):
 def test_another_size_falls_back_to_numeric_then_refuses(at):
     at.selectbox(key="deriv_derivation").set_value("identity-1").run()
     at.number_input(key="deriv_size").set_value(8).run()
-    assert "numeric (4 trials" in markdown(at) and "exact-check limit" in markdown(at)
+    assert "checked at n = 8, numeric (4 trials" in markdown(at) and "for algebra" in markdown(at)
     at.number_input(key="deriv_size").set_value(20).run()
     assert ":gray-badge[not checked]" in markdown(at) and "limit" in markdown(at)
     assert not at.exception

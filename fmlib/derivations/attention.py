@@ -15,6 +15,7 @@ factor 2 of d(c²) = 2c dc. Both are shown as slips next to the corrected lines.
 
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 
 from .core import Check, Derivation, Printed, Step, WrongVariant, dot, sym_matrix
@@ -143,12 +144,15 @@ def _h_columns(transposed):
     return build
 
 
-def _loss(transposed):
+def _loss(transposed, sum_of_squares=True):
+    """‖softmax(XᵀWᵀX or XᵀWX) XᵀV − B‖²_F against Σ c² (or, wrongly, against (Σ c)²)."""
+
     def build(n):
         M = _Model(n)
         A = M.X.T * (M.W.T if transposed else M.W) * M.X
         R = M.softmax(A) * M.X.T * M.V - M.B
-        return sum(r**2 for r in R), M.L()
+        cs = [M.c(i, j) for i in range(n) for j in range(M.d)]
+        return sum(r**2 for r in R), M.L() if sum_of_squares else sum(cs) ** 2
 
     return build
 
@@ -242,6 +246,15 @@ def definitions() -> Derivation:
                     "§3.2 says Σ c² is L(X) of eq. (1), but with u(X)_i = exp(XᵀW X_{*,i}) that holds "
                     "only for symmetric W; for a general W, eq. (1) needs Wᵀ (or u needs Wᵀ)",
                 ),
+                wrong=(
+                    WrongVariant(
+                        "square of the sum",
+                        r"\|D'(X)^{-1}\exp(X^\top W^\top X)X^\top V - B\|_F^2 = \Big(\sum_{i=1}^n\sum_{j=1}^d c(X)_{i,j}\Big)^2",
+                        Check(_loss(True, sum_of_squares=False), "exact", size=2, exact_limit=3, build_limit=6),
+                        "the squared Frobenius norm squares every entry and then sums; squaring the sum adds "
+                        "cross terms c_{i,j} c_{i',j'} and lets errors of opposite sign cancel",
+                    ),
+                ),
             ),
         ),
     )
@@ -269,24 +282,35 @@ def _lemma_a10(missing_diagonal=False):
     return build
 
 
-def _lemma_a11(n):
-    M = _Model(n)
-    lhs, rhs = [], []
-    for i0, i1, j1 in M.cases(True) + M.cases(False):
-        lhs.append(_d(M, M.u(i0), i1, j1))
-        inner = M.e(i0) * M.wx(j1, i0) + M.xw(j1) if i0 == i1 else M.e(i1) * M.wx(j1, i0)
-        rhs.append(M.u(i0).multiply_elementwise(inner))
-    return _columns(lhs), _columns(rhs)
+def _lemma_a11(chain_rule=True):
+    """Lemma A.11; without ``chain_rule`` the factor u(X)_{i0} ∘ of exp' = exp is forgotten."""
+
+    def build(n):
+        M = _Model(n)
+        lhs, rhs = [], []
+        for i0, i1, j1 in M.cases(True) + M.cases(False):
+            lhs.append(_d(M, M.u(i0), i1, j1))
+            inner = M.e(i0) * M.wx(j1, i0) + M.xw(j1) if i0 == i1 else M.e(i1) * M.wx(j1, i0)
+            rhs.append(M.u(i0).multiply_elementwise(inner) if chain_rule else inner)
+        return _columns(lhs), _columns(rhs)
+
+    return build
 
 
-def _lemma_a12(n):
-    M = _Model(n)
-    lhs, rhs = [], []
-    for i0, i1, j1 in M.cases(True) + M.cases(False):
-        lhs.append(_d(M, M.alpha(i0), i1, j1))
-        u = M.u(i0)
-        rhs.append(u[i0] * M.wx(j1, i0) + dot(u, M.xw(j1)) if i0 == i1 else u[i1] * M.wx(j1, i0))
-    return sp.Matrix([lhs]), sp.Matrix([rhs])
+def _lemma_a12(entry_i1=True):
+    """Lemma A.12; the wrong variant takes u(X)_{i0,i0} instead of u(X)_{i0,i1} in Part 2 (i0 ≠ i1)."""
+
+    def build(n):
+        M = _Model(n)
+        lhs, rhs = [], []
+        for i0, i1, j1 in M.cases(True) + M.cases(False):
+            lhs.append(_d(M, M.alpha(i0), i1, j1))
+            u = M.u(i0)
+            part2 = u[i1 if entry_i1 else i0] * M.wx(j1, i0)
+            rhs.append(u[i0] * M.wx(j1, i0) + dot(u, M.xw(j1)) if i0 == i1 else part2)
+        return sp.Matrix([lhs]), sp.Matrix([rhs])
+
+    return build
 
 
 def _lemma_a13(sign):
@@ -322,20 +346,27 @@ def _lemma_a14(drop_normalisation=False):
     return build
 
 
-def _lemma_a15(n):
-    M = _Model(n)
-    lhs, rhs = [], []
-    for i1 in range(n):
-        for j0 in range(M.d):
-            for j1 in range(M.d):
-                lhs.append(_d(M, M.h(j0), i1, j1))
-                rhs.append(M.e(i1) * M.V[j1, j0])
-    return _columns(lhs), _columns(rhs)
+def _lemma_a15(transposed=False):
+    """Lemma A.15: e_{i1} v_{j1,j0} (or, wrongly, e_{i1} v_{j0,j1})."""
+
+    def build(n):
+        M = _Model(n)
+        lhs, rhs = [], []
+        for i1 in range(n):
+            for j0 in range(M.d):
+                for j1 in range(M.d):
+                    lhs.append(_d(M, M.h(j0), i1, j1))
+                    rhs.append(M.e(i1) * (M.V[j0, j1] if transposed else M.V[j1, j0]))
+        return _columns(lhs), _columns(rhs)
+
+    return build
 
 
-def _dc(M, i0, j0, i1, j1):
-    """Lemma A.16: C1 + … + C5 (i0 = i1) or C6 + C7 + C8 (i0 ≠ i1)."""
-    f, h, s, wx, v = M.f(i0), M.h(j0), M.s(i0, j0), M.wx(j1, i0), M.V[j1, j0]
+def _dc(M, i0, j0, i1, j1, with_dh=True):
+    """Lemma A.16: C1 + … + C5 (i0 = i1) or C6 + C7 + C8 (i0 ≠ i1); without ``with_dh`` the terms C5 and
+    C8 that come from dh (Lemma A.15) are left out."""
+    f, h, s, wx = M.f(i0), M.h(j0), M.s(i0, j0), M.wx(j1, i0)
+    v = M.V[j1, j0] if with_dh else 0
     if i0 == i1:
         return (
             -s * f[i0] * wx
@@ -347,25 +378,32 @@ def _dc(M, i0, j0, i1, j1):
     return -s * f[i1] * wx + f[i1] * h[i1] * wx + f[i1] * v
 
 
-def _lemma_a16(n):
-    M = _Model(n)
-    lhs, rhs = [], []
-    for i0, i1, j1 in M.cases(True) + M.cases(False):
-        for j0 in range(M.d):
-            lhs.append(_d(M, M.c(i0, j0), i1, j1))
-            rhs.append(_dc(M, i0, j0, i1, j1))
-    return sp.Matrix([lhs]), sp.Matrix([rhs])
+def _lemma_a16(with_dh=True):
+    def build(n):
+        M = _Model(n)
+        lhs, rhs = [], []
+        for i0, i1, j1 in M.cases(True) + M.cases(False):
+            for j0 in range(M.d):
+                lhs.append(_d(M, M.c(i0, j0), i1, j1))
+                rhs.append(_dc(M, i0, j0, i1, j1, with_dh))
+        return sp.Matrix([lhs]), sp.Matrix([rhs])
+
+    return build
 
 
-def _lemma_a17(factor):
+def _lemma_a17(factor, every_token=True):
+    """sympy's dL/dx_{i1,j1} against factor · Σ_{i0,j0} c dc/dx; without ``every_token`` the sum keeps only
+    i0 = i1 (as if c of another token did not depend on x_{i1,j1})."""
+
     def build(n):
         M = _Model(n)
         L = M.L()
         lhs, rhs = [], []
         for i1 in range(n):
             for j1 in range(M.d):
+                tokens = range(n) if every_token else [i1]
                 lhs.append(_d(M, L, i1, j1))
-                rhs.append(factor * sum(M.c(i0, j0) * _dc(M, i0, j0, i1, j1) for i0 in range(n) for j0 in range(M.d)))
+                rhs.append(factor * sum(M.c(i0, j0) * _dc(M, i0, j0, i1, j1) for i0 in tokens for j0 in range(M.d)))
         return sp.Matrix([lhs]), sp.Matrix([rhs])
 
     return build
@@ -411,7 +449,15 @@ def gradients() -> Derivation:
                 r"\frac{du(X)_{i_0}}{dx_{i_1,j_1}} = u(X)_{i_0}\circ\frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}}",
                 "chain rule for the entrywise exponential (Fact A.2), then Lemma A.10",
                 f"{SOURCE}, Lemma A.11",
-                _exact(_lemma_a11),
+                _exact(_lemma_a11()),
+                wrong=(
+                    WrongVariant(
+                        "forgot the chain rule",
+                        r"\frac{du(X)_{i_0}}{dx_{i_1,j_1}} = \frac{dX^\top W X_{*,i_0}}{dx_{i_1,j_1}}",
+                        _exact(_lemma_a11(chain_rule=False)),
+                        "the derivative of exp(g) is exp(g)·g′: the factor u(X)_{i0} = exp(…) stays",
+                    ),
+                ),
             ),
             Step(
                 "Lemma A.12: derivative of α(X)_{i0}",
@@ -422,7 +468,16 @@ def gradients() -> Derivation:
                 + r" & i_0\ne i_1\end{cases}",
                 "α = ⟨u, 1_n⟩ is linear in u (Fact A.2), Lemma A.11, and ⟨u ∘ v, 1_n⟩ = ⟨u, v⟩ (Fact A.1)",
                 f"{SOURCE}, Lemma A.12",
-                _exact(_lemma_a12),
+                _exact(_lemma_a12()),
+                wrong=(
+                    WrongVariant(
+                        "u(X)_{i0,i0} in Part 2",
+                        r"\frac{d\alpha(X)_{i_0}}{dx_{i_1,j_1}} = u(X)_{i_0,i_0}\langle W_{j_1,*}, X_{*,i_0}\rangle \quad (i_0\ne i_1)",
+                        _exact(_lemma_a12(entry_i1=False)),
+                        "x_{i1,j1} sits in the i1-th entry of Xᵀ W X_{*,i0}, so it is u(X)_{i0,i1} that moves: "
+                        "an index mixed up",
+                    ),
+                ),
             ),
             Step(
                 "Lemma A.13: derivative of α(X)_{i0}⁻¹",
@@ -471,7 +526,15 @@ def gradients() -> Derivation:
                 r"\frac{dh(X)_{j_0}}{dx_{i_1,j_1}} = e_{i_1}\,v_{j_1,j_0}",
                 "h = XᵀV_{*,j0} is linear in X; dXᵀ/dx_{i1,j1} = e_{i1}e_{j1}ᵀ",
                 f"{SOURCE}, Lemma A.15",
-                _exact(_lemma_a15),
+                _exact(_lemma_a15()),
+                wrong=(
+                    WrongVariant(
+                        "V's indices swapped",
+                        r"\frac{dh(X)_{j_0}}{dx_{i_1,j_1}} = e_{i_1}\,v_{j_0,j_1}",
+                        _exact(_lemma_a15(transposed=True)),
+                        "h(X)_{j0} = XᵀV_{*,j0} holds column j0 of V; x_{i1,j1} multiplies its row j1: v_{j1,j0}",
+                    ),
+                ),
             ),
             Step(
                 "Lemma A.16: derivative of c(X)_{i0,j0}",
@@ -486,7 +549,15 @@ def gradients() -> Derivation:
                 + r",\; C_8 = f_{i_0,i_1}v_{j_1,j_0},\quad s = \langle f(X)_{i_0}, h(X)_{j_0}\rangle\end{aligned}",
                 "b is constant; product rule for ⟨f, h⟩ (Fact A.2) with Lemmas A.14 and A.15, then collect terms",
                 f"{SOURCE}, Lemma A.16",
-                _exact(_lemma_a16),
+                _exact(_lemma_a16()),
+                wrong=(
+                    WrongVariant(
+                        "forgot dh (no C5, C8)",
+                        r"\frac{dc(X)_{i_0,j_0}}{dx_{i_1,j_1}} = \begin{cases} C_1+C_2+C_3+C_4 & i_0 = i_1\\ C_6+C_7 & i_0 \ne i_1\end{cases}",
+                        _exact(_lemma_a16(with_dh=False)),
+                        "h(X)_{j0} = XᵀV_{*,j0} depends on X too: the product rule on ⟨f, h⟩ gives ⟨f, dh⟩ = C5 or C8",
+                    ),
+                ),
             ),
             Step(
                 "Lemma A.17: gradient of L(X)",
@@ -500,6 +571,15 @@ def gradients() -> Derivation:
                     "the factor 2 of d(c²)/dx = 2c dc/dx is missing (the gradient is off by a "
                     "factor 2, its direction is right)",
                 ),
+                wrong=(
+                    WrongVariant(
+                        "own token only",
+                        r"\frac{dL(X)}{dx_{i_1,j_1}} = 2\sum_{j_0=1}^d c(X)_{i_1,j_0}\,\frac{dc(X)_{i_1,j_0}}{dx_{i_1,j_1}}",
+                        Check(_lemma_a17(2, every_token=False), "numeric", size=2, build_limit=5),
+                        "through the softmax every c(X)_{i0,j0} depends on every token: Part 2 (i0 ≠ i1) of "
+                        "Lemma A.16 is not zero",
+                    ),
+                ),
             ),
         ),
     )
@@ -511,35 +591,74 @@ H1_TOKENS = 3  # n in the Lemma H.1 check: p = (p_1, …, p_n), each p_i ∈ ℝ
 H1_VALUES = (-1.0, -0.25, 0.5, 1.0)  # grid values of every entry of p
 
 
-def _h1_blocks(printed):
-    """Corrected: n·pᵀp ≥ (Σ_i ‖p_i‖)². Printed: pᵀp ≥ Σ_{i,j} p_iᵀp_j = ‖Σ_i p_i‖²."""
+def _h1_blocks(form):
+    """ "corrected": n·pᵀp ≥ (Σ_i ‖p_i‖)²; "printed": pᵀp ≥ Σ_{i,j} p_iᵀp_j = ‖Σ_i p_i‖²; "without n":
+    pᵀp ≥ (Σ_i ‖p_i‖)²."""
 
     def build(_):
         p = sym_matrix("p", H1_TOKENS, D, real=True)  # row i is p_i
         rows = [p[i, :] for i in range(H1_TOKENS)]
         pp = sum(dot(r, r) for r in rows)
-        if printed:
+        if form == "printed":
             total = sum(rows, sp.zeros(1, D))
             return pp, dot(total, total)
-        return H1_TOKENS * pp, sum(sp.sqrt(dot(r, r)) for r in rows) ** 2
+        return (H1_TOKENS if form == "corrected" else 1) * pp, sum(sp.sqrt(dot(r, r)) for r in rows) ** 2
 
     return build
 
 
-def _h1_check(printed):
+def _h1_check(form):
     names = [f"p_{{{i + 1},{j + 1}}}" for i in range(H1_TOKENS) for j in range(D)]
-    return Check(_h1_blocks(printed), "numeric", size=1, relation=">=", grid={k: H1_VALUES for k in names})
+    return Check(_h1_blocks(form), "numeric", size=1, relation=">=", grid={k: H1_VALUES for k in names})
 
 
-def _h2_constant(factor_e2, factor_h1):
-    """The constant of ∇²L ⪰ −K·I assembled from the lemmas against the stated K."""
+# n, d, R of the constant K in ∇²L ⪰ −K·I, and their sampling ranges (counts ≥ 1, R > 1 by Assumption 4.1)
+H2_N, H2_D, H2_R = sp.symbols("n d R", positive=True)
+H2_RANGES = {"n": (1.0, 8.0), "d": (1.0, 8.0), "R": (1.0, 3.0)}
+E2_BLOCK = ((0, 0), (1, 0))  # x_{1,1}, x_{2,1}: one entry of each of two tokens
+E2_SEED = 0
 
-    def build(_):
-        n, d, R = sp.symbols("n d R", positive=True)
-        chain = factor_e2 * (n * d) * (2 * R**2) * (36 * factor_h1(n) * R**6)
-        return chain, 144 * n**2 * d * R**8
+
+def _e2_factor(n):
+    """Lemma E.2's factor, measured: sympy's Hessian of L = Σ c² divided by Σ_{i0,j0}(∇c ∇cᵀ + c ∇²c), entry by
+    entry, on the 2×2 block of E2_BLOCK's variables (3 distinct entries), at a seeded random X, W, V, B."""
+    M = _Model(n)
+    xs = [M.x(i, j) for i, j in E2_BLOCK]
+    cs = [M.c(i0, j0) for i0 in range(n) for j0 in range(M.d)]
+    hessian = sp.hessian(sum(c**2 for c in cs), xs)
+    parts = sp.zeros(len(xs), len(xs))
+    for c in cs:
+        gradient = sp.Matrix([sp.diff(c, x) for x in xs])
+        parts += gradient * gradient.T + c * sp.hessian(c, xs)
+    rng = np.random.default_rng(E2_SEED)
+    symbols = sorted(hessian.free_symbols | parts.free_symbols, key=lambda s: s.name)
+    point = {s: sp.Rational(int(rng.integers(-1536, 1537)), 1024) for s in symbols}
+    return [sp.N(hessian[a, b].xreplace(point) / parts[a, b].xreplace(point), 30) for a, b in ((0, 0), (0, 1), (1, 1))]
+
+
+def _h2_constant(e2, terms, c_bound, hessian_c_bound, total):
+    """The constant K of ∇²L ⪰ −K·I, K = e2 · terms · c_bound · hessian_c_bound, as a line states it (right)
+    against its sources (left), factor by factor and as a product: e2 measured on sympy's Hessian of L
+    (`_e2_factor`, n = 2 tokens), the number of terms c∇²c counted from L = Σ_{i0≤n} Σ_{j0≤d} c², |c| ≤ 2R²
+    (Lemma F.2) and ‖∇²c‖ ≤ 36R⁶ (Lemma F.5) times Lemma H.1's n (the previous line). A wrong chain with
+    the right product fails at the factor it got wrong."""
+
+    def build(n):
+        i0, j0 = sp.symbols("i_0 j_0", integer=True)
+        measured = _e2_factor(n)
+        count = sp.summation(1, (i0, 1, H2_N), (j0, 1, H2_D))
+        sources = measured + [count, 2 * H2_R**2, 36 * H2_R**6 * H2_N]
+        line = [e2] * len(measured) + [terms, c_bound, hessian_c_bound]
+        product = measured[0] * count * sources[-2] * sources[-1]
+        return sp.Matrix(sources + [product]), sp.Matrix(line + [total])
 
     return build
+
+
+def _h2_check(e2, terms, c_bound, hessian_c_bound, total):
+    return Check(
+        _h2_constant(e2, terms, c_bound, hessian_c_bound, total), "numeric", size=2, build_limit=3, ranges=H2_RANGES
+    )
 
 
 def hessian_bound() -> Derivation:
@@ -563,13 +682,22 @@ def hessian_bound() -> Derivation:
                 "(Σ_i ‖p_i‖)² ≤ n Σ_i ‖p_i‖²; the check is this last inequality, on a grid of "
                 f"{len(H1_VALUES)}^{H1_TOKENS * D} points p ∈ ℝ^{{{H1_TOKENS}×{D}}}",
                 f"{SOURCE}, Lemma H.1",
-                _h1_check(printed=False),
+                _h1_check("corrected"),
                 printed=Printed(
                     r"\max\|H\|\sum_{i_1=1}^n\sum_{i_2=1}^n p_{i_1}^\top p_{i_2} \le \max\|H\|\;p^\top p,"
                     r"\quad\text{so}\quad \|\nabla^2 c(X)_{i_0,j_0}\| \le 36R^6",
-                    _h1_check(printed=True),
+                    _h1_check("printed"),
                     "Σ_{i,j} p_iᵀp_j = ‖Σ_i p_i‖² reaches n·pᵀp when all p_i are equal: the printed "
                     "bound on ∇²c misses a factor up to n",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "Cauchy–Schwarz without the n",
+                        r"\Big(\sum_{i=1}^n\|p_i\|\Big)^2 \le p^\top p",
+                        _h1_check("without n"),
+                        "the square of a sum of n norms exceeds the sum of their squares: for n equal blocks "
+                        "it is n times as large",
+                    ),
                 ),
             ),
             Step(
@@ -578,14 +706,33 @@ def hessian_bound() -> Derivation:
                 r"\quad\text{so } \gamma > 72\,n^2 d R^8 \text{ makes } L + \gamma\|X\|^2 \text{ strongly convex}",
                 "Lemma E.2 corrected: ∇²L = 2Σ_{i0,j0}(∇c∇cᵀ + c∇²c); drop the PSD part; each of the nd "
                 "terms c∇²c ⪰ −|c|‖∇²c‖ I with |c| ≤ 2R² and ‖∇²c‖ ≤ 36nR⁶ (previous line); the "
-                "regulariser adds 2γ I. The check multiplies the factors out",
-                f"{SOURCE}, Lemma H.2, Thm. 4.2",
-                Check(_h2_constant(2, lambda n: n), "symbolic", size=None),
+                "regulariser adds 2γ I. The check takes every factor from its source and compares it with the "
+                "line: the 2 measured as sympy's Hessian of L over Σ(∇c∇cᵀ + c∇²c) (n = 2 tokens, d = 2), the nd "
+                "terms counted in L = Σc², |c| ≤ 2R² (Lemma F.2) and ‖∇²c‖ ≤ 36R⁶ (Lemma F.5) times the n "
+                "of the previous line; then their product",
+                f"{SOURCE}, Lemma H.2, Lemma E.2, Thm. 4.2",
+                _h2_check(2, H2_N * H2_D, 2 * H2_R**2, 36 * H2_N * H2_R**6, 144 * H2_N**2 * H2_D * H2_R**8),
                 printed=Printed(
                     r"\nabla^2 L(X) \succeq -72\,ndR^8\,\mathbf I_{nd}",
-                    Check(_h2_constant(1, lambda n: 1), "symbolic", size=None),
+                    _h2_check(1, H2_N * H2_D, 2 * H2_R**2, 36 * H2_R**6, 72 * H2_N * H2_D * H2_R**8),
                     "the printed proof uses Lemma E.2 without the factor 2 of L = Σc² and Lemma H.1's "
                     "bound without the factor n: 72ndR⁸ = 1·nd·2R²·36R⁶ is smaller by the factor 2n",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "n counted with the terms",
+                        r"\nabla^2 L(X) \succeq -2\cdot n^2d\cdot 2R^2\cdot 36R^6\,\mathbf I_{nd} = -144\,n^2 d R^8\,\mathbf I_{nd}",
+                        _h2_check(2, H2_N**2 * H2_D, 2 * H2_R**2, 36 * H2_R**6, 144 * H2_N**2 * H2_D * H2_R**8),
+                        "the same product, but L has nd terms c², not n²d: the n belongs to the bound on "
+                        "‖∇²c‖ (the n² blocks of Lemma H.1)",
+                    ),
+                    WrongVariant(
+                        "the 2 of Lemma E.2 moved into |c|",
+                        r"\nabla^2 L(X) \succeq -1\cdot nd\cdot 4R^2\cdot 36nR^6\,\mathbf I_{nd} = -144\,n^2 d R^8\,\mathbf I_{nd}",
+                        _h2_check(1, H2_N * H2_D, 4 * H2_R**2, 36 * H2_N * H2_R**6, 144 * H2_N**2 * H2_D * H2_R**8),
+                        "the same product, but the Hessian of L = Σc² is 2Σ(∇c∇cᵀ + c∇²c) (sympy's Hessian says "
+                        "so), and Lemma F.2 bounds |c| by 2R², not 4R²",
+                    ),
                 ),
             ),
         ),

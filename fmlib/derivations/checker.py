@@ -3,7 +3,8 @@
 Methods (the badge on the page):
 - symbolic: the difference, built from general symbols, simplifies to 0;
 - exact: built from explicit n×n-style matrices of symbols, every entry of the
-  difference simplifies to 0 (expand, then cancel of the rational function);
+  difference simplifies to 0 (expand, then cancel of the rational function). This holds at
+  that one size n only, so it is shown as "checked at n = …", never as a proof;
 - numeric: random substitutions (seeded), evaluated with 30 significant digits;
   reports the number of trials and the max relative error.
 If exact simplification does not reach 0 the checker does not guess: it substitutes
@@ -14,8 +15,9 @@ falls back to numeric; above its build limit, and on a timeout, the step is
 Statuses of a step: passed, failed, not-checked, and slip: the paper's printed line
 fails while the corrected line passes. A check that fails only because its sides cannot be
 compared (different shapes, an undefined product) says "shape mismatch" and sets
-``shape_mismatch``: a wrong variant must fail by value, not that way. Every check runs in a forked child process so
-that a timeout really stops the work; results are cached per (check, size).
+``shape_mismatch``: a wrong variant must fail by value, not that way (`weak_checks` lists the steps whose check
+is not shown able to fail). Every check runs in a forked child process so that a timeout really stops the
+work; results are cached per (check, size).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ DIGITS = 30
 SEED = 0
 WORKERS = 1  # the machine is shared; check_derivations(..., workers=2) runs two checks at a time
 STATUSES = ("passed", "failed", "slip", "not-checked")
+GENERAL_SIZES = (1, 2, 3, 4)  # where a general-size difference that does not simplify is written out
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,21 @@ class CheckResult:
     max_error: float | None = None
     seconds: float = 0.0
     shape_mismatch: bool = False  # failed only because the sides' shapes differ or a product is undefined
+    grid: bool = False  # an inequality evaluated on a grid (trials = the number of grid points)
+
+    @property
+    def how(self) -> str:
+        """How the line was checked, in words; a check at one size n says "checked at n = …", never "exact"."""
+        if self.method == "symbolic":
+            return "symbolic, for general symbols"
+        if self.method == "exact":
+            return f"checked at n = {self.size} (algebra at this size only)"
+        if self.method == "numeric" and self.grid:
+            return f"checked on a grid of {self.trials} points"
+        if self.method == "numeric":
+            where = "at random values" if self.size is None else f"checked at n = {self.size},"
+            return f"{where} numeric ({self.trials} trials, max error {self.max_error:.1e})"
+        return "not checked"
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,11 @@ class StepResult:
     wrong: tuple[tuple[str, CheckResult], ...]
 
     @property
+    def can_fail(self) -> bool:
+        """Whether the step has prepared wrong variants and every one fails its check by value."""
+        return bool(self.wrong) and all(w.status == "failed" and not w.shape_mismatch for _, w in self.wrong)
+
+    @property
     def wrong_passed(self) -> list[str]:
         """Labels of prepared wrong variants that (wrongly) passed."""
         return [label for label, r in self.wrong if r.status == "passed"]
@@ -80,6 +103,7 @@ class StepResult:
             "index": self.index + 1,
             "status": self.status,
             "method": self.method,
+            "checked": self.corrected.how,
             "detail": self.detail,
             "size": self.corrected.size,
             "trials": self.corrected.trials,
@@ -89,6 +113,29 @@ class StepResult:
                 {"label": label, "status": r.status, "method": r.method, "detail": r.detail} for label, r in self.wrong
             ],
         }
+
+
+def weak_checks(results: list[StepResult]) -> list[str]:
+    """Steps whose check is not shown able to fail, one sentence each.
+
+    A checked step needs at least one prepared wrong variant, and each must fail by value: a
+    variant that passes, is not checked, or fails only by a shape mismatch is reported. Steps whose
+    corrected line was not checked (say, above its size limit) are skipped."""
+    problems = []
+    for r in results:
+        if r.corrected.status == "not-checked":
+            continue
+        where = f"{r.derivation} #{r.index + 1} {r.step}"
+        if not r.wrong:
+            problems.append(f"{where}: no prepared wrong variant")
+        for label, w in r.wrong:
+            if w.status == "passed":
+                problems.append(f"{where}: wrong variant {label!r} PASSED (it must fail)")
+            elif w.status == "not-checked":
+                problems.append(f"{where}: wrong variant {label!r} was not checked ({w.detail})")
+            elif w.shape_mismatch:
+                problems.append(f"{where}: wrong variant {label!r} failed by shape mismatch only")
+    return problems
 
 
 _CACHE: dict[tuple[Check, int | None], CheckResult] = {}
@@ -112,14 +159,14 @@ def run_checks(
             results[-1] = CheckResult(
                 "not-checked",
                 "none",
-                f"not checked: size n={n} is above this step's limit n≤{check.build_limit} for building its matrices",
+                f"not checked: n = {n} is above this step's limit n ≤ {check.build_limit} for building its matrices",
                 size=n,
             )
             continue
         method, note = check.method, ""
         if method == "exact" and n > check.exact_limit:
             method = "numeric"
-            note = f"n={n} is above the exact-check limit n≤{check.exact_limit}; fell back to numeric. "
+            note = f"n = {n} is above the limit n ≤ {check.exact_limit} for algebra, so numbers decide: "
         jobs[i] = (check, n, _timed(check, n, method, note))
     answers = _run_in_children([job for _, _, job in jobs.values()], timeout, workers)
     for (i, (check, n, _)), answer in zip(jobs.items(), answers):
@@ -229,7 +276,7 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
         # simplifying a nonzero transcendental difference can take minutes; one number settles it
         method, note = "numeric", note + "a first numeric probe already differs, so numbers decide: "
     if method in ("symbolic", "exact"):
-        where = f" at size n={n}" if method == "exact" else " for general symbols"
+        where = f" at n = {n}" if method == "exact" else " for general symbols"
         residues = [_simplify(e, method) for e in diff]
         if all(r == 0 for r in residues):
             return CheckResult(
@@ -248,17 +295,33 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
 
 
 def _check_general_matrices(lhs, rhs, shown: dict) -> CheckResult:
-    """Matrix expressions of general (symbolic) size: expand, evaluate, simplify."""
+    """Matrix expressions of general (symbolic) size: expand, evaluate, simplify.
+
+    A difference that does not simplify to 0 is written out at the sizes GENERAL_SIZES: a nonzero
+    entry there fails the line by value; if every entry is 0 there, the line is not checked."""
     difference = sp.simplify((lhs - rhs).expand().doit())
     if getattr(difference, "is_ZeroMatrix", False) or difference == 0:
         return CheckResult(
             "passed", "symbolic", "the difference simplifies to the zero matrix for general size.", **shown
         )
+    sizes = sorted((s for s in difference.free_symbols if s.is_integer), key=lambda s: s.name)
+    for value in GENERAL_SIZES:
+        explicit = difference.subs({s: value for s in sizes}).as_explicit()
+        bad = [e for e in explicit if _simplify(e, "symbolic") != 0]
+        if bad:
+            where = ", ".join(f"{s} = {value}" for s in sizes)
+            return CheckResult(
+                "failed",
+                "exact",
+                f"the general-size difference does not simplify to 0, and written out at {where} "
+                f"it is nonzero, e.g. {_short(bad[0], 200)}.",
+                **{**shown, "size": value},
+            )
     return CheckResult(
         "not-checked",
         "none",
         f"not checked: sympy could not simplify the general-size difference "
-        f"to 0 (left with {_short(difference, 200)}), and a general size cannot be sampled",
+        f"to 0 (left with {_short(difference, 200)}), and it is 0 at the sizes {GENERAL_SIZES} it was written out at",
         **shown,
     )
 
@@ -323,7 +386,7 @@ def _check_grid(check: Check, lhs: sp.Expr, rhs: sp.Expr, shown: dict) -> CheckR
     undefined = ~np.isfinite(slack) | (np.abs(slack.imag) > 1e-12)
     # rounding: a slack within TOLERANCE · max(1, |left| + |right|) of 0 counts as equality
     slack = np.where(undefined, np.nan, np.where(np.abs(slack.real) <= TOLERANCE * scale, 0.0, slack.real))
-    shown = {**shown, "trials": slack.size}
+    shown = {**shown, "trials": slack.size, "grid": True}
     if undefined.all():
         return CheckResult("failed", "numeric", f"the line is undefined at all {slack.size} grid points.", **shown)
     low = float(np.nanmin(slack))

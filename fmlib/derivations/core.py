@@ -7,8 +7,9 @@ function that builds the two sides of the line as sympy objects so that
 paper printed it (`Printed`) when that differs from the corrected line, and wrong
 variants prepared for class (`WrongVariant`), which must fail their check.
 
-Sizes: matrix steps are built from explicit small matrices of symbols ("exact at size
-n"); `n` is the size the builder receives. MatrixSymbol expressions are only used for
+Sizes: matrix steps are built from explicit small matrices of symbols; `n` is the size the
+builder receives, and such a check is shown as "checked at n = …": evidence at that size, not
+a proof for every n. MatrixSymbol expressions are only used for
 display, never as ground truth (sympy/sympy#17229: differentiating a 1×1 matrix
 expression can silently return 0).
 """

@@ -77,25 +77,31 @@ def _eq1_to_2(square_x=True):
     return build
 
 
-def _eq2_to_3(n):
-    P, X, _ = _setup(n)
-    k, d = P.shape
-    eq2 = sp.Rational(1, 2) * (
-        sum(sum(P[i, j] * X[j] for j in range(d)) ** 2 for i in range(k))
-        - sum(X[j] ** 2 * sum(P[i, j] ** 2 for i in range(k)) for j in range(d))
-    )
-    eq3 = sp.Rational(1, 2) * (
-        sum(P[i, j] * X[j] * P[i, jj] * X[jj] for i in range(k) for j in range(d) for jj in range(d))
-        - sum(X[j] ** 2 * sum(P[i, j] ** 2 for i in range(k)) for j in range(d))
-    )
-    return eq2, eq3
+def _eq2_to_3(cross_terms=True):
+    """Eq. (2) against eq. (3); without ``cross_terms`` the square of the sum keeps only j' = j."""
+
+    def build(n):
+        P, X, _ = _setup(n)
+        k, d = P.shape
+        diagonal = sum(X[j] ** 2 * sum(P[i, j] ** 2 for i in range(k)) for j in range(d))
+        eq2 = sp.Rational(1, 2) * (sum(sum(P[i, j] * X[j] for j in range(d)) ** 2 for i in range(k)) - diagonal)
+        pairs = [(j, jj) for j in range(d) for jj in range(d) if cross_terms or j == jj]
+        eq3 = sp.Rational(1, 2) * (
+            sum(P[i, j] * X[j] * P[i, jj] * X[jj] for i in range(k) for j, jj in pairs) - diagonal
+        )
+        return eq2, eq3
+
+    return build
 
 
-def _fm_pairwise(n):
-    P, X, _ = _setup(n)
-    d = P.cols
-    pairs = sum((P[:, j].T * P[:, jj])[0] * X[j] * X[jj] for j in range(d) for jj in range(j + 1, d))
-    return phi(P, X), pairs
+def _fm_pairwise(factor=1):
+    def build(n):
+        P, X, _ = _setup(n)
+        d = P.cols
+        pairs = sum((P[:, j].T * P[:, jj])[0] * X[j] * X[jj] for j in range(d) for jj in range(j + 1, d))
+        return phi(P, X), factor * pairs
+
+    return build
 
 
 def _logistic(sign):
@@ -107,36 +113,47 @@ def _logistic(sign):
     return build
 
 
-def _phi_ij(n):
-    """Eq. (5): ∂φ/∂P_ij = ∂φ_ij/∂P_ij for every (i, j), φ_ij as printed."""
-    P, X, _ = _setup(n)
-    k, d = P.shape
+def _phi_ij(cross_correction=True):
+    """Eq. (5): ∂φ/∂P_ij = ∂φ_ij/∂P_ij for every (i, j), φ_ij as printed; the wrong variant leaves out the
+    −P_ij²X_j² that corrects for the j' = j term of the sum."""
 
-    def phi_ij(i, j):
-        return sp.Rational(1, 2) * (
-            2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d))
-            - P[i, j] ** 2 * X[j] ** 2
-            - X[j] ** 2 * P[i, j] ** 2
+    def build(n):
+        P, X, _ = _setup(n)
+        k, d = P.shape
+
+        def phi_ij(i, j):
+            correction = P[i, j] ** 2 * X[j] ** 2 if cross_correction else 0
+            return sp.Rational(1, 2) * (
+                2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d)) - correction - X[j] ** 2 * P[i, j] ** 2
+            )
+
+        rhs = sp.Matrix(k, d, lambda i, j: sp.diff(phi_ij(i, j), P[i, j]))
+        return sympy_gradient(P, X), rhs
+
+    return build
+
+
+def _phi_ij_linear(skip_j=True):
+    """Eq. (5) simplified: φ_ij = P_ij X_j Σ_{j'≠j} P_ij' X_j' (the P_ij² terms cancel); without ``skip_j``
+    the sum keeps j' = j."""
+
+    def build(n):
+        P, X, _ = _setup(n)
+        k, d = P.shape
+        printed = sp.Matrix(
+            k,
+            d,
+            lambda i, j: (
+                sp.Rational(1, 2)
+                * (2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d)) - 2 * P[i, j] ** 2 * X[j] ** 2)
+            ),
         )
+        linear = sp.Matrix(
+            k, d, lambda i, j: P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d) if jj != j or not skip_j)
+        )
+        return printed, linear
 
-    rhs = sp.Matrix(k, d, lambda i, j: sp.diff(phi_ij(i, j), P[i, j]))
-    return sympy_gradient(P, X), rhs
-
-
-def _phi_ij_linear(n):
-    """Eq. (5) simplified: φ_ij = P_ij X_j Σ_{j'≠j} P_ij' X_j' (the P_ij² terms cancel)."""
-    P, X, _ = _setup(n)
-    k, d = P.shape
-    printed = sp.Matrix(
-        k,
-        d,
-        lambda i, j: (
-            sp.Rational(1, 2)
-            * (2 * P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d)) - 2 * P[i, j] ** 2 * X[j] ** 2)
-        ),
-    )
-    linear = sp.Matrix(k, d, lambda i, j: P[i, j] * X[j] * sum(P[i, jj] * X[jj] for jj in range(d) if jj != j))
-    return printed, linear
+    return build
 
 
 def _matrix_form(diagonal_coefficient, with_diagonal=True):
@@ -150,16 +167,17 @@ def _matrix_form(diagonal_coefficient, with_diagonal=True):
     return build
 
 
-def _loss_gradient(coefficient):
+def _loss_gradient(coefficient, exponent_sign=1):
+    """sympy's dl/dP against −y/(1 + exp(±yφ)) (X_j Z_i − c·P_ij X_j²)."""
+
     def build(n):
         P, X, Z = _setup(n)
         y = sp.Symbol("y", real=True)
         f = phi(P, X)
         loss = sp.log(1 + sp.exp(-y * f))
         lhs = P.applyfunc(lambda p: sp.diff(loss, p))
-        rhs = sp.Matrix(
-            P.rows, P.cols, lambda i, j: -y / (1 + sp.exp(y * f)) * (X[j] * Z[i] - coefficient * P[i, j] * X[j] ** 2)
-        )
+        outer = -y / (1 + sp.exp(exponent_sign * y * f))
+        rhs = sp.Matrix(P.rows, P.cols, lambda i, j: outer * (X[j] * Z[i] - coefficient * P[i, j] * X[j] ** 2))
         return lhs, rhs
 
     return build
@@ -197,15 +215,33 @@ def derivation() -> Derivation:
                 r"\phi(X) = \tfrac12\Big(\sum_{i}\sum_{j}P_{i,j}X_j\sum_{j'}P_{i,j'}X_{j'} - \sum_j X_j^2 \sum_i P_{i,j}^2\Big)",
                 "(Σ_j a_j)² = Σ_j a_j Σ_j' a_j' (distributivity)",
                 f"{SOURCE}, eq. (2) → (3)",
-                Check(_eq2_to_3, "exact", size=4),
+                Check(_eq2_to_3(), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "square of a sum as a sum of squares",
+                        r"\phi(X) = \tfrac12\Big(\sum_{i}\sum_{j}P_{i,j}^2X_j^2 - \sum_j X_j^2 \sum_i P_{i,j}^2\Big)",
+                        Check(_eq2_to_3(cross_terms=False), "exact", size=4),
+                        "(Σ_j a_j)² also holds the cross terms a_j a_j' with j' ≠ j; without them φ = 0 "
+                        "and no interaction is left",
+                    ),
+                ),
             ),
             Step(
                 "eq. (3) is the FM pairwise term",
                 r"\phi(X) = \sum_{j<j'} \langle P_{:,j}, P_{:,j'}\rangle X_j X_{j'}",
-                "Rendle's identity (DPLR paper eq. 1) with embedding vectors v_j = P_{:,j}: the double sum "
+                "Rendle's identity ([Rendle2010] Lemma 3.1, [DPLR] eq. 1) with embedding vectors v_j = P_{:,j}: the double sum "
                 "counts each pair j ≠ j' twice and the diagonal once; eq. (1) removes the diagonal and halves",
-                f"{SOURCE}, eq. (1); [DPLR] eq. (1)",
-                Check(_fm_pairwise, "exact", size=4),
+                f"{SOURCE}, eq. (1); [Rendle2010] Lemma 3.1",
+                Check(_fm_pairwise(), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "kept the ½",
+                        r"\phi(X) = \tfrac12\sum_{j<j'} \langle P_{:,j}, P_{:,j'}\rangle X_j X_{j'}",
+                        Check(_fm_pairwise(sp.Rational(1, 2)), "exact", size=4),
+                        "the ½ of eq. (1) turns the sum over all j ≠ j' into the sum over pairs j < j'; "
+                        "keeping it as well halves every interaction",
+                    ),
+                ),
             ),
             Step(
                 "eq. (4): logistic loss, chain rule",
@@ -228,7 +264,16 @@ def derivation() -> Derivation:
                 "in eq. (3) collect the terms containing P_ij: the cross terms of row i (the sum over j' "
                 "includes j'=j, hence the −P_ij²X_j² correction) and the j-th diagonal term",
                 f"{SOURCE}, eq. (5)",
-                Check(_phi_ij, "exact", size=4),
+                Check(_phi_ij(), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "forgot the j' = j term of the sum",
+                        r"\phi_{i,j}(X) = \tfrac12\Big(2P_{i,j}X_j\sum_{j'}P_{i,j'}X_{j'} - X_j^2P_{i,j}^2\Big)",
+                        Check(_phi_ij(cross_correction=False), "exact", size=4),
+                        "the cross terms of row i with P_ij are 2 P_ij X_j Σ_{j'≠j} P_ij' X_j'; written with the "
+                        "full sum over j' they need the correction −P_ij² X_j²",
+                    ),
+                ),
             ),
             Step(
                 "eq. (5) simplified: φ_ij is linear in P_ij",
@@ -236,7 +281,16 @@ def derivation() -> Derivation:
                 "split the j'=j term off the sum: P_ij X_j · P_ij X_j = P_ij² X_j² cancels both squared terms; "
                 "what is left contains P_ij exactly once",
                 f"{SOURCE}, eq. (5)",
-                Check(_phi_ij_linear, "exact", size=4),
+                Check(_phi_ij_linear(), "exact", size=4),
+                wrong=(
+                    WrongVariant(
+                        "kept j' = j in the sum",
+                        r"\phi_{i,j}(X) = P_{i,j}X_j\sum_{j'}P_{i,j'}X_{j'}",
+                        Check(_phi_ij_linear(skip_j=False), "exact", size=4),
+                        "the two squared terms cancel exactly the j' = j term P_ij² X_j² of the sum; "
+                        "keeping it counts a self-interaction",
+                    ),
+                ),
             ),
             Step(
                 "eq. (7): differentiate φ_ij",
@@ -250,6 +304,15 @@ def derivation() -> Derivation:
                     r"\frac{d\phi(X)}{dP_{i,j}} = X_j\sum_{j'}P_{i,j'}X_{j'} - 2P_{i,j}X_j^2",
                     Check(_eq7(2), "exact", size=4),
                     "the note differentiates P_ij X_j Σ_j' P_ij' X_j' as if the sum did not contain P_ij",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "forgot the squared terms",
+                        r"\frac{d\phi(X)}{dP_{i,j}} = X_j\sum_{j'}P_{i,j'}X_{j'} + P_{i,j}X_j^2",
+                        Check(_eq7(-1), "exact", size=4),
+                        "the product rule's + P_ij X_j² is right, but φ_ij also holds the squared terms "
+                        "½(−P_ij²X_j² − X_j²P_ij²) = −P_ij²X_j², whose derivative −2 P_ij X_j² is missing",
+                    ),
                 ),
             ),
             Step(
@@ -284,6 +347,15 @@ def derivation() -> Derivation:
                     r"\frac{dl(X,y)}{dP_{i,j}} = \frac{-y}{1+\exp(y\,\phi(X))}\,\big(X_j Z_i - 2P_{i,j}X_j^2\big)",
                     Check(_loss_gradient(2), "numeric", size=3),
                     "the printed eq. (8) inside the chain rule",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "sign in the exponential",
+                        r"\frac{dl(X,y)}{dP_{i,j}} = \frac{-y}{1+\exp(-y\,\phi(X))}\,\big(X_j Z_i - P_{i,j}X_j^2\big)",
+                        Check(_loss_gradient(1, exponent_sign=-1), "numeric", size=3),
+                        "dl/dφ = −y e^{−yφ}/(1 + e^{−yφ}); multiplying by e^{yφ} above and below gives "
+                        "−y/(e^{yφ} + 1): the sign in the exponent turns",
+                    ),
                 ),
             ),
         ),

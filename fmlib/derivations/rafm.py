@@ -72,10 +72,15 @@ class _Model:
         return [(l, k) for k in range(1, self.m) for l in range(1, k + 1)]
 
 
-def _eq7(n):
-    M = _Model(n)
-    lk = [(l, k) for l in range(1, M.m + 1) for k in range(1, M.m + 1)]
-    return sp.Matrix([M.A(l, k) for l, k in lk]), sp.Matrix([M.A_fast(l, k) for l, k in lk])
+def _eq7(on_F_k=True):
+    """A_{l,k} against its fast form over F_k (or, wrongly, over all features: F_1 = F)."""
+
+    def build(n):
+        M = _Model(n)
+        lk = [(l, k) for l in range(1, M.m + 1) for k in range(1, M.m + 1)]
+        return sp.Matrix([M.A(l, k) for l, k in lk]), sp.Matrix([M.A_fast(l, k if on_F_k else 1) for l, k in lk])
+
+    return build
 
 
 def _prop2_rafm(l, k):
@@ -96,32 +101,48 @@ def _prop2_rafm(l, k):
     return build
 
 
-def _prop2_single_fm(n):
-    M = _Model(n)
-    single = [sum(M.term(i, j, k) for i, j in M.pairs()) for k in range(1, M.m + 1)]
-    return sp.Matrix([[M.A(k, 1), M.B(k, k)] for k in range(1, M.m + 1)]), sp.Matrix([[s, s] for s in single])
+def _prop2_single_fm(on_F_1=True):
+    """A_{k,1} and B_{k,k} against the k-th FM; the wrong variant takes A_{k,k} (pairs in F_k only)."""
+
+    def build(n):
+        M = _Model(n)
+        single = [sum(M.term(i, j, k) for i, j in M.pairs()) for k in range(1, M.m + 1)]
+        left = [[M.A(k, 1 if on_F_1 else k), M.B(k, k)] for k in range(1, M.m + 1)]
+        return sp.Matrix(left), sp.Matrix([[s, s] for s in single])
+
+    return build
 
 
-def _eq9(n):
-    M = _Model(n)
-    lhs, rhs = [], []
-    for l, k in M.recursions():
-        high = [(i, j) for i, j in M.pairs() if M.k_ij(i, j) > k]
-        lhs.append(M.B(l, k + 1))
-        rhs.append(M.B(l, k) - sum(M.term(i, j, k) for i, j in high) + sum(M.term(i, j, k + 1) for i, j in high))
-    return sp.Matrix(lhs), sp.Matrix(rhs)
+def _eq9(strict=True):
+    """Eq. (9) for every 1 ≤ l ≤ k < m; without ``strict`` the moved pairs are those with k_ij ≥ k."""
+
+    def build(n):
+        M = _Model(n)
+        lhs, rhs = [], []
+        for l, k in M.recursions():
+            high = [(i, j) for i, j in M.pairs() if M.k_ij(i, j) > k or (not strict and M.k_ij(i, j) == k)]
+            lhs.append(M.B(l, k + 1))
+            rhs.append(M.B(l, k) - sum(M.term(i, j, k) for i, j in high) + sum(M.term(i, j, k + 1) for i, j in high))
+        return sp.Matrix(lhs), sp.Matrix(rhs)
+
+    return build
 
 
-def _eq10(n):
-    """Both pair sets, as sums of one marker symbol t_{i,j} per pair: equal sums ⇔ equal sets."""
-    M = _Model(n)
-    t = {(i, j): sp.Symbol(f"t_{{{i + 1},{j + 1}}}") for i, j in M.pairs()}
-    left = [sum((t[p] for p in M.pairs() if M.k_ij(*p) > k), sp.Integer(0)) for k in range(1, M.m)]
-    right = [
-        sum((t[i, j] for i, j in M.pairs() if i in M.F(k + 1) and j in M.F(k + 1)), sp.Integer(0))
-        for k in range(1, M.m)
-    ]
-    return sp.Matrix(left), sp.Matrix(right)
+def _eq10(shift=1):
+    """Both pair sets, as sums of one marker symbol t_{i,j} per pair: equal sums ⇔ equal sets. The right
+    side takes the pairs inside F_{k+shift} (shift = 1 in eq. 10)."""
+
+    def build(n):
+        M = _Model(n)
+        t = {(i, j): sp.Symbol(f"t_{{{i + 1},{j + 1}}}") for i, j in M.pairs()}
+        left = [sum((t[p] for p in M.pairs() if M.k_ij(*p) > k), sp.Integer(0)) for k in range(1, M.m)]
+        right = [
+            sum((t[i, j] for i, j in M.pairs() if i in M.F(k + shift) and j in M.F(k + shift)), sp.Integer(0))
+            for k in range(1, M.m)
+        ]
+        return sp.Matrix(left), sp.Matrix(right)
+
+    return build
 
 
 def _theorem3(variant):
@@ -140,10 +161,16 @@ def _theorem3(variant):
     return build
 
 
-def _telescoped(n):
-    M = _Model(n)
-    fast = M.A_fast(1, 1) + sum(M.A_fast(k + 1, k + 1) - M.A_fast(k, k + 1) for k in range(1, M.m))
-    return M.rafm(), fast
+def _telescoped(remove_old=True):
+    """The RaFM against A_{1,1} + Σ_k (A_{k+1,k+1} − A_{k,k+1}) (without the − A_{k,k+1} if not ``remove_old``)."""
+
+    def build(n):
+        M = _Model(n)
+        old = (lambda k: M.A_fast(k, k + 1)) if remove_old else (lambda k: 0)
+        fast = M.A_fast(1, 1) + sum(M.A_fast(k + 1, k + 1) - old(k) for k in range(1, M.m))
+        return M.rafm(), fast
+
+    return build
 
 
 def efficient_evaluation() -> Derivation:
@@ -160,9 +187,18 @@ def efficient_evaluation() -> Derivation:
             Step(
                 "eq. (7): A_{l,k} in O(D_l |F_k|)",
                 r"\mathcal A_{l,k} = \sum_{i,j\in\mathcal F_k,\, i<j}\boldsymbol v_i^{(l)}\cdot\boldsymbol v_j^{(l)}x_ix_j = \tfrac12\Big(\Big\|\sum_{i\in\mathcal F_k}\boldsymbol v_i^{(l)}x_i\Big\|_2^2 - \sum_{i\in\mathcal F_k}\big\|\boldsymbol v_i^{(l)}x_i\big\|_2^2\Big)",
-                "Rendle's identity (DPLR eq. 1) on the feature subset F_k; checked for every l, k ∈ {1, 2, 3}",
+                "Rendle's identity ([Rendle2010] Lemma 3.1) on the feature subset F_k; checked for every l, k ∈ {1, 2, 3}",
                 f"{SOURCE}, eq. (7)",
-                Check(_eq7, "exact", size=5, exact_limit=8),
+                Check(_eq7(), "exact", size=5, exact_limit=8),
+                wrong=(
+                    WrongVariant(
+                        "summed over all features",
+                        r"\mathcal A_{l,k} = \tfrac12\Big(\Big\|\sum_{i}\boldsymbol v_i^{(l)}x_i\Big\|_2^2 - \sum_{i}\big\|\boldsymbol v_i^{(l)}x_i\big\|_2^2\Big)",
+                        Check(_eq7(on_F_k=False), "exact", size=5, exact_limit=8),
+                        "A_{l,k} holds only the pairs inside F_k = {i : k_i ≥ k}; summing over every feature "
+                        "gives A_{l,1}, which differs once k > 1",
+                    ),
+                ),
             ),
             Step(
                 "Proposition 2.2: the RaFM is B_{1,m}",
@@ -192,7 +228,15 @@ def efficient_evaluation() -> Derivation:
                 r"\mathcal A_{k,1} = \mathcal B_{k,k} = \sum_{i<j}\boldsymbol v_i^{(k)}\cdot\boldsymbol v_j^{(k)}x_ix_j",
                 "F_1 = F (every k_i ≥ 1), and max[k, min(k, k_ij)] = k",
                 f"{SOURCE}, Proposition 2",
-                Check(_prop2_single_fm, "exact", size=5, exact_limit=8),
+                Check(_prop2_single_fm(), "exact", size=5, exact_limit=8),
+                wrong=(
+                    WrongVariant(
+                        "A_{k,k} for the k-th FM",
+                        r"\mathcal A_{k,k} = \mathcal B_{k,k} = \sum_{i<j}\boldsymbol v_i^{(k)}\cdot\boldsymbol v_j^{(k)}x_ix_j",
+                        Check(_prop2_single_fm(on_F_1=False), "exact", size=5, exact_limit=8),
+                        "A_{k,k} sums the pairs inside F_k only; the k-th FM has all pairs, which is F_1",
+                    ),
+                ),
             ),
             Step(
                 "eq. (9): only pairs with k_ij > k change",
@@ -200,7 +244,15 @@ def efficient_evaluation() -> Derivation:
                 "for l ≤ k: a pair with k_ij ≤ k has the same clamp in B_{l,k} and B_{l,k+1}; a pair with "
                 "k_ij > k moves from rank index k to k + 1. Checked for every 1 ≤ l ≤ k < m",
                 f"{SOURCE}, eq. (9)",
-                Check(_eq9, "exact", size=5, exact_limit=8),
+                Check(_eq9(), "exact", size=5, exact_limit=8),
+                wrong=(
+                    WrongVariant(
+                        "pairs with k_ij ≥ k",
+                        r"\mathcal B_{l,k+1} = \mathcal B_{l,k} - \sum_{i<j,\,k_{ij}\ge k}\boldsymbol v_i^{(k)}\cdot\boldsymbol v_j^{(k)}x_ix_j + \sum_{i<j,\,k_{ij}\ge k}\boldsymbol v_i^{(k+1)}\cdot\boldsymbol v_j^{(k+1)}x_ix_j",
+                        Check(_eq9(strict=False), "exact", size=5, exact_limit=8),
+                        "a pair with k_ij = k is clamped to k in both B_{l,k} and B_{l,k+1}: it does not move",
+                    ),
+                ),
             ),
             Step(
                 "eq. (10): those pairs live in F_{k+1}",
@@ -208,7 +260,16 @@ def efficient_evaluation() -> Derivation:
                 "min(k_i, k_j) > k ⇔ k_i ≥ k+1 and k_j ≥ k+1 ⇔ i, j ∈ F_{k+1} (eq. 6); checked by summing one "
                 "marker symbol per pair over each set",
                 f"{SOURCE}, eq. (10)",
-                Check(_eq10, "exact", size=5, exact_limit=12),
+                Check(_eq10(), "exact", size=5, exact_limit=12),
+                wrong=(
+                    WrongVariant(
+                        "F_k instead of F_{k+1}",
+                        r"\{i<j : k_{ij} > k\} = \{i<j : i, j\in\mathcal F_{k}\}",
+                        Check(_eq10(shift=0), "exact", size=5, exact_limit=12),
+                        "F_k = {i : k_i ≥ k} also holds the features with k_i = k, whose pairs have k_ij = k, "
+                        "not > k: an index off by one",
+                    ),
+                ),
             ),
             Step(
                 "Theorem 3",
@@ -237,7 +298,16 @@ def efficient_evaluation() -> Derivation:
                 "start from B_{1,1} = A_{1,1} (Proposition 2.1) and apply Theorem 3 for k = 1..m−1; each A uses "
                 "the fast form of eq. (7) (Corollary 4)",
                 f"{SOURCE}, Theorem 3, Corollary 4",
-                Check(_telescoped, "exact", size=5, exact_limit=8),
+                Check(_telescoped(), "exact", size=5, exact_limit=8),
+                wrong=(
+                    WrongVariant(
+                        "only adds the new terms",
+                        r"\mathcal B_{1,m} = \mathcal A_{1,1} + \sum_{k=1}^{m-1}\mathcal A_{k+1,k+1}",
+                        Check(_telescoped(remove_old=False), "exact", size=5, exact_limit=8),
+                        "each step of Theorem 3 moves the pairs of F_{k+1} from rank k to k + 1: their old "
+                        "rank-k terms A_{k,k+1} must go, or those pairs are counted twice",
+                    ),
+                ),
             ),
         ),
     )
@@ -283,18 +353,28 @@ def _g(theta, delta):
     return theta + (1 - theta) * sp.log((1 - theta) / (1 - theta / delta)) / sp.log(delta)
 
 
-def _gprime_first(_):
-    first = (
-        sp.log(DELTA) - sp.log((1 - THETA) / (1 - THETA / DELTA)) - 1 + (1 / DELTA) * (1 - THETA) / (1 - THETA / DELTA)
-    )
-    return sp.diff(_g(THETA, DELTA), THETA) * sp.log(DELTA), first
+def _gprime_first(inner=1 / DELTA):
+    """sympy's g'(θ) log δ against the line; ``inner`` is the inner derivative of 1 − θ/δ (up to sign),
+    1/δ, which the wrong variant forgets (inner = 1)."""
 
-
-def _gprime_second(printed):
     def build(_):
-        ratio = (1 / DELTA) * (1 - THETA) / (1 - THETA / DELTA)
-        first = sp.log(DELTA) - sp.log((1 - THETA) / (1 - THETA / DELTA)) - 1 + ratio
-        inside = (1 - THETA) / DELTA * (1 - THETA) / (1 - THETA / DELTA) if printed else ratio
+        first = (
+            sp.log(DELTA) - sp.log((1 - THETA) / (1 - THETA / DELTA)) - 1 + inner * (1 - THETA) / (1 - THETA / DELTA)
+        )
+        return sp.diff(_g(THETA, DELTA), THETA) * sp.log(DELTA), first
+
+    return build
+
+
+def _gprime_second(form):
+    """The first form of g'(θ) log δ against −log x + (x − 1), x = (1/δ)(1−θ)/(1−θ/δ); "printed" puts a
+    stray (1 − θ) into the log's x, "times δ" writes log δ − log a as −log(δ a)."""
+
+    def build(_):
+        a = (1 - THETA) / (1 - THETA / DELTA)
+        ratio = a / DELTA
+        first = sp.log(DELTA) - sp.log(a) - 1 + ratio
+        inside = {"corrected": ratio, "printed": (1 - THETA) * ratio, "times δ": DELTA * a}[form]
         return first, -sp.log(inside) + (ratio - 1)
 
     return build
@@ -304,27 +384,51 @@ GRID_THETA = [float(v) for v in np.linspace(0.01, 0.99, 50)]
 GRID_DELTA = [1.05, 1.5, 2.0, 4.0, 10.0]
 
 
-def _g_increasing(_):
-    return sp.diff(_g(THETA, DELTA), THETA), sp.Integer(0)
+def _increasing(f):
+    """dF/dθ ≥ 0 for F = f(θ, δ): g increases (the line); the wrong variant claims C = 1/g increases too."""
 
-
-def _ratio(printed):
     def build(_):
-        h = sp.log((1 - Y1) / (1 - Y2)) / sp.log(Y1 / Y2)
-        return kl(Y1, Y2) / sp.log(Y1 / Y2), Y1 + (1 - (Y2 if printed else Y1)) * h
+        return sp.diff(f(THETA, DELTA), THETA), sp.Integer(0)
 
     return build
 
 
-def _dh(_):
-    h = sp.log((1 - Y1) / (1 - Y2)) / sp.log(Y1 / Y2)
-    return sp.diff(h, Y2), -kl(Y2, Y1) / ((sp.log(Y1) - sp.log(Y2)) ** 2 * Y2 * (1 - Y2))
+def _ratio(form):
+    """D_KL(ŷ1‖ŷ2)/log(ŷ1/ŷ2) against ŷ1 + (1 − ŷ1) h; "printed" weighs h by (1 − ŷ2), "upside down"
+    divides the logs the other way round."""
+
+    def build(_):
+        h = sp.log((1 - Y1) / (1 - Y2)) / sp.log(Y1 / Y2)
+        right = {
+            "corrected": lambda: Y1 + (1 - Y1) * h,
+            "printed": lambda: Y1 + (1 - Y2) * h,
+            "upside down": lambda: Y1 + (1 - Y1) / h,
+        }[form]()
+        return kl(Y1, Y2) / sp.log(Y1 / Y2), right
+
+    return build
 
 
-def _limit(_):
-    y2 = Y1 / DELTA
-    h = sp.log((1 - Y1) / (1 - y2)) / sp.log(Y1 / y2)
-    return Y1 + (1 - Y1) * h, 1 / c_theta_delta(Y1, DELTA)
+def _dh(swapped=False):
+    """sympy's ∂h/∂ŷ2 against −D_KL(ŷ2‖ŷ1)/(…) (or, wrongly, with D_KL(ŷ1‖ŷ2))."""
+
+    def build(_):
+        h = sp.log((1 - Y1) / (1 - Y2)) / sp.log(Y1 / Y2)
+        divergence = kl(Y1, Y2) if swapped else kl(Y2, Y1)
+        return sp.diff(h, Y2), -divergence / ((sp.log(Y1) - sp.log(Y2)) ** 2 * Y2 * (1 - Y2))
+
+    return build
+
+
+def _limit(power=-1):
+    """The bound at ŷ2 = ŷ1/δ against C_{ŷ1,δ}^power: 1/C (power −1), or, wrongly, C itself."""
+
+    def build(_):
+        y2 = Y1 / DELTA
+        h = sp.log((1 - Y1) / (1 - y2)) / sp.log(Y1 / y2)
+        return Y1 + (1 - Y1) * h, c_theta_delta(Y1, DELTA) ** power
+
+    return build
 
 
 GRID_P = [float(v) for v in np.linspace(0.01, 0.99, 40)]
@@ -370,7 +474,15 @@ def quasi_triangle() -> Derivation:
                 "g(θ) = θ + (1−θ) log((1−θ)/(1−θ/δ)) / log δ; product rule and d/dθ log((1−θ)/(1−θ/δ)) = "
                 "−1/(1−θ) + (1/δ)/(1−θ/δ)",
                 f"{SOURCE}, Lemma S4",
-                Check(_gprime_first, "symbolic", size=None, ranges=RANGES),
+                Check(_gprime_first(), "symbolic", size=None, ranges=RANGES),
+                wrong=(
+                    WrongVariant(
+                        "forgot the inner derivative 1/δ",
+                        r"g'(\theta)\log\delta = \log\delta - \log\frac{1-\theta}{1-\theta/\delta} - 1 + \frac{1-\theta}{1-\theta/\delta}",
+                        Check(_gprime_first(inner=1), "symbolic", size=None, ranges=RANGES),
+                        "d/dθ log(1 − θ/δ) = −(1/δ)/(1 − θ/δ): the chain rule brings the 1/δ of θ/δ",
+                    ),
+                ),
             ),
             Step(
                 "Lemma S4: as −log x + (x − 1)",
@@ -378,11 +490,19 @@ def quasi_triangle() -> Derivation:
                 "log δ − log a = −log(a/δ); with x = (1/δ)(1−θ)/(1−θ/δ) the line is −log x + x − 1, which is "
                 "> 0 for x ≠ 1 because log x < x − 1",
                 f"{SOURCE}, Lemma S4",
-                Check(_gprime_second(False), "symbolic", size=None, ranges=RANGES),
+                Check(_gprime_second("corrected"), "symbolic", size=None, ranges=RANGES),
                 printed=Printed(
                     r"g'(\theta)\log\delta = -\log\Big(\frac{1-\theta}\delta\,\frac{1-\theta}{1-\theta/\delta}\Big) + \Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta} - 1\Big)",
-                    Check(_gprime_second(True), "symbolic", size=None, ranges=RANGES),
+                    Check(_gprime_second("printed"), "symbolic", size=None, ranges=RANGES),
                     "a stray factor (1 − θ) inside the logarithm; the conclusion g' > 0 needs the same x in both terms",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "log δ − log a as −log(δa)",
+                        r"g'(\theta)\log\delta = -\log\Big(\delta\,\frac{1-\theta}{1-\theta/\delta}\Big) + \Big(\frac1\delta\,\frac{1-\theta}{1-\theta/\delta} - 1\Big)",
+                        Check(_gprime_second("times δ"), "symbolic", size=None, ranges=RANGES),
+                        "log δ − log a = −(log a − log δ) = −log(a/δ): the δ divides",
+                    ),
                 ),
             ),
             Step(
@@ -390,19 +510,43 @@ def quasi_triangle() -> Derivation:
                 r"g'(\theta) \ge 0 \;\Rightarrow\; C_{\theta,\delta} = 1/g(\theta) \text{ decreases in } \theta",
                 "−log x + x − 1 ≥ 0 (previous line) and log δ > 0; checked on a grid of θ ∈ (0, 1), δ > 1",
                 f"{SOURCE}, Lemma S4",
-                Check(_g_increasing, "numeric", size=1, relation=">=", grid={"theta": GRID_THETA, "delta": GRID_DELTA}),
+                Check(
+                    _increasing(_g), "numeric", size=1, relation=">=", grid={"theta": GRID_THETA, "delta": GRID_DELTA}
+                ),
+                wrong=(
+                    WrongVariant(
+                        "C increases too",
+                        r"g'(\theta) \ge 0 \;\Rightarrow\; \frac{\partial C_{\theta,\delta}}{\partial\theta} \ge 0",
+                        Check(
+                            _increasing(lambda theta, delta: 1 / _g(theta, delta)),
+                            "numeric",
+                            size=1,
+                            relation=">=",
+                            grid={"theta": GRID_THETA, "delta": GRID_DELTA},
+                        ),
+                        "C = 1/g and (1/g)' = −g'/g²: where g increases, C decreases",
+                    ),
+                ),
             ),
             Step(
                 "Lemma S5: the ratio D_KL / log(ŷ1/ŷ2)",
                 r"\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{\log(\hat y_1/\hat y_2)} = \hat y_1 + (1-\hat y_1)\,h(\hat y_1,\hat y_2),\quad h = \log\frac{1-\hat y_1}{1-\hat y_2}\Big/\log\frac{\hat y_1}{\hat y_2}",
                 "divide both terms of D_KL by log(ŷ1/ŷ2); the second term keeps its weight (1 − ŷ1)",
                 f"{SOURCE}, Lemma S5",
-                Check(_ratio(False), "symbolic", size=None, ranges=RANGES),
+                Check(_ratio("corrected"), "symbolic", size=None, ranges=RANGES),
                 printed=Printed(
                     r"\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{\log(\hat y_1/\hat y_2)} = \hat y_1 + (1-\hat y_2)\,h(\hat y_1,\hat y_2)",
-                    Check(_ratio(True), "symbolic", size=None, ranges=RANGES),
+                    Check(_ratio("printed"), "symbolic", size=None, ranges=RANGES),
                     "the weight (1 − ŷ1) of D_KL is printed as (1 − ŷ2); the next line of the "
                     "proof uses (1 − ŷ1) again",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "h upside down",
+                        r"\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{\log(\hat y_1/\hat y_2)} = \hat y_1 + (1-\hat y_1)\,\log\frac{\hat y_1}{\hat y_2}\Big/\log\frac{1-\hat y_1}{1-\hat y_2}",
+                        Check(_ratio("upside down"), "symbolic", size=None, ranges=RANGES),
+                        "dividing (1 − ŷ1) log((1−ŷ1)/(1−ŷ2)) by log(ŷ1/ŷ2) puts log(ŷ1/ŷ2) in the denominator",
+                    ),
                 ),
             ),
             Step(
@@ -410,14 +554,31 @@ def quasi_triangle() -> Derivation:
                 r"\frac{\partial h}{\partial\hat y_2} = -\frac{\mathcal D_{KL}(\hat y_2\|\hat y_1)}{(\log\hat y_1-\log\hat y_2)^2\,\hat y_2(1-\hat y_2)} \le 0",
                 "quotient rule; the numerator collects into −D_KL(ŷ2‖ŷ1) ≤ 0",
                 f"{SOURCE}, Lemma S5",
-                Check(_dh, "symbolic", size=None, ranges=RANGES),
+                Check(_dh(), "symbolic", size=None, ranges=RANGES),
+                wrong=(
+                    WrongVariant(
+                        "D_KL's arguments swapped",
+                        r"\frac{\partial h}{\partial\hat y_2} = -\frac{\mathcal D_{KL}(\hat y_1\|\hat y_2)}{(\log\hat y_1-\log\hat y_2)^2\,\hat y_2(1-\hat y_2)}",
+                        Check(_dh(swapped=True), "symbolic", size=None, ranges=RANGES),
+                        "D_KL is not symmetric: the numerator collects into ŷ2 log(ŷ2/ŷ1) + (1 − ŷ2) log((1−ŷ2)/(1−ŷ1)) "
+                        "= D_KL(ŷ2‖ŷ1)",
+                    ),
+                ),
             ),
             Step(
                 "Lemma S5: the bound at ŷ2 = ŷ1/δ is 1/C",
                 r"\hat y_1 + (1-\hat y_1)\,\frac{\log(1-\hat y_1)-\log(1-\hat y_1/\delta)}{\log\hat y_1 - \log(\hat y_1/\delta)} = \frac{1}{C_{\hat y_1,\delta}}",
                 "log ŷ1 − log(ŷ1/δ) = log δ; compare with the definition (S7) at θ = ŷ1",
                 f"{SOURCE}, Lemma S5, eq. (S7)",
-                Check(_limit, "symbolic", size=None, ranges=RANGES),
+                Check(_limit(), "symbolic", size=None, ranges=RANGES),
+                wrong=(
+                    WrongVariant(
+                        "C instead of 1/C",
+                        r"\hat y_1 + (1-\hat y_1)\,\frac{\log(1-\hat y_1)-\log(1-\hat y_1/\delta)}{\log\hat y_1 - \log(\hat y_1/\delta)} = C_{\hat y_1,\delta}",
+                        Check(_limit(power=1), "symbolic", size=None, ranges=RANGES),
+                        "the left side is g(ŷ1) of Lemma S4, the denominator of C divided by log δ: it is 1/C",
+                    ),
+                ),
             ),
             Step(
                 "Proposition S3 (checked on a grid)",

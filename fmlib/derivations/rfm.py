@@ -82,12 +82,12 @@ class _Layer:
     def dKT(self):
         return self.C * self.Xdot
 
-    def d_circled_one(self):
-        """The four terms of d① in the appendix."""
+    def d_circled_one(self, dcos=-1):
+        """The four terms of d① in the appendix; d cos x = dcos · sin x dx (dcos = −1; +1 is a sign slip)."""
         Q, KT, W = self.Q, self.K.T, self.W
         return (
-            (-_sin(Q)).multiply_elementwise(self.dQ()) * W * _cos(KT)
-            + _cos(Q) * W * (-_sin(KT)).multiply_elementwise(self.dKT())
+            (dcos * _sin(Q)).multiply_elementwise(self.dQ()) * W * _cos(KT)
+            + _cos(Q) * W * (dcos * _sin(KT)).multiply_elementwise(self.dKT())
             + _cos(Q).multiply_elementwise(self.dQ()) * W * _sin(KT)
             + _sin(Q) * W * _cos(KT).multiply_elementwise(self.dKT())
         )
@@ -101,31 +101,44 @@ class _Layer:
         """(∂y/∂G)Vᵀ, m×m; the appendix prints (∂y/∂G)ᵀVᵀ."""
         return self.Gamma.T * self.V.T if printed else self.Gamma * self.V.T
 
-    def F(self, printed):
+    def F(self, printed, transposed_cos=True):
+        """F of the appendix; ``transposed_cos=False`` leaves out the transpose of diag(w) cos(C̃X) (a slip
+        defined only for m = d)."""
         S = self.upstream(printed).multiply_elementwise(self.sigma_prime())
-        return ((S * (self.W * _cos(self.C * self.X)).T).multiply_elementwise(_sin(self.X.T * self.B.T))).T
+        M = self.W * _cos(self.C * self.X)
+        return ((S * (M.T if transposed_cos else M)).multiply_elementwise(_sin(self.X.T * self.B.T))).T
 
 
 # ---- ① in cos/sin form ---------------------------------------------------------------
 
 
-def _euler(i_in_q):
+def _euler(i_in_q=True, real_parts_first=False):
+    """① against Euler's form; ``real_parts_first`` is the slip Re[a b] = Re a · Re b, factor by factor."""
+
     def build(n):
         L = _Layer(n)
         Q, KT = L.Q, L.K.T
-        euler = real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(-KT) + sp.I * _sin(-KT)))
+        if real_parts_first:
+            euler = _cos(Q) * L.W * _cos(-KT)
+        else:
+            euler = real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(-KT) + sp.I * _sin(-KT)))
         return L.exp_form(i_in_q), euler
 
     return build
 
 
-def _parity(n):
-    L = _Layer(n)
-    Q, KT = L.Q, L.K.T
-    return (
-        real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(-KT) + sp.I * _sin(-KT))),
-        real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(KT) - sp.I * _sin(KT))),
-    )
+def _parity(sin_sign=-1):
+    """sin(−x) = sin_sign · sin x: −1 (sin is odd); +1 is the slip of treating sin as even."""
+
+    def build(n):
+        L = _Layer(n)
+        Q, KT = L.Q, L.K.T
+        return (
+            real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(-KT) + sp.I * _sin(-KT))),
+            real_part((_cos(Q) + sp.I * _sin(Q)) * L.W * (_cos(KT) + sin_sign * sp.I * _sin(KT))),
+        )
+
+    return build
 
 
 def _real_part(sign):
@@ -140,10 +153,15 @@ def _real_part(sign):
     return build
 
 
-def _in_x(n):
-    L = _Layer(n)
-    XB, CX = L.X.T * L.B.T, L.C * L.X
-    return L.exp_form(), _cos(XB) * L.W * _cos(CX) + _sin(XB) * L.W * _sin(CX)
+def _in_x(k_transposed=True):
+    """① against its form in X; the wrong variant writes Kᵀ as XᵀC̃ᵀ (that is K), defined only for m = d."""
+
+    def build(n):
+        L = _Layer(n, square=not k_transposed)
+        XB, KT = L.X.T * L.B.T, L.C * L.X if k_transposed else L.X.T * L.C.T
+        return L.exp_form(), _cos(XB) * L.W * _cos(KT) + _sin(XB) * L.W * _sin(KT)
+
+    return build
 
 
 def euler() -> Derivation:
@@ -161,11 +179,20 @@ def euler() -> Derivation:
                 r"\text{①} = \mathrm{Re}[\exp(i\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top] = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos(-\mathbf K^\top) + i\sin(-\mathbf K^\top)]\}",
                 "Euler's formula e^{iφ} = cos φ + i sin φ, entry by entry",
                 f"{SOURCE}, §1.2 (definition of G and the remark defining ①)",
-                Check(_euler(True), "exact", size=2, exact_limit=3, build_limit=4),
+                Check(_euler(), "exact", size=2, exact_limit=3, build_limit=4),
                 printed=Printed(
                     r"\text{①} = \mathrm{Re}[\exp(\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top]",
-                    Check(_euler(False), "exact", size=2, exact_limit=3, build_limit=4),
+                    Check(_euler(i_in_q=False), "exact", size=2, exact_limit=3, build_limit=4),
                     "the remark that names ① drops the i in exp(iQ) (the definition of G just above it has exp(iQ))",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "real part factor by factor",
+                        r"\text{①} = \mathrm{Re}[\exp(i\mathbf Q)]\,\mathrm{diag}(\mathbf w)\,\mathrm{Re}[\exp(-i\mathbf K)]^\top = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos(-\mathbf K^\top)",
+                        Check(_euler(real_parts_first=True), "exact", size=2, exact_limit=3, build_limit=4),
+                        "Re[ab] = Re a Re b − Im a Im b: the imaginary parts multiply to a real term (the sin·sin "
+                        "term of the next lines)",
+                    ),
                 ),
             ),
             Step(
@@ -173,7 +200,15 @@ def euler() -> Derivation:
                 r"\text{①} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top - i\sin\mathbf K^\top]\}",
                 "cos(−x) = cos x and sin(−x) = −sin x",
                 f"{SOURCE}, §1.2",
-                Check(_parity, "exact", size=2, exact_limit=3, build_limit=4),
+                Check(_parity(), "exact", size=2, exact_limit=3, build_limit=4),
+                wrong=(
+                    WrongVariant(
+                        "sin treated as even",
+                        r"\text{①} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top + i\sin\mathbf K^\top]\}",
+                        Check(_parity(sin_sign=+1), "exact", size=2, exact_limit=3, build_limit=4),
+                        "sin(−x) = −sin x: only cos keeps its sign",
+                    ),
+                ),
             ),
             Step(
                 "take the real part",
@@ -196,7 +231,16 @@ def euler() -> Derivation:
                 r"\text{①} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\tilde{\mathbf C}\mathbf X)",
                 "substitute Q = (B̃X)ᵀ = XᵀB̃ᵀ and Kᵀ = C̃X",
                 f"{SOURCE}, §1.2",
-                Check(_in_x, "exact", size=2, exact_limit=3, build_limit=4),
+                Check(_in_x(), "exact", size=2, exact_limit=3, build_limit=4),
+                wrong=(
+                    WrongVariant(
+                        "K instead of Kᵀ",
+                        r"\text{①} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\mathbf X^\top\tilde{\mathbf C}^\top) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\mathbf X^\top\tilde{\mathbf C}^\top)",
+                        Check(_in_x(k_transposed=False), "exact", size=2, exact_limit=3, build_limit=4),
+                        "K = (C̃X)ᵀ = XᵀC̃ᵀ, so Kᵀ = C̃X; XᵀC̃ᵀ is m×d and fits diag(w) only when m = d "
+                        "(checked there, where the values differ)",
+                    ),
+                ),
             ),
         ),
     )
@@ -205,46 +249,69 @@ def euler() -> Derivation:
 # ---- the gradient part1 ---------------------------------------------------------------
 
 
-def _d_circled_one(n):
-    L = _Layer(n)
-    return L.directional(L.circled_one()), L.d_circled_one()
-
-
-def _dG(n):
-    L = _Layer(n)
-    sig = L.circled_one().applyfunc(sigmoid)
-    return L.directional(L.G()), L.sigma_prime().multiply_elementwise(L.d_circled_one()) * L.V + sig * (
-        L.Xdot.T * L.D.T
-    )
-
-
-def _dy(n):
-    """A concrete y(G) = Σ_ab a_ab G_ab², so Γ = ∂y/∂G = 2 a ⊙ G: sympy's dy along Ẋ against tr(Γᵀ dG)."""
-    L = _Layer(n)
-    a = sym_matrix("a", *L.Gamma.shape, real=True)
-    t = sp.Symbol("t", real=True)
-    along = dict(zip(L.X, L.X + t * L.Xdot))  # d/dt at t = 0 of X + tẊ: the derivative along Ẋ
-    G = L.G()
-    y = sum(a.multiply_elementwise(G.applyfunc(lambda g: g**2)))
-    dy = sp.diff(y.xreplace(along), t).subs(t, 0)
-    dG = G.applyfunc(lambda g: sp.diff(g.xreplace(along), t).subs(t, 0))
-    return dy, (2 * a.multiply_elementwise(G).T * dG).trace()
-
-
-def _part1_trace(printed):
+def _d_circled_one(dcos=-1):
     def build(n):
+        L = _Layer(n)
+        return L.directional(L.circled_one()), L.d_circled_one(dcos)
+
+    return build
+
+
+def _dG(with_dV=True):
+    """sympy's directional derivative of G against the product and chain rule (without dV if not ``with_dV``)."""
+
+    def build(n):
+        L = _Layer(n)
+        sig = L.circled_one().applyfunc(sigmoid)
+        dV = L.Xdot.T * L.D.T if with_dV else sp.zeros(*L.V.shape)
+        return L.directional(L.G()), L.sigma_prime().multiply_elementwise(L.d_circled_one()) * L.V + sig * dV
+
+    return build
+
+
+def _dy(transposed=True):
+    """A concrete y(G) = Σ_ab a_ab G_ab², so Γ = ∂y/∂G = 2 a ⊙ G: sympy's dy along Ẋ against tr(Γᵀ dG)
+    (or, wrongly, tr(Γ dG), defined only for m = d)."""
+
+    def build(n):
+        L = _Layer(n, square=not transposed)
+        a = sym_matrix("a", *L.Gamma.shape, real=True)
+        t = sp.Symbol("t", real=True)
+        along = dict(zip(L.X, L.X + t * L.Xdot))  # d/dt at t = 0 of X + tẊ: the derivative along Ẋ
+        G = L.G()
+        y = sum(a.multiply_elementwise(G.applyfunc(lambda g: g**2)))
+        dy = sp.diff(y.xreplace(along), t).subs(t, 0)
+        dG = G.applyfunc(lambda g: sp.diff(g.xreplace(along), t).subs(t, 0))
+        Gamma = 2 * a.multiply_elementwise(G)
+        return dy, ((Gamma.T if transposed else Gamma) * dG).trace()
+
+    return build
+
+
+def _part1_trace(form):
+    """part1 against tr(Sᵀ[−sin Q ⊙ dQ] diag(w) cos Kᵀ): "corrected" S = (ΓVᵀ) ⊙ σ'(①), "printed"
+    S = (ΓᵀVᵀ) ⊙ σ'(①) (defined only for m = d), "without σ'" S = ΓVᵀ."""
+
+    def build(n):
+        printed = form == "printed"
         L = _Layer(n, square=printed)
-        S = L.upstream(printed).multiply_elementwise(L.sigma_prime())
+        S = L.upstream(printed)
+        if form != "without σ'":
+            S = S.multiply_elementwise(L.sigma_prime())
         inner = (-_sin(L.Q)).multiply_elementwise(L.dQ()) * L.W * _cos(L.K.T)
         return L.part1(), (S.T * inner).trace()
 
     return build
 
 
-def _part1_dx(printed):
+def _part1_dx(form):
+    """part1 against tr(−(B̃ᵀF)ᵀ dX): "corrected", "printed" (ΓᵀVᵀ inside F) or "cos not transposed";
+    the last two are defined only for m = d."""
+
     def build(n):
-        L = _Layer(n, square=printed)
-        return L.part1(), (-(L.B.T * L.F(printed)).T * L.Xdot).trace()
+        L = _Layer(n, square=form != "corrected")
+        F = L.F(form == "printed", transposed_cos=form != "cos not transposed")
+        return L.part1(), (-(L.B.T * F).T * L.Xdot).trace()
 
     return build
 
@@ -278,7 +345,15 @@ def gradient_part1() -> Derivation:
                 "product rule on both products, d cos x = −sin x dx and d sin x = cos x dx entrywise; "
                 "dQ = (dX)ᵀB̃ᵀ, dKᵀ = C̃ dX. Checked against sympy's directional derivative of ①",
                 f"{SOURCE}, §1.2 (d①)",
-                Check(_d_circled_one, "exact", size=2, exact_limit=2, build_limit=3),
+                Check(_d_circled_one(), "exact", size=2, exact_limit=2, build_limit=3),
+                wrong=(
+                    WrongVariant(
+                        "d cos x = + sin x dx",
+                        r"d\text{①} = [\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \cos\mathbf Q\,\mathrm{diag}(\mathbf w)[\sin\mathbf K^\top\odot d\mathbf K^\top] + [\cos\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top\odot d\mathbf K^\top]",
+                        Check(_d_circled_one(dcos=+1), "exact", size=2, exact_limit=2, build_limit=3),
+                        "cos decreases where sin is positive: d cos x = −sin x dx",
+                    ),
+                ),
             ),
             Step(
                 "dG: product and chain rule",
@@ -286,7 +361,15 @@ def gradient_part1() -> Derivation:
                 "product rule on σ(①)V, chain rule entrywise for σ, dV = (dX)ᵀD̃ᵀ; checked against sympy's "
                 "directional derivative of G",
                 f"{SOURCE}, §1.2 (dG, dV, dσ)",
-                Check(_dG, "numeric", size=2, build_limit=3),
+                Check(_dG(), "numeric", size=2, build_limit=3),
+                wrong=(
+                    WrongVariant(
+                        "forgot dV",
+                        r"dG = [\sigma'(\text{①})\odot d\text{①}]\,\mathbf V",
+                        Check(_dG(with_dV=False), "numeric", size=2, build_limit=3),
+                        "V = (D̃X)ᵀ depends on X too: the product rule gives a second term σ(①) dV",
+                    ),
+                ),
             ),
             Step(
                 "dy as a trace",
@@ -295,7 +378,16 @@ def gradient_part1() -> Derivation:
                 "tr(ΓᵀM) (Frobenius inner product). Checked for y = Σ_ab a_ab G_ab² (Γ = 2a ⊙ G) against "
                 "sympy's derivative of y(G(X)) along Ẋ",
                 f"{SOURCE}, §1.2 (dy)",
-                Check(_dy, "numeric", size=2, build_limit=3),
+                Check(_dy(), "numeric", size=2, build_limit=3),
+                wrong=(
+                    WrongVariant(
+                        "missing transpose",
+                        r"dy = \mathrm{tr}\big(\Gamma\,dG\big)",
+                        Check(_dy(transposed=False), "numeric", size=2, build_limit=3),
+                        "tr(Γ dG) = Σ_ab Γ_ab dG_ba pairs each entry with its mirror; it is defined only for "
+                        "m = d (checked there, where the values differ)",
+                    ),
+                ),
             ),
             Step(
                 "part1: move V and σ' out of the way",
@@ -303,12 +395,21 @@ def gradient_part1() -> Derivation:
                 "cyclic property of the trace, tr(Γᵀ M V) = tr(VΓᵀM) = ⟨ΓVᵀ, M⟩, and "
                 "⟨A, S ⊙ B⟩ = ⟨A ⊙ S, B⟩ = tr((A ⊙ S)ᵀB)",
                 f"{SOURCE}, §1.2 (part1)",
-                Check(_part1_trace(False), "numeric", size=2, build_limit=3),
+                Check(_part1_trace("corrected"), "numeric", size=2, build_limit=3),
                 printed=Printed(
                     r"\text{part1} = \mathrm{tr}\Big(\big([(\partial y/\partial G)^\top\mathbf V^\top]\odot\sigma'(\text{①})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
-                    Check(_part1_trace(True), "numeric", size=2, build_limit=3),
+                    Check(_part1_trace("printed"), "numeric", size=2, build_limit=3),
                     "with dy = tr((∂y/∂G)ᵀdG) the cyclic shift gives (∂y/∂G)Vᵀ (m×m); the printed "
                     "(∂y/∂G)ᵀVᵀ multiplies d×m by d×m, defined only when m = d, and wrong even then",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "dropped σ'(①)",
+                        r"\text{part1} = \mathrm{tr}\Big([\Gamma\,\mathbf V^\top]^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
+                        Check(_part1_trace("without σ'"), "numeric", size=2, build_limit=3),
+                        "σ'(①) ⊙ multiplies entry by entry; moving it to the other side of the inner "
+                        "product keeps it, it cannot vanish",
+                    ),
                 ),
             ),
             Step(
@@ -316,11 +417,20 @@ def gradient_part1() -> Derivation:
                 r"\text{part1} = \mathrm{tr}\big(-(\tilde{\mathbf B}^\top F)^\top d\mathbf X\big),\quad F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{①})\big]\,[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
                 "tr(Sᵀ(A ⊙ dQ)M) = ⟨(S Mᵀ) ⊙ A, dQ⟩ with dQ = (dX)ᵀB̃ᵀ, then the cyclic property of the trace",
                 f"{SOURCE}, §1.2 (F, part1)",
-                Check(_part1_dx(False), "numeric", size=2, build_limit=3),
+                Check(_part1_dx("corrected"), "numeric", size=2, build_limit=3),
                 printed=Printed(
                     r"F = \Big\{\big[(\partial y/\partial G)^\top\mathbf V^\top\big]\odot\sigma'(\text{①})\cdot[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
-                    Check(_part1_dx(True), "numeric", size=2, build_limit=3),
+                    Check(_part1_dx("printed"), "numeric", size=2, build_limit=3),
                     "the same transposed (∂y/∂G)ᵀ as in the previous line",
+                ),
+                wrong=(
+                    WrongVariant(
+                        "diag(w) cos(C̃X) not transposed",
+                        r"F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{①})\big]\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
+                        Check(_part1_dx("cos not transposed"), "numeric", size=2, build_limit=3),
+                        "tr(Sᵀ(A ⊙ dQ)M) = ⟨(S Mᵀ) ⊙ A, dQ⟩ moves M to the other side transposed; without the "
+                        "transpose the product is defined only for m = d (checked there, where the values differ)",
+                    ),
                 ),
             ),
             Step(
