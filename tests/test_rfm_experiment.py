@@ -84,14 +84,17 @@ def test_table_round_trip_columns_summary_and_scorecard_row(tmp_path):
 def test_one_seed_records_every_column_with_equal_budgets():
     data = synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0)
     config = TrainConfig(epochs=2, patience=1, batch_size=64)
-    models = {"FM": (config, {"dim": 4}), "RFM": (config, {"dim": 4, "hidden": 4, "heads": 1, "mlp_hidden": 4})}
+    rfm_hp = {"dim": 4, "hidden": 4, "heads": 1, "mlp_hidden": 4}
+    models = {"FM": (config, {"dim": 4}, "fm recipe"), "RFM": (config, rfm_hp, "rfm recipe")}
     records = rfm_experiment.run_seed(data, 0, models)
-    frame = pd.DataFrame(records, columns=rfm_experiment.COLUMNS)
+    frame = pd.DataFrame(records, columns=[*rfm_experiment.COLUMNS, "recipe"])
     assert list(frame["model"]) == ["FM", "RFM"] and frame.notna().all().all()
+    assert list(frame["recipe"]) == ["fm recipe", "rfm recipe"]
     assert (frame["mse"] - frame["rmse"] ** 2).abs().max() < 1e-9 and (frame["epochs"] <= 2).all()
 
 
 def test_settings_give_rfm_the_fm_epoch_budget():
     models = rfm_experiment.settings("ml-100k")
-    (fm, _), (rfm, rfm_hp) = models["FM"], models["RFM"]
+    (fm, _, fm_recipe), (rfm, rfm_hp, rfm_recipe) = models["FM"], models["RFM"]
     assert (rfm.epochs, rfm.patience) == (fm.epochs, fm.patience) and "dim" in rfm_hp
+    assert f"≤ {fm.epochs} epochs" in fm_recipe and f"≤ {fm.epochs} epochs" in rfm_recipe
