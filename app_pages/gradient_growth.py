@@ -1,4 +1,4 @@
-"""Gradient growth: products vs rotations as the number of fields grows (RFM appendix §1.1–1.2)."""
+"""Gradient growth: a product term, the FM and rotations as the number of fields grows (RFM appendix §1.1–1.2)."""
 
 import math
 
@@ -6,7 +6,14 @@ import streamlit as st
 
 from app_pages._ui import bounded_number, notebook_link
 from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check
-from fmlib.analysis.gradient_growth import D_RANGE, M_RANGE, ProductBounds, RotationBounds, gradient_growth
+from fmlib.analysis.gradient_growth import (
+    D_RANGE,
+    M_RANGE,
+    ProductBounds,
+    RotationBounds,
+    gradient_growth,
+    growth_notice,
+)
 from fmlib.analysis.rotation_construction import (
     construct,
     construction_error,
@@ -24,8 +31,9 @@ from fmlib.plots.verdicts import verdict_figure
 st.title("Gradient growth")
 notebook_link("04_rotations_and_gradients")
 st.markdown(
-    "**Question.** A product interaction multiplies the embeddings of m fields; RFM instead "
-    "treats embeddings as angles and *rotates* them. How large does ‖∂y/∂X‖∞ get as m grows?"
+    "**Question.** A single m-way product term multiplies the embeddings of all m fields together; "
+    "an FM adds up products of *pairs* of fields; RFM treats embeddings as angles and *rotates* them. "
+    "How large does ‖∂y/∂X‖∞ get as m grows?"
 )
 
 
@@ -91,7 +99,7 @@ log_y = right.toggle("log scale", value=True, key="log_y", bind="query-params")
 with st.expander("Bounds (the appendix's assumptions)"):
     st.markdown(
         "Rotation layer: |X| < η, ‖B̃ᵀ‖∞ < α, ‖C̃ᵀ‖∞ < β, ‖D̃ᵀ‖∞, ‖D̃‖∞ < γ, ‖diag(w)‖∞ < ζ, "
-        "‖∂y/∂G‖∞ < θ. Product: |Xᵢⱼ| ∈ [M − ε, M + ε], every field with exponent a."
+        "‖∂y/∂G‖∞ < θ. Product term and FM: |Xᵢⱼ| ∈ [M − ε, M + ε]; the product with exponent a on every field."
     )
     cols = st.columns(6)
     names = {"eta": "η", "alpha": "α", "beta": "β", "gamma": "γ", "zeta": "ζ", "theta": "θ"}
@@ -120,8 +128,9 @@ else:
     chart(growth_figure(m_max, d, rotation, product, log_y))
     last = df.iloc[-1]
     st.markdown(
-        f"At m = {int(last.m)}: product **{last['product']:.3g}** (lower bound "
-        f"{last.product_lower_bound:.3g}), rotation layer **{last.rotation:.3g}** "
+        f"At m = {int(last.m)}: product term **{last['product']:.3g}** (lower bound "
+        f"{last.product_lower_bound:.3g}), FM **{last.fm:.3g}** (between {last.fm_lower_bound:.3g} and "
+        f"{last.fm_upper_bound:.3g}), rotation layer **{last.rotation:.3g}** "
         f"(upper bound C₁·m = {last.rotation_upper_bound:.3g})."
     )
     if not prod.grows:
@@ -129,18 +138,23 @@ else:
             f"M − ε = {prod.M - prod.eps:g} ≤ 1: the product's lower bound does not grow with m; "
             "the exponential blow-up of §1.2 needs M − ε > 1."
         )
-    st.markdown(
-        "**Notice:** the red curve climbs exponentially in m (a straight line on the log "
-        "scale), because every field multiplies the gradient. The blue curve stays under its "
-        "line C₁·m: a rotation's sin/cos and the sigmoid score are bounded, so m only enters "
-        "through sums."
+    st.markdown(f"**Notice:** {growth_notice(df)}")
+    st.caption(
+        "The red curve is one term that multiplies all m fields, the interaction of §1.2's last part — not "
+        "an FM: an FM's terms each multiply two fields, so m enters its gradient through a sum, as it enters "
+        "the rotation layer's. The blow-up is a property of high-order product terms, not of FMs."
     )
     with st.expander("Explain: which inequality is each line?"):
         st.markdown(f"""
-* **red, solid** — ‖∂y/∂X‖∞ of the product g = X₁ᵃ ⊙ … ⊙ Xₘᵃ, y = Σⱼ gⱼ, by autograd
-  (smallest of 3 random draws with |Xᵢⱼ| ∈ [M − ε, M + ε]).
+* **red, solid** — ‖∂y/∂X‖∞ of one m-way product term g = X₁ᵃ ⊙ … ⊙ Xₘᵃ, y = Σⱼ gⱼ, by autograd
+  (smallest of 3 random draws with |Xᵢⱼ| ∈ [M − ε, M + ε]; the signs do not change its size).
 * **red, dashed** — the appendix's lower bound $|\\partial y/\\partial X_{{ij}}| \\ge \\alpha_i (M - \\varepsilon)^{{\\sum\\alpha - 1}}$, here
   $a(M - \\varepsilon)^{{am - 1}}$ (§1.2, last part). It holds for every entry, so for the norm too.
+* **green, solid** — ‖∂y/∂X‖∞ of the second-order FM $y = \\sum_{{i<j}} \\langle X_i, X_j\\rangle$ ([Rendle2010] eq. 1, one-hot fields)
+  by autograd, on the same draws with every entry positive (the FM's worst case: nothing cancels).
+* **green, dashed / dotted** — its gradient is ∂y/∂Xᵢ = Z − Xᵢ with Z = Σⱼ Xⱼ ([FMGrad] eq. 8, coefficient 1):
+  a sum of m − 1 embeddings, so d(m − 1)(M − ε) ≤ ‖∂y/∂X‖∞ ≤ d(m − 1)(M + ε) — linear in m. The upper line
+  holds for any signs; with mixed signs the sum partly cancels and stays lower.
 * **blue, solid** — ‖∂y/∂X‖∞ of one self-attentive rotation layer G = σ(Re[exp(iQ) diag(w) exp(−iK)ᵀ])·V,
   y = f(cos G) + f(sin G) with linear f, by autograd on the dm×m block matrix X (largest of 3 draws,
   every norm at 99% of its bound).

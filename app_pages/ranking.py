@@ -1,5 +1,7 @@
 """Ranking with a cached context: score every movie for one user (DPLR paper §3.1, Alg. 1)."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -9,7 +11,24 @@ from app_pages._view import chart, copy_link_and_reset, in_range, link_check, on
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.models import model_name
 from fmlib.plots.ranking import per_item_cost_figure
-from fmlib.ranking import catalogue, context_of, layout, overlap_table, rank_items, top_k, user_query
+from fmlib.ranking import (
+    DIFFERENT,
+    SAME,
+    agreement,
+    cached_equals_full,
+    catalogue,
+    context_of,
+    layout,
+    overlap_table,
+    pair_kind,
+    query_rows,
+    rank_items,
+    recipe,
+    seed_noise_verdict,
+    top_k,
+    top_lists,
+    user_query,
+)
 from fmlib.results import read_csv, results_dir
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
@@ -108,12 +127,19 @@ run, source = saved_or_quick_run(
 
 
 def quick_models(data, config, report) -> dict:
-    """A quick FM, FwFM and DPLR (ρ = 2) on ``data``, one after another; ``report``: each epoch's record."""
+    """A quick FM, FwFM and DPLR (ρ = 2) on ``data``, each with seeds 0 and 1, one after another;
+    ``report``: each epoch's record."""
     return {
-        f"quick {label}": train_model(
-            kind, data, config, lambda r, label=label: report({**r, "label": label}), dim=8, **hp
+        f"quick {label} (seed {seed})": train_model(
+            kind,
+            data,
+            replace(config, seed=seed),
+            lambda r, label=f"{label}, seed {seed}": report({**r, "label": label}),
+            dim=8,
+            **hp,
         )
         for label, kind, hp in (("FM", "fm", {}), ("FwFM", "fwfm", {}), ("DPLR ρ=2", "dplr", {"rank": 2}))
+        for seed in (0, 1)
     }
 
 
@@ -178,12 +204,25 @@ top = top_k(scores, 10)
 table = candidates.items.iloc[top.numpy()].assign(score=scores[top].numpy().round(3))
 st.dataframe(table, hide_index=True)
 
-st.subheader("Do the models agree on the top k?")
+st.subheader("Does the cache change the ranking?")
+same = cached_equals_full(model, *context, items, item_weight, k=10)
 st.markdown(
-    "Every saved FM, FwFM and DPLR run on this dataset ranks the whole catalogue for the same user. "
-    "overlap@k = |top-k of one ∩ top-k of the other| / k: does DPLR's speed change its ranking?"
+    f"No: the cache computes the same sum in another order (DPLR eq. 5, Algorithm 1), not an approximation. "
+    f"For this query the cached scores of all {same['items']:,} items differ from the model's full forward pass "
+    f"by at most **{same['max_abs_difference']:.1e}** (scores up to {same['largest_score']:.2g}: float32 rounding), "
+    f"and the two top-{same['k']} lists overlap at **{same['overlap']:.2f}**."
+)
+
+st.subheader("Do different models agree on the top k — more than one model trained twice?")
+st.markdown(
+    "Every saved FM, FwFM and DPLR run on this dataset ranks the whole catalogue for the same users. "
+    "overlap@k = |top-k of one ∩ top-k of the other| / k. Two *different* trained models can disagree for two "
+    "reasons: they are different models, or they started from different random draws. The baseline is the "
+    "same recipe trained with two seeds: its disagreement is seed noise."
 )
 MAX_COMPARED = 6
+QUERIES = 50  # users whose latest test rating is a query of the comparison
+K_MAX = 50
 store, runs, unreadable = run_store(), {}, []
 for run_id in store.ids():  # newest first
     try:
@@ -198,26 +237,33 @@ for run_id in store.ids():  # newest first
 if unreadable:
     st.caption(f"Skipped unreadable runs: {', '.join(unreadable)} (pick one in the sidebar to see why).")
 runs.update(st.session_state.get("ranking_quick_models", {}))
-if len(runs) < 2:
+recipes = {label: recipe(other.config) for label, other in runs.items()}
+seeds = {label: other.config.get("train", {}).get("seed", 0) for label, other in runs.items()}
+kinds_found = {pair_kind(recipes[a], seeds[a], recipes[b], seeds[b]) for a in runs for b in runs if a < b} - {None}
+if not {SAME, DIFFERENT} <= kinds_found:
     name = run.config["dataset"]
-    st.info(f"{len(runs)} saved FM/FwFM/DPLR run(s) on {name}: train quick ones here to compare.")
-    job = wait_in_session("ranking_quick_models_job", "Your quick FM, FwFM and DPLR")
+    lacking = " and ".join(f"*{kind}*" for kind in (SAME, DIFFERENT) if kind not in kinds_found)
+    st.info(
+        f"{len(runs)} saved FM/FwFM/DPLR run(s) on {name}, with no pair of the kind {lacking}: train quick ones "
+        "here — each model with two seeds — to compare models with seed noise."
+    )
+    job = wait_in_session("ranking_quick_models_job", "Your quick FM, FwFM and DPLR, two seeds each")
     if job is not None and job.state == "done":
         st.session_state["ranking_quick_models"] = job.result
-        runs.update(job.result)
+        st.rerun()  # draw the comparison with them
     elif job is not None and job.state == "cancelled":
         st.info("The quick models were cancelled.")
     elif job is not None:  # bad settings: say why, no traceback
         st.error(job.error)
-    if "ranking_quick_models_job" not in st.session_state and len(runs) < 2:
-        if st.button(f"Train a quick FM, FwFM and DPLR (ρ = 2) on {name}", key="quick_models"):
+    if "ranking_quick_models_job" not in st.session_state and "ranking_quick_models" not in st.session_state:
+        if st.button(f"Train a quick FM, FwFM and DPLR (ρ = 2) on {name}, seeds 0 and 1", key="quick_models"):
             config = TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2)
             data = split_of(run)
             submit_in_session("ranking_quick_models_job", lambda job: quick_models(data, config, job.report))
             st.rerun()  # show its place in line
 if len(runs) >= 2:
-    link_check("k", in_range(1, 50, integer=True), "1 to 50")
-    k = st.slider("k", 1, 50, 10, key="k", bind="query-params")
+    link_check("k", in_range(1, K_MAX, integer=True), f"1 to {K_MAX}")
+    k = st.slider("k", 1, K_MAX, 10, key="k", bind="query-params")
     tops, rows = {}, []
     for label, other in runs.items():
         other_model = other.model.eval()
@@ -228,11 +274,24 @@ if len(runs) >= 2:
             {
                 "run": label,
                 "model": model_name(other_model),
+                "seed": seeds[label],
                 "ms per query (cached)": round(median * 1e3, 3),
                 "IQR (ms)": f"{q1 * 1e3:.3f}–{q3 * 1e3:.3f}",
                 "top 1": candidates.items.iloc[int(tops[label][0]), 0],
             }
         )
     st.dataframe(pd.DataFrame(rows), hide_index=True)
-    st.markdown(f"overlap@{k} between the runs' top {k} lists (1 = the same items):")
+    st.markdown(f"overlap@{k} between the runs' top {k} lists for this query (1 = the same items):")
     st.dataframe(overlap_table(tops).round(2))
+    queries = query_rows(data.test, QUERIES)
+    cache_key = (tuple(runs), run.config["dataset"], tuple(queries))
+    if st.session_state.get("ranking_tops", (None,))[0] != cache_key:  # scored once per set of runs
+        with st.spinner(f"ranking the catalogue for {len(queries)} queries with {len(runs)} models …"):
+            models = {label: other.model for label, other in runs.items()}
+            found = top_lists(models, data.test, queries, candidates, min(K_MAX, len(items)))
+        st.session_state["ranking_tops"] = (cache_key, found)
+    pairs = agreement(st.session_state["ranking_tops"][1], recipes, seeds, k)
+    st.markdown(f"Averaged over {len(queries)} queries (each a test user's latest rating), pair by pair:")
+    st.dataframe(pairs[["a", "b", "pair", "overlap"]].round(3), hide_index=True)
+    if {SAME, DIFFERENT} <= set(pairs["pair"]):
+        st.markdown(f"**Notice:** {seed_noise_verdict(pairs, k)['sentence']}")

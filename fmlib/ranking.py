@@ -31,12 +31,14 @@ full pass in smaller ones (``full_batch``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from scipy.stats import t as student_t
 
 from .data.dataset import Dataset
 from .data.schema import Schema
@@ -277,6 +279,149 @@ def overlap_table(tops: dict) -> pd.DataFrame:
     """overlap@k of every pair of top-k lists ``{model name: positions}``, as a square table."""
     names = list(tops)
     return pd.DataFrame([[overlap_at_k(tops[a], tops[b]) for b in names] for a in names], index=names, columns=names)
+
+
+def cached_equals_full(model, context_index, context_weight, item_index, item_weight, k: int = 10) -> dict:
+    """The cached-context scores of one query against the model's own full forward pass on full rows.
+
+    The cache is an exact rewriting of the same sum (DPLR eq. 5, Alg. 1), so the two differ only by
+    float32 rounding: ``max_abs_difference`` = max |cached − full| over the items, ``largest_score``
+    = max |score| for scale, and ``overlap`` = overlap@k of their top-k lists (1 unless two scores
+    within rounding of each other straddle the k-th place).
+    """
+    cached = rank_items(model, context_index, context_weight, item_index, item_weight)
+    full = full_pass(model, context_index, context_weight, item_index, item_weight)
+    k = min(k, len(cached))
+    return {
+        "items": len(cached),
+        "max_abs_difference": float((cached - full).abs().max()),
+        "largest_score": float(full.abs().max()),
+        "overlap": overlap_at_k(top_k(cached, k), top_k(full, k)),
+        "k": k,
+    }
+
+
+def recipe(config: dict) -> str:
+    """A run's recipe: everything in its config that says how it was made (model, hyperparameters,
+    training settings, data set, split) except the training seed, as one comparable string. Two runs
+    of one recipe with different seeds are the same model trained twice: their disagreement is seed noise."""
+    train = {key: value for key, value in config.get("train", {}).items() if key != "seed"}
+    kept = {key: config.get(key) for key in ("model", "hp", "dataset", "split")}
+    return json.dumps({**kept, "train": train}, sort_keys=True, default=str)
+
+
+def query_rows(data: Dataset, count: int) -> list[int]:
+    """Up to ``count`` queries of ``data``: the latest sample of each of its first users (MovieLens),
+    else its first samples — the contexts over which ``agreement`` averages."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    if data.frame is not None and {"user_id", "timestamp"} <= set(data.frame):
+        latest = data.frame.reset_index(drop=True).groupby("user_id")["timestamp"].idxmax()
+        return [int(row) for row in latest.sort_index().iloc[:count]]
+    return list(range(min(count, len(data))))
+
+
+@torch.no_grad()
+def top_lists(models: dict, data: Dataset, rows, items: "Catalogue", k: int) -> dict:
+    """``{label: (Q, k) tensor}``: each model's top k items (best first) for each query row of ``data``."""
+    out = {}
+    for label, model in models.items():
+        model.eval()
+        r = ranker(model)
+        tops = []
+        for row in rows:
+            ctx = context_of(data, row)
+            scores = r.score(r.cache(*ctx), items.index, items.weight)
+            tops.append(top_k(scores, min(k, len(scores))))
+        out[label] = torch.stack(tops)
+    return out
+
+
+SAME = "one recipe, two seeds"
+DIFFERENT = "different models, different seeds"
+SHARED_SEED = "different models, one seed"
+
+
+def pair_kind(recipe_a: str, seed_a: int, recipe_b: str, seed_b: int) -> str | None:
+    """SAME, DIFFERENT or SHARED_SEED for two runs (``agreement``); None for one model twice."""
+    if recipe_a == recipe_b:
+        return None if seed_a == seed_b else SAME
+    return SHARED_SEED if seed_a == seed_b else DIFFERENT
+
+
+def agreement(tops: dict, recipes: dict, seeds: dict, k: int) -> pd.DataFrame:
+    """overlap@k of every pair of models, averaged over the queries of ``top_lists``.
+
+    ``recipes``/``seeds``: each label's ``recipe`` and training seed. A pair is
+    SAME — one recipe, two seeds: the same model trained twice, the seed-noise baseline;
+    DIFFERENT — different recipes and different seeds: what a comparison of two models sees;
+    SHARED_SEED — different recipes, one seed: models that started from the same random draw
+    (``train_model`` seeds the embedding initialisation), so their agreement is not only the models'.
+    Two runs of one recipe and one seed are one model twice and are left out.
+    Columns: a, b, pair, overlap (mean over queries), per_query (the list of overlaps).
+    """
+    labels = list(tops)
+    rows = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            pair = pair_kind(recipes[a], seeds[a], recipes[b], seeds[b])
+            if pair is None:
+                continue
+            per_query = [overlap_at_k(x[:k], y[:k]) for x, y in zip(tops[a], tops[b])]
+            rows.append({"a": a, "b": b, "pair": pair, "overlap": float(np.mean(per_query)), "per_query": per_query})
+    return pd.DataFrame(rows, columns=["a", "b", "pair", "overlap", "per_query"])
+
+
+def seed_noise_verdict(pairs: pd.DataFrame, k: int, confidence: float = 0.95) -> dict:
+    """Do different models disagree on the top k more than one model trained with two seeds?
+
+    Per query q: D_q = mean overlap@k of the DIFFERENT pairs, S_q = that of the SAME pairs; the
+    difference S_q − D_q with its Student-t interval over queries (> 0: models disagree more than
+    one model's seeds do). Returns the means, the interval, the numbers of pairs and queries, and
+    a sentence (which also gives the SHARED_SEED pairs' overlap where there are some).
+    """
+    kinds = set(pairs["pair"])
+    for needed in (SAME, DIFFERENT):
+        if needed not in kinds:
+            raise ValueError(f"the seed-noise comparison needs at least one pair of each kind; no {needed!r} pair")
+    per_query = {kind: np.mean(np.stack(part["per_query"].to_numpy()), axis=0) for kind, part in pairs.groupby("pair")}
+    diff = per_query[SAME] - per_query[DIFFERENT]
+    n, mean = len(diff), float(diff.mean())
+    half = float(student_t.ppf(0.5 + confidence / 2, n - 1) * diff.std(ddof=1) / np.sqrt(n)) if n > 1 else np.inf
+    low, high = mean - half, mean + half
+    same, different = float(per_query[SAME].mean()), float(per_query[DIFFERENT].mean())
+    counts = pairs["pair"].value_counts()
+    if low > 0:
+        verdict = f"different models disagree more than one model trained with two seeds, by {mean:.2f}"
+    elif high < 0:
+        verdict = f"different models agree more than one model's two seeds do, by {-mean:.2f}"
+    else:
+        verdict = (
+            "different models disagree about as much as one model trained with two seeds (no difference detectable)"
+        )
+    sentence = (
+        f"Over {n} queries, overlap@{k} is {different:.2f} between different models trained with different seeds "
+        f"({counts[DIFFERENT]} pairs) and {same:.2f} between two seeds of one recipe ({counts[SAME]} pairs): "
+        f"seeds minus models {mean:+.2f} [{low:+.2f}, {high:+.2f}] ({confidence:.0%} t-interval over queries) — "
+        f"{verdict}."
+    )
+    if SHARED_SEED in per_query:
+        shared = float(per_query[SHARED_SEED].mean())
+        sentence += (
+            f" Different models started from one seed agree at {shared:.2f} ({counts[SHARED_SEED]} pairs), "
+            f"{'more' if shared > different else 'no more'} than different models started from different seeds."
+        )
+    return {
+        "same": same,
+        "different": different,
+        "difference": mean,
+        "low": low,
+        "high": high,
+        "queries": n,
+        "same_pairs": int(counts[SAME]),
+        "different_pairs": int(counts[DIFFERENT]),
+        "sentence": sentence,
+    }
 
 
 @dataclass(frozen=True)

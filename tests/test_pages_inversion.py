@@ -5,6 +5,7 @@ import time
 import torch
 from apptest import app_page, figure
 
+from fmlib.experiments import inversion, tables
 from fmlib.inversion import invert, planted_instance
 
 PAGE = "app_pages/attention_inversion.py"
@@ -30,6 +31,10 @@ def near_start_newton_error(seed, n=4, d=3, R=1.0):
     return run.trajectory["dist"].iloc[-1] / inst.X_true.norm().item()
 
 
+def notice(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Notice** (this instance"))
+
+
 def test_near_start_newton_result_matches_fmlib():
     seed = next(s for s in range(20) if near_start_newton_error(s) < 1e-6)
     at = app_page(PAGE, timeout=60)
@@ -39,6 +44,27 @@ def test_near_start_newton_result_matches_fmlib():
     at.number_input[0].set_value(seed).run()
     assert not at.exception
     assert float(at.metric[1].value) < 1e-6
+    assert "Damped Newton recovers the secret" in notice(at)
+
+
+def test_a_near_start_that_stops_short_is_described_as_it_is():
+    """Seed 0 from a near start: Newton ends ~11 % of ‖X_true‖ away; the notice says so, from the numbers."""
+    error = near_start_newton_error(0)
+    assert error > 0.01
+    at = app_page(PAGE, timeout=60)
+    at.run()
+    at.radio[0].set_value(at.radio[0].options[1])
+    at.select_slider[2].set_value(200)
+    at.run()
+    assert not at.exception
+    text = notice(at)
+    assert f"Damped Newton ends {error:.2g}·‖X_true‖ from the secret after 100 steps" in text
+    assert "Newton recovers" not in text and "reaches it" not in text
+    committed = next(c.value for c in at.caption if c.value.startswith("Over many planted instances"))
+    frame, _ = tables.read(tables.newest(inversion.table_name()), columns=inversion.COLUMNS)
+    near = inversion.rates(frame).set_index(["start_kind", "gamma"]).loc[("near", 0.0)]
+    rate = f"{near.success_rate:.0%} [{near.success_rate_low:.0%}, {near.success_rate_high:.0%}]"
+    assert f"from a near start in {rate} of {int(near.runs)} instances" in committed
 
 
 def test_trials_chart_and_both_outcomes():
@@ -78,3 +104,14 @@ def test_movielens_twist_section():
     assert len(recovery) == 2  # training users and held-out users
     table = at.dataframe[0].value
     assert table["step"].iloc[-1] == "truth"
+    for bars, label in zip(recovery, ("training users", "held-out users")):
+        notice = next(m.value for m in at.markdown if m.value.startswith(f"**Notice** ({label}):"))
+        attack, popular = (
+            next(t for t in bars["data"] if t["name"] == n)
+            for n in ("inversion attack", "guess the most popular (training users)")
+        )
+        for metric, a, p in zip(attack["x"], attack["text"], popular["text"]):  # the bars' labels, e.g. 41.8%
+            assert f"{metric}: attack {a}, popularity guess {p}" in notice
+        assert any(w in notice for w in ("beats the attack", "the attack beats", "no difference from the popularity"))
+    gap = next(i.value for i in at.info if i.value.startswith("The attack recovers"))
+    assert "of held-out users'" in gap and "popularity guess" in gap

@@ -5,6 +5,7 @@ from apptest import app_page, figure, wait_for_training
 
 from fmlib.bench.ranking import ranking_benchmark, sweep_schemas
 from fmlib.data import movielens, split, synthetic
+from fmlib.ranking import agreement, catalogue, query_rows, recipe, seed_noise_verdict, top_lists
 from fmlib.results import write_csv
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
@@ -42,14 +43,22 @@ def test_a_saved_run_is_timed_on_equal_terms_and_compared_with_quick_models():
         ratio <= 1
     )
     assert len(at.dataframe[0].value) == 10
-    assert any("1 saved FM/FwFM/DPLR run" in i.value for i in at.info)
+    same = next(m.value for m in at.markdown if m.value.startswith("No: the cache computes the same sum"))
+    difference = float(same.split("by at most **")[1].split("**")[0])
+    assert 0 <= difference < 1e-4 and "overlap at **1.00**" in same
+    assert any("1 saved FM/FwFM/DPLR run" in i.value and "one recipe, two seeds" in i.value for i in at.info)
     wait_for_training(at.button(key="quick_models").click().run(), key="ranking_quick_models_job")
     assert not at.exception and not at.error
-    compared, overlaps = at.dataframe[1].value, at.dataframe[2].value
-    assert len(compared) == 4 and set(compared.model) == {"fm", "fwfm", "dplr"}
+    compared, overlaps, pairs = at.dataframe[1].value, at.dataframe[2].value, at.dataframe[3].value
+    assert len(compared) == 7 and set(compared.model) == {"fm", "fwfm", "dplr"}
+    assert sorted(compared.seed) == [0, 0, 0, 0, 1, 1, 1]
     assert (overlaps.values.diagonal() == 1).all() and ((0 <= overlaps.values) & (overlaps.values <= 1)).all()
+    assert (pairs.pair == "one recipe, two seeds").sum() == 3  # each quick model with its other seed
+    assert {"different models, different seeds", "different models, one seed"} <= set(pairs.pair)
+    assert any(m.value.startswith("**Notice:** Over ") for m in at.markdown)
     at.slider(key="k").set_value(3).run()
-    assert not at.exception and not at.error and len(at.dataframe[2].value) == 4
+    assert not at.exception and not at.error and len(at.dataframe[2].value) == 7
+    assert any("overlap@3 is" in m.value for m in at.markdown)
 
 
 def test_quick_benchmark_charts_and_the_cache_sentence():
@@ -100,3 +109,36 @@ def test_top_k_for_a_movielens_user_over_every_movie():
     assert {"title", "movie_id", "genres", "score"} <= set(top) and top.score.is_monotonic_decreasing
     overlaps = at.dataframe[2].value
     assert list(overlaps.index) == [dplr, fm] and overlaps.loc[dplr, dplr] == 1
+
+
+def test_models_are_compared_with_one_recipe_trained_with_two_seeds():
+    """Two saved DPLR seeds and an FM of a third seed: the page's pairs and its verdict are fmlib's,
+    over the same queries (the first test rows: synthetic data, the app's own)."""
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    store = RunStore()
+    runs = {
+        store.save(train_model(kind, data, TrainConfig(epochs=1, seed=seed), dim=4, **hp)): seed
+        for kind, hp, seed in (("dplr", {"rank": 2}, 0), ("dplr", {"rank": 2}, 1), ("fm", {}, 2))
+    }
+    at = page(run_id=next(iter(runs)))
+    assert not at.error
+    assert not any(b.key == "quick_models" for b in at.button)  # the baseline is there: nothing to train
+    pairs = at.dataframe[3].value
+    assert sorted(pairs.pair) == ["different models, different seeds"] * 2 + ["one recipe, two seeds"]
+    loaded = {run_id: store.load(run_id) for run_id in store.ids()}
+    tops = top_lists(
+        {label: r.model for label, r in loaded.items()},
+        data.test,
+        query_rows(data.test, 50),
+        catalogue(data.train, data.valid, data.test),
+        50,
+    )
+    expected = agreement(
+        tops,
+        {label: recipe(r.config) for label, r in loaded.items()},
+        {label: r.config["train"]["seed"] for label, r in loaded.items()},
+        10,
+    )
+    assert sorted(pairs.overlap) == pytest.approx(sorted(expected.overlap.round(3)))
+    notice = next(m.value for m in at.markdown if m.value.startswith("**Notice:**"))
+    assert notice == f"**Notice:** {seed_noise_verdict(expected, 10)['sentence']}"

@@ -3,6 +3,7 @@ sort; the benchmark's rows, agreement check and sentences follow from its number
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -27,7 +28,12 @@ from fmlib.data.schema import Schema
 from fmlib.models import build_model
 from fmlib.plots.ranking import log_ticks, per_item_cost_figure
 from fmlib.ranking import (
+    DIFFERENT,
+    SAME,
+    SHARED_SEED,
+    agreement,
     assemble,
+    cached_equals_full,
     catalogue,
     context_of,
     full_batch,
@@ -35,8 +41,12 @@ from fmlib.ranking import (
     layout,
     overlap_at_k,
     overlap_table,
+    pair_kind,
+    query_rows,
     rank_items,
     ranker,
+    recipe,
+    seed_noise_verdict,
     top_k,
     user_query,
 )
@@ -331,3 +341,104 @@ def test_full_batch_caps_an_fwfm_gram_matrix():
     fwfm, fm = build_model("fwfm", schema), build_model("fm", schema)
     assert full_batch(fwfm) == 2**21 // (4 * 40 * 40) == 327 and full_batch(fwfm, 100) == 100
     assert full_batch(fm) == 4096 and full_batch(build_model("fwfm", synthetic_schema(8, 4))) == 4096
+
+
+def test_cached_equals_full_reports_the_largest_difference_to_the_full_pass(small_split, monkeypatch):
+    model = randomised("dplr", small_split.schema, rank=2)
+    items = catalogue(small_split.train, small_split.test)
+    context = context_of(small_split.test, 3)
+    report = cached_equals_full(model, *context, items.index, items.weight, k=5)
+    full = full_pass(model, *context, items.index, items.weight)
+    gap = (rank_items(model, *context, items.index, items.weight) - full).abs().max()
+    assert report["max_abs_difference"] == pytest.approx(float(gap)) and report["max_abs_difference"] < 1e-5
+    assert report["overlap"] == 1.0 and report["k"] == 5 and report["items"] == len(items.index)
+    assert report["largest_score"] == pytest.approx(float(full.abs().max()))
+    # a cache that changed the scores would show: shift the cached scores of the full pass's top item
+    best = int(full.argmax())
+
+    def broken(*args, **kwargs):
+        scores = rank_items(*args, **kwargs)
+        scores[best] -= 100.0
+        return scores
+
+    monkeypatch.setattr("fmlib.ranking.rank_items", broken)
+    wrong = cached_equals_full(model, *context, items.index, items.weight, k=1)
+    assert wrong["max_abs_difference"] == pytest.approx(100.0, rel=1e-3) and wrong["overlap"] == 0.0
+
+
+def test_a_recipe_is_the_config_without_the_training_seed():
+    config = {
+        "model": "dplr",
+        "hp": {"dim": 4, "rank": 2},
+        "train": {"lr": 0.01, "seed": 0},
+        "dataset": "ml-100k",
+        "split": {"seed": 0, "min_count": 1},
+        "data_source": "cache",
+    }
+    other_seed = {**config, "train": {"lr": 0.01, "seed": 7}}
+    assert recipe(config) == recipe(other_seed)
+    assert recipe(config) != recipe({**config, "hp": {"dim": 4, "rank": 3}})
+    assert recipe(config) != recipe({**config, "train": {"lr": 0.02, "seed": 0}})
+    assert recipe(config) != recipe({**config, "split": {"seed": 1, "min_count": 1}})
+    assert pair_kind("a", 0, "a", 1) == SAME and pair_kind("a", 0, "b", 1) == DIFFERENT
+    assert pair_kind("a", 0, "b", 0) == SHARED_SEED and pair_kind("a", 0, "a", 0) is None
+
+
+def test_agreement_and_the_seed_noise_verdict_by_hand():
+    """Three queries, k = 2: a and a' are one recipe with two seeds, b another recipe."""
+    t = torch.tensor
+    tops = {
+        "a": t([[0, 1, 2], [0, 1, 2], [0, 1, 2]]),
+        "a'": t([[0, 1, 5], [0, 3, 5], [0, 1, 5]]),  # overlap@2 with a: 1, 0.5, 1
+        "b": t([[0, 4, 1], [3, 4, 0], [6, 7, 1]]),  # overlap@2 with a: 0.5, 0, 0; with a': 0.5, 0.5, 0
+    }
+    recipes, seeds = {"a": "A", "a'": "A", "b": "B"}, {"a": 0, "a'": 1, "b": 2}
+    pairs = agreement(tops, recipes, seeds, 2).set_index(["a", "b"])
+    assert pairs.loc[("a", "a'"), "pair"] == SAME and pairs.loc[("a", "b"), "pair"] == DIFFERENT
+    assert pairs.loc[("a", "a'"), "per_query"] == [1.0, 0.5, 1.0]
+    assert pairs.loc[("a", "b"), "overlap"] == pytest.approx(1 / 6)
+    assert pairs.loc[("a'", "b"), "per_query"] == [0.5, 0.5, 0.0]
+    verdict = seed_noise_verdict(pairs.reset_index(), 2)
+    diff = np.array([1.0, 0.5, 1.0]) - np.array([0.5, 0.25, 0.0])  # seeds minus models, per query
+    half = 4.302652729911275 * diff.std(ddof=1) / np.sqrt(3)  # t(0.975, 2)
+    assert verdict["difference"] == pytest.approx(diff.mean())
+    assert verdict["low"] == pytest.approx(diff.mean() - half) and verdict["high"] == pytest.approx(diff.mean() + half)
+    assert verdict["same"] == pytest.approx(2.5 / 3) and verdict["different"] == pytest.approx(0.75 / 3)
+    expected = "more than one model" if verdict["low"] > 0 else "about as much as one model"
+    assert expected in verdict["sentence"] and "Over 3 queries, overlap@2 is 0.25" in verdict["sentence"]
+    # one seed shared by two different models: reported apart, left out of the verdict
+    shared = agreement({**tops, "c": tops["a"]}, {**recipes, "c": "C"}, {**seeds, "c": 0}, 2)
+    assert shared.set_index(["a", "b"]).loc[("a", "c"), "pair"] == SHARED_SEED
+    assert seed_noise_verdict(shared, 2)["different"] != verdict["different"]  # c adds DIFFERENT pairs with a', b
+    assert "started from one seed agree at 1.00 (1 pairs)" in seed_noise_verdict(shared, 2)["sentence"]
+    with pytest.raises(ValueError, match="no 'one recipe, two seeds' pair"):
+        seed_noise_verdict(agreement(tops, {"a": "A", "a'": "A2", "b": "B"}, seeds, 2), 2)
+
+
+def test_the_verdict_names_the_side_its_interval_is_on():
+    def pairs(same, different):
+        return pd.DataFrame(
+            [
+                {"a": "x", "b": "x2", "pair": SAME, "overlap": np.mean(same), "per_query": same},
+                {"a": "x", "b": "y", "pair": DIFFERENT, "overlap": np.mean(different), "per_query": different},
+            ]
+        )
+
+    assert (
+        "disagree more than one model trained with two seeds, by 0.50"
+        in seed_noise_verdict(pairs([0.9, 0.8, 0.9, 0.8], [0.4, 0.3, 0.4, 0.3]), 10)["sentence"]
+    )
+    assert (
+        "agree more than one model's two seeds do"
+        in seed_noise_verdict(pairs([0.4, 0.3, 0.4, 0.3], [0.9, 0.8, 0.9, 0.8]), 10)["sentence"]
+    )
+    assert "no difference detectable" in seed_noise_verdict(pairs([0.5, 0.3, 0.4], [0.4, 0.4, 0.4]), 10)["sentence"]
+
+
+def test_query_rows_are_the_latest_sample_of_each_user():
+    data = split(movielens.load("ml-100k"), seed=0)
+    rows = query_rows(data.test, 5)
+    users = sorted(data.test.frame.user_id.unique())[:5]
+    assert rows == [user_query(data.test, u) for u in users]
+    with pytest.raises(ValueError, match="count must be >= 1"):
+        query_rows(data.test, 0)

@@ -1,4 +1,4 @@
-"""Gradient growth with the number of fields m: rotations vs products (RFM appendix §1.2).
+"""Gradient growth with the number of fields m: rotations vs products vs the FM (RFM appendix §1.2).
 
 (b) One self-attentive rotation layer, in the appendix's matrix notation:
 
@@ -16,9 +16,18 @@ and proves ‖∂y/∂X‖∞ ≤ C_1·m with C_1 = γθ + αζηγθd/2 + βζ�
 ∂y/∂X = PART I − PART II − PART III + PART IV + PART V, bounded part by part:
 PART I ≤ γθm, PART II, IV ≤ αζηγθdm/4, PART III, V ≤ βζγηθm/4.
 
-(a) A product interaction g = X_1^{α_1} ⊙ … ⊙ X_m^{α_m}, y = Σ_j g_j (so ∂y/∂g = 1): if
-|X_ij| ≥ M − ε for every field i, then |∂y/∂X_ij| ≥ α_i (M − ε)^{Σα−1} (§1.2, last part) —
-exponential in m when M − ε > 1. Here every field has the same exponent a (α_i = a).
+(a) A product interaction g = X_1^{α_1} ⊙ … ⊙ X_m^{α_m}, y = Σ_j g_j (so ∂y/∂g = 1): one single
+m-way product term, all m fields multiplied together — not an FM. If |X_ij| ≥ M − ε for every
+field i, then |∂y/∂X_ij| ≥ α_i (M − ε)^{Σα−1} (§1.2, last part) — exponential in m when
+M − ε > 1. Here every field has the same exponent a (α_i = a).
+
+(c) For comparison, the FM ([Rendle2010] eq. 1) on m one-hot fields, field i's embedding X_i ∈ ℝ^d
+(x_i = 1): a sum of m(m−1)/2 second-order terms, y = Σ_{i<j} ⟨X_i, X_j⟩. Its gradient is
+∂y/∂X_i = Σ_{j≠i} X_j = Z − X_i with Z = Σ_j X_j ([FMGrad] eq. 8 with coefficient 1 and x = 1):
+a sum of m − 1 embeddings, never a product of them. With |X_ij| ≤ M + ε,
+‖∂y/∂X‖∞ ≤ d(m − 1)(M + ε) whatever the signs; with every entry of one sign (the other fields'
+embeddings add up without cancelling) and |X_ij| ≥ M − ε also ‖∂y/∂X‖∞ ≥ d(m − 1)(M − ε). So the
+FM's gradient grows linearly in m, like the rotation layer's bound and unlike the product's.
 
 Slips in the printed appendix (the code uses the corrected lines; tests check them):
 * "Remark Re[exp(Q) diag(w) exp(−iK)ᵀ] as ①" — reads exp(iQ).
@@ -229,17 +238,51 @@ def rotation_layer_gradient(m: int, d: int, bounds: RotationBounds = RotationBou
     }
 
 
-def product_gradient(m: int, d: int, bounds: ProductBounds = ProductBounds(), seed: int = 0) -> dict:
-    """‖∂y/∂X‖∞ and min |∂y/∂X_ij| by autograd for g = Π_i X_i^a, y = Σ_j g_j; X is (m, d)."""
+def _draw(m: int, d: int, bounds: ProductBounds, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(m, d) sizes |X_ij| uniform in [M − ε, M + ε] and random signs ±1, float64."""
     check_fields(m, d)
-    bounds.check_float_range(m)
     gen = torch.Generator().manual_seed(seed)
     size = bounds.M - bounds.eps + 2 * bounds.eps * torch.rand(m, d, generator=gen, dtype=torch.float64)
     sign = torch.where(torch.rand(m, d, generator=gen) < 0.5, -1.0, 1.0).double()
+    return size, sign
+
+
+def product_gradient(m: int, d: int, bounds: ProductBounds = ProductBounds(), seed: int = 0) -> dict:
+    """‖∂y/∂X‖∞ and min |∂y/∂X_ij| by autograd for the single m-way product g = Π_i X_i^a, y = Σ_j g_j;
+    X is (m, d). Its gradient's size does not depend on the signs of X."""
+    bounds.check_float_range(m)
+    size, sign = _draw(m, d, bounds, seed)
     X = (sign * size).requires_grad_(True)
     y = X.pow(bounds.exponent).prod(0).sum()
     (dydX,) = torch.autograd.grad(y, X)
     return {"grad": inf_norm(dydX), "min_entry": float(dydX.abs().min())}
+
+
+def fm_gradient(m: int, d: int, bounds: ProductBounds = ProductBounds(), seed: int = 0, signs: str = "same") -> dict:
+    """‖∂y/∂X‖∞ and min |∂y/∂X_ij| by autograd for the FM y = Σ_{i<j} ⟨X_i, X_j⟩ ((c) above); X is (m, d).
+
+    The draw of ``product_gradient`` with the same seed: |X_ij| ∈ [M − ε, M + ε]; ``signs`` "same"
+    keeps every entry positive (the FM's worst case), "mixed" keeps the product's random signs.
+    y is the naive sum over all pairs (the upper triangle of X Xᵀ), so autograd checks Z − X_i independently.
+    """
+    if signs not in ("same", "mixed"):
+        raise ValueError(f"signs must be 'same' or 'mixed', got {signs!r}")
+    size, sign = _draw(m, d, bounds, seed)
+    X = (size if signs == "same" else sign * size).requires_grad_(True)
+    y = torch.triu(X @ X.T, diagonal=1).sum()  # Σ_{i<j} ⟨X_i, X_j⟩, every pair
+    (dydX,) = torch.autograd.grad(y, X)
+    return {"grad": inf_norm(dydX), "min_entry": float(dydX.abs().min())}
+
+
+def fm_gradient_closed_form(X: torch.Tensor) -> torch.Tensor:
+    """∂y/∂X_i = Z − X_i, Z = Σ_j X_j, for y = Σ_{i<j} ⟨X_i, X_j⟩ ([FMGrad] eq. 8, coefficient 1, x = 1): O(md)."""
+    return X.sum(0, keepdim=True) - X
+
+
+def fm_bounds(m: int, d: int, bounds: ProductBounds = ProductBounds()) -> tuple[float, float]:
+    """(d(m−1)(M−ε), d(m−1)(M+ε)): the FM's ‖∂y/∂X‖∞ with entries of one sign lies between them;
+    the upper one bounds every draw, whatever its signs. Both are linear in m ((c) above)."""
+    return d * (m - 1) * (bounds.M - bounds.eps), d * (m - 1) * (bounds.M + bounds.eps)
 
 
 def gradient_growth(
@@ -253,8 +296,9 @@ def gradient_growth(
     """‖∂y/∂X‖∞ for m = 2..m_max: measured by autograd and the appendix's lines (§1.2).
 
     Columns: m, product (smallest of ``trials`` draws), product_lower_bound = a(M−ε)^{am−1},
-    rotation (largest of ``trials`` draws), rotation_upper_bound = C_1·m. Draw t at m uses
-    seed ``seed·1000 + 100·t + m``.
+    rotation (largest of ``trials`` draws), rotation_upper_bound = C_1·m, and the FM of (c) on the
+    product's draws with one sign: fm (smallest of the draws), fm_lower_bound = d(m−1)(M−ε),
+    fm_upper_bound = d(m−1)(M+ε). Draw t at m uses seed ``seed·1000 + 100·t + m``.
     """
     check_fields(m_max, d)
     product.check_float_range(m_max)
@@ -271,6 +315,33 @@ def gradient_growth(
                 "product_lower_bound": product.lower_bound(m),
                 "rotation": max(rotation_layer_gradient(m, d, rotation, s)["grad"] for s in seeds),
                 "rotation_upper_bound": C1 * m,
+                "fm": min(fm_gradient(m, d, product, s)["grad"] for s in seeds),
+                **dict(zip(("fm_lower_bound", "fm_upper_bound"), fm_bounds(m, d, product))),
             }
         )
     return pd.DataFrame(rows)
+
+
+def growth_notice(df: pd.DataFrame) -> str:
+    """What a ``gradient_growth`` table shows, in one sentence made from its numbers: the growth from the
+    smallest to the largest m of the product term, the FM (per added field) and the rotation layer."""
+    first, last = df.iloc[0], df.iloc[-1]
+    m0, m1 = int(first.m), int(last.m)
+
+    def change(column: str) -> str:
+        ratio = last[column] / first[column]
+        if math.isclose(ratio, 1.0, rel_tol=1e-9):
+            return f"stays at {last[column]:.3g}"
+        return f"grows ×{ratio:.3g}" if ratio > 1 else f"shrinks to {ratio:.3g} of its value at m = {m0}"
+
+    low, high = (df["fm"] / (df["m"] - 1)).agg(["min", "max"])
+    per_field = f"{low:.3g}" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g} to {high:.3g}"
+    product = change("product")
+    straight = " — exponential, a straight line on the log scale" if last["product"] > 10 * first["product"] else ""
+    return (
+        f"From m = {m0} to m = {m1} the single m-way product term's gradient {product}{straight}. "
+        f"The FM's {change('fm')}: its gradient Z − Xᵢ is a sum of the other m − 1 embeddings, "
+        f"here {per_field} per added field, so it grows linearly in m. "
+        f"The rotation layer's stays below C₁·m: at most {df['rotation'].max():.3g}, "
+        f"against C₁·{m1} = {last['rotation_upper_bound']:.3g}."
+    )

@@ -132,11 +132,11 @@ def success_figure(
 
 
 def recovery_figure(summary: pd.DataFrame) -> go.Figure:
-    """Top-1 / top-10 recovery of hidden movies vs chance (one bar group per metric)."""
+    """Top-1 / top-10 recovery of hidden movies: the attack, the popularity guess and chance (one bar group per metric)."""
     fig = go.Figure()
     for column, name in [
         ("attack", "inversion attack"),
-        ("popularity", "guess the most popular"),
+        ("popularity", "guess the most popular (training users)"),
         ("chance", "uniform chance"),
     ]:
         fig.add_trace(

@@ -10,15 +10,19 @@ from plotly.subplots import make_subplots
 from ..analysis.rotation_construction import feature_labels
 
 GRADIENT_LINES = {  # column -> (legend name, colour, dash)
-    "product": ("product g = X₁ᵃ ⊙ … ⊙ Xₘᵃ (autograd)", "#d62728", "solid"),
+    "product": ("one m-way product term g = X₁ᵃ ⊙ … ⊙ Xₘᵃ, not an FM (autograd)", "#d62728", "solid"),
     "product_lower_bound": ("lower bound a(M−ε)<sup>am−1</sup>", "#d62728", "dash"),
+    "fm": ("FM: Σ ⟨Xᵢ, Xⱼ⟩ over pairs i < j (autograd)", "#2ca02c", "solid"),
+    "fm_upper_bound": ("FM upper bound d(m−1)(M+ε)", "#2ca02c", "dash"),
+    "fm_lower_bound": ("FM lower bound d(m−1)(M−ε), one sign", "#2ca02c", "dot"),
     "rotation": ("rotation layer σ(①)V (autograd)", "#1f77b4", "solid"),
     "rotation_upper_bound": ("upper bound C₁·m", "#1f77b4", "dash"),
 }
 
 
 def gradient_growth_figure(df: pd.DataFrame, log_y: bool = True) -> go.Figure:
-    """‖∂y/∂X‖∞ against the number of fields m, measured and theoretical (RFM appendix §1.2)."""
+    """‖∂y/∂X‖∞ against the number of fields m, measured and theoretical (RFM appendix §1.2; the FM:
+    [Rendle2010] eq. 1, ``analysis.gradient_growth`` (c))."""
     fig = go.Figure()
     for col, (name, colour, dash) in GRADIENT_LINES.items():
         fig.add_trace(
@@ -27,6 +31,7 @@ def gradient_growth_figure(df: pd.DataFrame, log_y: bool = True) -> go.Figure:
                 y=df[col],
                 name=name,
                 mode="lines+markers" if dash == "solid" else "lines",
+                legendgroup=col.split("_")[0],
                 line=dict(color=colour, dash=dash),
                 marker=dict(size=4),
             )
