@@ -5,7 +5,7 @@ import streamlit as st
 from app_pages._measured import fmgrad_verdicts
 from app_pages._ui import notebook_link
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary
-from fmlib.derivations import catalog, check_derivations, check_step, get
+from fmlib.derivations import catalog, check_derivations, check_step, get, run_check
 from fmlib.derivations.display import readable_latex
 from fmlib.notation import unicode_math
 from fmlib.plots.derivations import s3_slack_figure
@@ -29,7 +29,14 @@ def step_results(key: str, size: int | None = None):
 
 @st.cache_data(show_spinner=False)
 def one_step(key: str, index: int, size: int | None):
-    return check_step(get(key), index, size=size)
+    """The step's corrected and printed lines; its wrong variants are checked when one is shown."""
+    return check_step(get(key), index, size=size, with_wrong=False)
+
+
+@st.cache_data(show_spinner=False)
+def wrong_outcome(key: str, index: int, label: str):
+    [variant] = [w for w in get(key).steps[index].wrong if w.label == label]
+    return run_check(variant.check)
 
 
 @st.cache_data(show_spinner=False)
@@ -120,8 +127,9 @@ if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind=
         else labels[0]
     )
     variant = step.wrong[labels.index(choice)]
-    outcome = dict(result.wrong)[variant.label]
     st.latex(variant.latex)
+    with st.spinner("sympy is checking the wrong line…"):
+        outcome = wrong_outcome(key, index, variant.label)
     if outcome.status == "failed":
         st.error(
             f"**{math(variant.label)}**: the check fails — {math(outcome.detail)} Why: {math(variant.explanation)}."

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 from fmlib.derivations import Check, Derivation, Printed, Step, WrongVariant, cli, run_check
-from fmlib.derivations.checker import check_derivations, weak_checks
+from fmlib.derivations.checker import check_derivations, check_step, weak_checks
 from fmlib.derivations.core import sym_matrix
 
 a, b = sp.symbols("a b", real=True)
@@ -191,6 +191,13 @@ def test_cli_bad_input_is_one_line_exit_2(toy_catalog, capsys):
     assert err.count("\n") == 0 and "nope" in err and "toy" in err
     assert cli.main(["check", "--size", "0"]) == 2
     assert cli.main(["check", "--timeout", "-1"]) == 2
+
+
+def test_check_step_can_leave_the_wrong_variants_for_later():
+    d = small_derivation()
+    assert check_step(d, 0, with_wrong=False).wrong == ()
+    [(label, wrong)] = check_step(d, 0).wrong
+    assert label == "sign" and wrong.status == "failed"
 
 
 def test_check_derivations_keeps_order():

@@ -189,8 +189,9 @@ def run_check(check: Check, size: int | None = None, timeout: float | None = DEF
     return run_checks([check], size, timeout)[0]
 
 
-def _step_checks(step) -> list[Check]:
-    return [step.check] + ([step.printed.check] if step.printed else []) + [w.check for w in step.wrong]
+def _step_checks(step, with_wrong: bool = True) -> list[Check]:
+    wrong = [w.check for w in step.wrong] if with_wrong else []
+    return [step.check] + ([step.printed.check] if step.printed else []) + wrong
 
 
 def check_derivations(
@@ -210,11 +211,16 @@ def check_derivations(
 
 
 def check_step(
-    derivation: Derivation, index: int, size: int | None = None, timeout: float | None = DEFAULT_TIMEOUT
+    derivation: Derivation,
+    index: int,
+    size: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    with_wrong: bool = True,
 ) -> StepResult:
-    """Check step `index` of a derivation: corrected line, printed line (if any), wrong variants."""
+    """Check step `index` of a derivation: corrected line, printed line (if any), wrong variants (unless
+    ``with_wrong`` is False: then `StepResult.wrong` is empty, and a page checks a variant when it shows it)."""
     step = derivation.steps[index]
-    return _step_result(derivation, index, run_checks(_step_checks(step), size, timeout))
+    return _step_result(derivation, index, run_checks(_step_checks(step, with_wrong), size, timeout))
 
 
 def _step_result(derivation: Derivation, index: int, results: list[CheckResult]) -> StepResult:
