@@ -384,7 +384,7 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--variants",
         type=variants_arg,
-        default="eq17",
+        default="eq17,2000",
         help="how RaFM's k_i are set: eq17, and/or count cut-points (each a preset rafm-<ranks>-t<cuts>), e.g. eq17,128,2000",
     )
     parser.add_argument(
