@@ -45,9 +45,20 @@ def scorecard_rows(page: str) -> pd.DataFrame:
     return card[card["page"].str.endswith(f"({page})")]
 
 
+def claims_of(page: str, table: str, dataset: str, task: str):
+    """The function that turns the result table named ``table`` into (rows, claims) for the scorecard's rows
+    of ``page`` (``scorecard.SOURCES``): a page measures its claims with it, so its verdicts are the scorecard's."""
+    for source in scorecard.SOURCES:
+        _paper, name, claims, source_page = source[:4]
+        if source_page == page and name(dataset, task) == table:
+            return claims
+    raise ValueError(f"the scorecard has no source for {table} on page {page}")
+
+
 def verdict_table(rows) -> None:
     """The claims with what was measured and the verdict (a static table: the page's data frames stay its own)."""
-    st.table(rows[["claim", "measured", "verdict"]].set_index("claim"))
+    columns = ["claim", *(["protocol"] if "protocol" in rows else []), "measured", "verdict"]
+    st.table(rows[columns].set_index("claim"))
 
 
 def inversion_verdicts() -> None:

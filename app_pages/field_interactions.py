@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages._classroom import author, teacher_or_alone
+from app_pages._measured import claims_of
 from app_pages._queue import server_job
 from app_pages._ui import dataset_name, fail, load_run, notebook_link, run_store, saved_or_quick_run, selected_run_id
 from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, one_of, secondary
@@ -82,8 +83,8 @@ def table1_section():
         st.error(str(err))
         return
     st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
-    ranks = sorted(int(r) for r in frame["rank"].unique() if r > 0)
-    verdicts = measure_all(frame, dplr_experiment.claims(table_task, ranks))
+    claims = claims_of("field_interactions", table_name, table_data, table_task)  # as the scorecard measures them
+    verdicts = measure_all(*claims(frame, table_task))
     chart(verdict_figure(verdicts), key="table1_verdicts")
     st.dataframe(
         verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from app_pages._measured import claims_of
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
 from app_pages._view import chart, checked_link, copy_link_and_reset, secondary
@@ -84,8 +85,9 @@ summary = seen["summary"]
 
 def comparison(result: dict) -> dict:
     """Section 3's figures and verdicts of a comparison."""
-    frame = rafm_experiment.claim_frame(pd.DataFrame(result["records"]))
-    verdicts = measure_all(frame, rafm_experiment.claims(result["task"], result["ranks"]))
+    table = rafm_experiment.table_name(result["dataset"], result["task"])
+    claims = claims_of("rank_aware_fm", table, result["dataset"], result["task"])  # as the scorecard measures them
+    verdicts = measure_all(*claims(pd.DataFrame(result["records"]), result["task"]))
     return {
         **result,
         "figure": comparison_figure(result),

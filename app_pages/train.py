@@ -350,4 +350,5 @@ else:
         )
         st.caption(f"From `{ablation_path}` · validation chose every setting; the test split was read once per model.")
         st.markdown("**The scorecard's claims on this page**, from the same result tables:")
-        st.dataframe(rows[["claim", "measured", "verdict"]], hide_index=True)
+        columns = ["claim", *(c for c in ("protocol", "recipes") if c in rows), "measured", "verdict"]
+        st.dataframe(rows[columns], hide_index=True)
