@@ -63,7 +63,7 @@ PAGES = [
         "app_pages/gradient_growth.py",
         "Gradient growth",
         ":material/trending_up:",
-        "Why rotations keep gradients tame: ‖∂y/∂X‖∞ of a product interaction vs an RFM rotation layer as the number of fields grows, and the Theorem 1.1 construction that turns any truth table into attention scores.",
+        "Why rotations keep gradients tame: ‖∂y/∂X‖∞ of a single m-way product term, the FM and an RFM rotation layer as the number of fields grows, and the Theorem 1.1 construction that turns any truth table into attention scores.",
     ),
     (
         "app_pages/attention_inversion.py",

@@ -6,7 +6,7 @@ of the device, a batch's rows taken with ``index_select``) on MovieLens' 12 fiel
 
 * **plain FM**: an FM written the way a PyTorch user would: ``nn.Embedding`` per single-valued
   field, ``nn.EmbeddingBag(mode="mean")`` for the genres (padding excluded), Rendle's identity
-  (DPLR eq. 1) on the stacked field embeddings, autograd, ``torch.optim.Adam``; same 12 fields,
+  ([Rendle2010] Lemma 3.1) on the stacked field embeddings, autograd, ``torch.optim.Adam``; same 12 fields,
   same rating target, same batches. Every fmlib model's ratio is taken to it.
 * **torchfm**: torchfm's FactorizationMachineModel on the 11 single-valued fields (click task,
   so its sigmoid output fits its BCE loss), beside fmlib's FM on the same 11 fields with

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data import synthetic
-from . import dplr, fm_ablation, fmgrad, inversion, rafm, rfm, tables
+from . import bfm, dplr, fm_ablation, fmgrad, inversion, rafm, rfm, tables
 from .claims import measure_all
 
 
@@ -41,6 +41,7 @@ SOURCES = [
     ("RaFM", _rafm_paper, rafm.scorecard_claims, "rank_aware_fm", "Rank-aware FM", "the RaFM paper's: L2 grid"),
     ("RaFM", _rafm_planted, rafm.scorecard_claims, "rank_aware_fm", "Rank-aware FM", "L2 grid, planted data"),
     ("fmlib", fm_ablation.table_name, fm_ablation.claims, "train", "Train", "one change at a time"),
+    ("fmlib", bfm.table_name, bfm.claims, "train", "Train", "the ablation's chosen FM vs Gibbs sampling"),
     ("FMGrad", fmgrad.table_name, fmgrad.claims, "derivations", "Derivations", "synthetic"),
     ("AttnInv", inversion.table_name, inversion.claims, "attention_inversion", "Attention inversion", "synthetic"),
     ("RFM", rfm.table_name, rfm.claims, "gradient_growth", "Gradient growth", OURS),

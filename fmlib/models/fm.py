@@ -1,7 +1,7 @@
 """Factorization machine (Rendle 2010) over field embeddings.
 
 ŷ = w0 + Σ_i w_i x_i + Σ_{f<g} ⟨e_f, e_g⟩                       (DPLR paper eq. 2)
-with the pairwise sum computed in O(mk) by Rendle's identity     (DPLR paper eq. 1)
+with the pairwise sum computed in O(mk) by Rendle's identity     ([Rendle2010] Lemma 3.1; [DPLR] eq. 1 restates it)
     Σ_{f<g} ⟨e_f, e_g⟩ = ½ (‖Σ_f e_f‖² − Σ_f ‖e_f‖²).
 
 Training uses ``FMFunction``, a custom autograd function whose backward pass is the memoised
@@ -23,7 +23,7 @@ from .base import FieldEmbeddingModel, FieldRead, gather_fields, scatter_fields
 
 
 def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
-    """Rendle's identity (DPLR eq. 1): (B, m, k) field embeddings -> (B,) pairwise term."""
+    """Rendle's identity ([Rendle2010] Lemma 3.1): (B, m, k) field embeddings -> (B,) pairwise term."""
     return 0.5 * (e.sum(1).pow(2) - e.pow(2).sum(1)).sum(1)
 
 
@@ -64,7 +64,7 @@ class FMFunction(torch.autograd.Function):
 
 class FM(FieldEmbeddingModel):
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
-        """Σ_{f<g} ⟨e_f, e_g⟩ by Rendle's identity (DPLR eq. 1); ``forward`` uses ``FMFunction``."""
+        """Σ_{f<g} ⟨e_f, e_g⟩ by Rendle's identity ([Rendle2010] Lemma 3.1); ``forward`` uses ``FMFunction``."""
         return fm_pairwise(e)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
