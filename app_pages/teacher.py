@@ -101,7 +101,18 @@ def rebuild_default_runs(job) -> list[str]:
 REPRODUCE = [[group, command] for group, command, _, _ in TOPIC_COMMANDS if group == "reproduce"] + [
     ["reproduce", "dplr", "--protocol", "dplr-paper"],  # the papers' own protocols beside ours
     ["reproduce", "rafm", "--protocol", "rafm-paper"],
-    ["reproduce", "rafm", "--dataset", "planted-ranks", "--ranks", "2,8", "--variants", "40", "--protocol", "rafm-paper"],
+    [
+        "reproduce",
+        "rafm",
+        "--dataset",
+        "planted-ranks",
+        "--ranks",
+        "2,8",
+        "--variants",
+        "40",
+        "--protocol",
+        "rafm-paper",
+    ],
 ]
 st.subheader("Recompute results")
 st.markdown(

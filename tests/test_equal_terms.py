@@ -123,7 +123,15 @@ def test_the_recipe_names_every_tool():
         "tuning": {"finished_trials": 20},
     }
     text = presets.recipe(preset)
-    for part in ("lr 0.01", "L2 0.0001", "movie_id ×8", "w ×0.05", "averaging from epoch 3", "≤ 40 epochs", "20 Optuna"):
+    for part in (
+        "lr 0.01",
+        "L2 0.0001",
+        "movie_id ×8",
+        "w ×0.05",
+        "averaging from epoch 3",
+        "≤ 40 epochs",
+        "20 Optuna",
+    ):
         assert part in text
     plain = presets.recipe({"train": {"lr": 0.01, "weight_decay": 1e-4, "epochs": 40}})
     assert "grouped" not in plain and "averaging" not in plain and "by hand" in plain

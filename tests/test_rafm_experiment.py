@@ -114,4 +114,6 @@ def test_variants_get_their_own_claims_and_shares(small_split):
     rows, claims = rafm_experiment.scorecard_claims(frame, "rating")
     assert len(claims) == 6 and {c.favoured[0] for c in claims} >= {"RaFM (k_i cut at n_i > 10000)"}
     verdicts = measure_all(rows, claims)
-    assert list(verdicts["favoured"])[3:] == ["RaFM (k_i cut at n_i > 10000)"] * 2 + ["RaFM-low (k_i cut at n_i > 10000)"]
+    assert list(verdicts["favoured"])[3:] == ["RaFM (k_i cut at n_i > 10000)"] * 2 + [
+        "RaFM-low (k_i cut at n_i > 10000)"
+    ]

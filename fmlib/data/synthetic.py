@@ -122,7 +122,9 @@ def planted_ranks(
         fields.append((name, "context" if name == "user_id" else "item", "single", size + 1, 1))
         rows.append((local + offset, expected))
         offset += size + 1
-    schema = Schema.build(fields, [["<rare>", *map(str, range(1, users + 1))], ["<rare>", *map(str, range(1, movies + 1))]])
+    schema = Schema.build(
+        fields, [["<rare>", *map(str, range(1, users + 1))], ["<rare>", *map(str, range(1, movies + 1))]]
+    )
     scale = torch.where(torch.arange(high) < low, 1.0, tail).double()
     V = torch.randn(schema.num_features, high, generator=gen, dtype=torch.float64) * scale / high**0.25
     for (_, expected), field in zip(rows, schema.fields):

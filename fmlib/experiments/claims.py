@@ -131,7 +131,7 @@ def scores(frame: pd.DataFrame, model: str, rank: int, column: str) -> pd.Series
 
 
 def recipes(frame: pd.DataFrame, sides) -> str:
-    """"model: recipe; model: recipe" for the (model, rank) ``sides`` of a comparison, from the
+    """ "model: recipe; model: recipe" for the (model, rank) ``sides`` of a comparison, from the
     table's ``recipe`` column (how each was trained); "" for a table without one."""
     if "recipe" not in frame:
         return ""

@@ -168,7 +168,9 @@ def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data
 
     def record(seed, model, rank, net, data, m, epochs=0, seconds=0.0):
         kept = budget(m, rank) if rank else m * (m - 1) // 2
-        recipe = presets.recipe(tuned["dplr", rank]) + f" +{finetune_epochs} epochs" if model == "DPLR" else recipes[model]
+        recipe = (
+            presets.recipe(tuned["dplr", rank]) + f" +{finetune_epochs} epochs" if model == "DPLR" else recipes[model]
+        )
         metrics = {"test": evaluate(net, data.test, task), "valid": evaluate(net, data.valid, task)}
         for split in metrics.values():
             if "rmse" in split:
@@ -306,7 +308,9 @@ def command(args) -> str:
     words = ["python", "-m", "fmlib", "reproduce", "dplr", "--dataset", args.dataset, "--task", args.task]
     words += ["--seeds", str(args.seeds), "--ranks", ",".join(map(str, args.ranks)), "--dim", str(args.dim)]
     words += ["--finetune-epochs", str(args.finetune_epochs)]
-    words += (["--protocol", args.protocol] if args.protocol != "ours" else []) + (["--out", args.out] if args.out else [])
+    words += (["--protocol", args.protocol] if args.protocol != "ours" else []) + (
+        ["--out", args.out] if args.out else []
+    )
     return shlex.join(words)
 
 

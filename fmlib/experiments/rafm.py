@@ -62,7 +62,7 @@ def table_name(dataset: str, task: str, protocol: str = "ours") -> str:
 
 
 def cuts_suffix(cuts) -> str:
-    """" (k_i cut at n_i > 128)" for a RaFM whose ranks come from cut-points, "" for eq. 17's."""
+    """ " (k_i cut at n_i > 128)" for a RaFM whose ranks come from cut-points, "" for eq. 17's."""
     if cuts is None or (isinstance(cuts, float) and cuts != cuts) or cuts == "":
         return ""
     return f" (k_i cut at n_i > {cuts})"
@@ -76,7 +76,9 @@ def claims(task: str, ranks, variants=("",)) -> list[Claim]:
     out = []
     for v in variants:
         out += [
-            Claim("RaFM", f"RaFM{v} beats the best single-rank FM (chosen on validation)", (f"RaFM{v}", 0), fms, metric),
+            Claim(
+                "RaFM", f"RaFM{v} beats the best single-rank FM (chosen on validation)", (f"RaFM{v}", 0), fms, metric
+            ),
             Claim(
                 "RaFM",
                 f"RaFM{v} beats FM({ranks[-1]}), the FM of its largest rank, with fewer parameters",
@@ -429,7 +431,9 @@ def run(args) -> int:
         return print(msg, file=sys.stderr, flush=True)
 
     if args.dataset == PLANTED_RANKS and args.protocol == "ours":
-        raise ValueError("the planted-ranks data has no tuned presets: use --protocol rafm-paper (an L2 grid per model)")
+        raise ValueError(
+            "the planted-ranks data has no tuned presets: use --protocol rafm-paper (an L2 grid per model)"
+        )
     data = load_data(args.dataset, args.data_dir, log)
     if args.protocol == "ours":
         settings = preset_settings(args.dataset, ranks, args.task, args.variants)

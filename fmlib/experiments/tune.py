@@ -179,9 +179,7 @@ def finished(study) -> list:
     return [t for t in study.trials if t.state in states]
 
 
-def tune(
-    model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"
-):
+def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"):
     """Run the study up to ``trials`` finished trials; returns (best params, best valid metric)."""
     import optuna
 
@@ -312,7 +310,19 @@ def fixed_sizes(args) -> tuple[dict, object]:
 def tune_command(args) -> str:
     """The command line that makes this preset (defaults included, so it stays exact)."""
     words = ["python", "-m", "fmlib", "tune", "--model", args.model, "--dataset", args.dataset]
-    for flag in ("rank", "ranks", "thresholds", "dim", "trials", "min_count", "seed", "epochs", "patience", "batch_size", "task"):
+    for flag in (
+        "rank",
+        "ranks",
+        "thresholds",
+        "dim",
+        "trials",
+        "min_count",
+        "seed",
+        "epochs",
+        "patience",
+        "batch_size",
+        "task",
+    ):
         value = getattr(args, flag)
         if value is not None:
             words += ["--" + flag.replace("_", "-"), presets.rank_label(value)]
