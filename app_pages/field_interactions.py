@@ -48,23 +48,37 @@ def table1_section():
     """Table 1 with verdicts, from the newest result table; never stops the rest of the page."""
     st.subheader("Trained DPLR vs pruned FwFM: Table 1 on MovieLens, with verdicts")
     st.markdown(
-        "Every model with its own tuned preset (embedding size 8, as in the paper), 5 seeds; DPLR gets the "
-        "pruned model's fine-tuning epochs on top of its budget. Each bar is a paired per-seed difference "
-        "with its 95 % interval: right of the dashed line favours the paper's claim."
+        "Every model with its own tuned preset (embedding size 8, as in the paper), 5 seeds. **Our protocol**: "
+        "every model tuned with the same training tools (L2, grouped L2 by field, weight averaging) and the "
+        "same number of Optuna trials; **the DPLR paper's**: only the learning rate tuned, features seen fewer "
+        "than 10 times as rare (§5). The pruned FwFM's fine-tune continues its training (Adam's state kept) "
+        "and keeps the pruned weights if fine-tuning does not validate better; DPLR gets the fine-tuning "
+        "epochs on top of its budget. Each bar is a paired per-seed difference with its 95 % interval: right "
+        "of the dashed line favours the paper's claim."
     )
     table_data = dataset_name()
     if table_data == "synthetic":
         st.caption("Table 1 is measured on MovieLens: pick ml-100k in the sidebar to see it.")
         return
     link_check("table1_task", one_of(dplr_experiment.METRICS), "one of " + ", ".join(dplr_experiment.METRICS))
-    table_task = st.radio(
+    link_check("table1_protocol", one_of(dplr_experiment.PROTOCOLS), "one of " + ", ".join(dplr_experiment.PROTOCOLS))
+    left, right = st.columns(2)
+    table_task = left.radio(
         "task", list(dplr_experiment.METRICS), horizontal=True, key="table1_task", bind="query-params"
     )
-    table_name = dplr_experiment.table_name(table_data, table_task)
-    argv = ["reproduce", "dplr", "--dataset", table_data, "--task", table_task]  # 5 seeds, ranks 1-5, k = 8
+    protocol = right.radio(
+        "protocol",
+        dplr_experiment.PROTOCOLS,
+        horizontal=True,
+        key="table1_protocol",
+        bind="query-params",
+        format_func={"ours": "ours (equal tools)", "dplr-paper": "the DPLR paper's (only lr)"}.get,
+    )
+    table_name = dplr_experiment.table_name(table_data, table_task, protocol)
+    argv = ["reproduce", "dplr", "--dataset", table_data, "--task", table_task, "--protocol", protocol]
     server_job(
-        f"table1_recompute_{table_data}_{table_task}",
-        f"Table 1 on {table_data} ({table_task})",
+        f"table1_recompute_{table_data}_{table_task}_{protocol}",
+        f"Table 1 on {table_data} ({table_task}, protocol {protocol})",
         f"Recompute here ({table_data}, 5 seeds × 12 trainings: minutes)",
         lambda job: recompute([argv], job),
         lambda lines: f"Recomputed: {lines[-1]}",
@@ -73,8 +87,8 @@ def table1_section():
     path = tables.newest(table_name)
     if path is None:
         st.info(
-            f"No results for {table_data} yet. Press *Recompute here*, or run "
-            f"`python -m fmlib reproduce dplr --dataset {table_data} --task {table_task}` (it needs the tuned presets)."
+            f"No results for {table_data} ({table_task}, protocol {protocol}) yet. Press *Recompute here*, or run "
+            f"`python -m fmlib {' '.join(argv)}` (it needs that protocol's tuned presets)."
         )
         return
     try:
@@ -91,6 +105,8 @@ def table1_section():
         hide_index=True,
         column_config={c: st.column_config.NumberColumn(format="%+.4f") for c in ("difference", "low", "high")},
     )
+    with st.expander("how each side was trained (recipes)"):
+        st.table(verdicts[["claim", "recipes"]].set_index("claim"))
     for metric in dplr_experiment.METRICS[table_task]:
         st.markdown(f"**{metric.upper()}**, test, mean ± std over seeds")
         st.dataframe(dplr_experiment.summary(frame, metric), hide_index=True)
@@ -298,6 +314,11 @@ with right:
     )
 
 copy_link_and_reset(
-    {"rho": min(2, max_rank), "method": "eig", "table1_task": next(iter(dplr_experiment.METRICS))},
+    {
+        "rho": min(2, max_rank),
+        "method": "eig",
+        "table1_task": next(iter(dplr_experiment.METRICS)),
+        "table1_protocol": "ours",
+    },
     clear=["fi_run"] if configs else [],  # its default depends on the saved runs
 )

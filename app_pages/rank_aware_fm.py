@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages._measured import claims_of
+from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
 from app_pages._view import chart, checked_link, copy_link_and_reset, secondary
@@ -258,5 +258,36 @@ if result is not None:
         "RaFM-low is the rank-$D_1$ part of the same trained model. The best single-rank FM is picked on the "
         "validation split."
     )
+
+st.subheader("4 · When can rank-awareness help?")
+st.markdown(
+    "RaFM differs from FM($D_m$) only on samples with a feature below the top rank. With eq. 17 the cut-points "
+    "are fixed by the ranks ($t = \\sqrt{D_1 D_2}$ = 16 for (8, 32)), so on a small data set few features sit "
+    "below it; the paper regards the $k_i$ as hyperparameters (§3), so a cut-point inside the data's frequency "
+    "range is fair play. The scorecard also measures RaFM under the paper's own protocol (each model's L2 from "
+    "its grid, nothing else tuned) and on synthetic data whose rare features are truly low-rank — where "
+    "rank-awareness should win by design."
+)
+if result is not None:
+    shares = rafm_experiment.engagement(result)
+    if not shares.empty:
+        st.dataframe(
+            shares,
+            hide_index=True,
+            column_config={c: st.column_config.NumberColumn(format="percent") for c in shares.columns[2:]},
+        )
+rows = scorecard_rows("rank_aware_fm")
+if rows.empty:
+    st.info("No RaFM result tables yet: run the `python -m fmlib reproduce rafm …` commands of the README.")
+else:
+    verdict_table(rows)
+    counts = rows["verdict"].value_counts()
+    st.markdown(
+        f"Across {len(rows)} claims in {rows['protocol'].nunique()} protocols: "
+        + ", ".join(f"**{verdict}** {n}×" for verdict, n in counts.items())
+        + ". A verdict that stays the same under every protocol does not depend on how the models were tuned."
+    )
+    with st.expander("how each side was trained (recipes)"):
+        st.table(rows[["claim", "protocol", "recipes"]].set_index("claim"))
 
 copy_link_and_reset({"rafm_ranks": "8,32"})

@@ -73,5 +73,7 @@ def test_on_a_class_server_only_the_teacher_recomputes_table1_and_it_runs_in_the
         assert time.monotonic() < deadline, "the recomputation did not end in time"
         time.sleep(0.2)
         at.run()
-    assert not at.exception and ran == [["reproduce", "dplr", "--dataset", "ml-100k", "--task", "rating"]]
+    assert not at.exception and ran == [
+        ["reproduce", "dplr", "--dataset", "ml-100k", "--task", "rating", "--protocol", "ours"]
+    ]
     assert "Recomputed: written:" in at.success[0].value

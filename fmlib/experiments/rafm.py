@@ -299,6 +299,27 @@ def summarize(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def engagement(result: dict) -> pd.DataFrame:
+    """Per RaFM of a comparison: how its k_i were set, the share of training slots and of samples
+    with a feature below the top rank (where it differs from FM(D_m) at all; mean over seeds) and
+    its parameters as a share of FM(D_m)'s."""
+    rows = []
+    for r in result["summary"]:
+        if not r["model"].startswith("RaFM("):
+            continue
+        cut = r["model"].partition(" (")[2].rstrip(")")
+        rows.append(
+            {
+                "RaFM": r["model"].partition(" (")[0],
+                "k_i set by": cut or "eq. 17",
+                "slots below the top rank": r.get("slots_below_top", float("nan")),
+                "samples below the top rank": r.get("samples_below_top", float("nan")),
+                f"parameters vs FM({result['ranks'][-1]})": r["parameters_vs_top_fm"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def as_result(dataset: str, ranks, seeds, task: str, records: list[dict], made: str = "") -> dict:
     """Records and their summary, as the page and ``format_table`` read them."""
     return {
