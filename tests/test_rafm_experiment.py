@@ -117,3 +117,9 @@ def test_variants_get_their_own_claims_and_shares(small_split):
     assert list(verdicts["favoured"])[3:] == ["RaFM (k_i cut at n_i > 10000)"] * 2 + [
         "RaFM-low (k_i cut at n_i > 10000)"
     ]
+
+
+def test_a_cut_point_read_back_as_a_number_is_named_as_an_integer():
+    assert rafm_experiment.cuts_suffix(40.0) == " (k_i cut at n_i > 40)"
+    assert rafm_experiment.cuts_suffix("16,256") == " (k_i cut at n_i > 16,256)"
+    assert rafm_experiment.cuts_suffix(float("nan")) == rafm_experiment.cuts_suffix("") == ""

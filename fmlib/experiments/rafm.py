@@ -65,6 +65,8 @@ def cuts_suffix(cuts) -> str:
     """ " (k_i cut at n_i > 128)" for a RaFM whose ranks come from cut-points, "" for eq. 17's."""
     if cuts is None or (isinstance(cuts, float) and cuts != cuts) or cuts == "":
         return ""
+    if isinstance(cuts, float):  # one cut-point read back from a table as a number
+        cuts = int(cuts)
     return f" (k_i cut at n_i > {cuts})"
 
 
