@@ -255,8 +255,11 @@ if result is not None:
     )
     st.markdown(
         "Notice whether RaFM's interval lies right of zero, and how many parameters it needs for it. "
-        "RaFM-low is the rank-$D_1$ part of the same trained model. The best single-rank FM is picked on the "
-        "validation split."
+        "RaFM-low is the rank-$D_1$ part of the same trained model ($\\mathcal B_{1,1}$, the paper's Fig. 3): the "
+        "$D_1$ factors of its frequent features are *dependent* variables that only learn to make "
+        "$\\mathcal B_{1,1}$ agree with $\\mathcal B_{1,2}$ (eq. 12b), never the ratings themselves, so where it "
+        "trails FM($D_1$) that is the price of training it as a by-product. The best single-rank FM is picked "
+        "on the validation split."
     )
 
 st.subheader("4 · When can rank-awareness help?")
