@@ -5,8 +5,8 @@ the claim checked here is the one a reader takes from it: on rating prediction R
 accurate as FM. For every seed (which seeds the split, the initialisation and the batch order)
 this trains, on the same split:
 
-* **FM**: the tuned FM preset ``fm`` (``python -m fmlib tune --model fm``: its embedding size
-  searched too);
+* **FM**: the tuned FM preset at RFM's embedding size k, ``fm-<k>`` (``python -m fmlib tune
+  --model fm --rank k``);
 * **RFM**: the tuned RFM preset ``rfm`` (``python -m fmlib tune --model rfm``), tuned with the same
   training tools (L2, grouped L2 by field, weight averaging) and the same number of trials;
 
@@ -58,13 +58,14 @@ def claims(frame: pd.DataFrame, task: str = "rating"):
 
 
 def settings(dataset: str) -> dict:
-    """Label -> (TrainConfig without its seed, model hp) from the tuned presets, RFM with FM's epoch
-    budget (epochs and patience)."""
-    fm = presets.load(dataset, "fm")
+    """Label -> (TrainConfig without its seed, model hp, recipe) from the tuned presets: RFM's
+    (``rfm``) and the FM's at RFM's embedding size (``fm-<k>``), both tuned with the same tools and
+    trials; RFM with FM's epoch budget (epochs and patience)."""
+    rfm = presets.load(dataset, "rfm")
+    fm = presets.load(dataset, "fm", rfm["hp"]["dim"])
     budget = {k: fm["train"][k] for k in ("epochs", "patience")}
     out = {}
-    for label, name in MODELS.items():
-        preset = fm if name == "fm" else presets.load(dataset, name)
+    for label, preset in (("FM", fm), ("RFM", rfm)):
         preset = {**preset, "train": {**preset["train"], **budget}}
         out[label] = (presets.train_config(preset), presets.hyperparameters(preset), presets.recipe(preset))
     return out
