@@ -357,7 +357,8 @@ def pruned_fwfm(fwfm, keep: int):
     """
     R = interaction_matrix(fwfm)
     copy = with_R(fwfm, prune(R, keep))
-    copy.r_upper.register_hook(lambda grad: grad * _kept_upper(R, keep, copy.r_upper.dtype))
+    kept = _kept_upper(R, keep, copy.r_upper.dtype)  # once: the hook runs on every backward pass
+    copy.r_upper.register_hook(lambda grad: grad * kept)
     return copy
 
 

@@ -124,8 +124,8 @@ def rafm_label(ranks, cuts=None) -> str:
 
 
 def preset_settings(dataset: str, ranks, task: str = "rating", variants=(None,)) -> dict:
-    """{label: (TrainConfig, hp)} from the tuned presets of FM(D_k) and of RaFM(ranks) for every
-    variant: None (eq. 17's ranks, preset rafm-<ranks>) or cut-points (rafm-<ranks>-t<cuts>)."""
+    """{label: (TrainConfig, hp, recipe)} from the tuned presets of FM(D_k) and of RaFM(ranks) for
+    every variant: None (eq. 17's ranks, preset rafm-<ranks>) or cut-points (rafm-<ranks>-t<cuts>)."""
     settings = {f"FM({D})": presets.load(dataset, "fm", D, task) for D in ranks}
     for cuts in variants:
         size = ranks if cuts is None else presets.thresholds_label(ranks, cuts)
@@ -140,15 +140,15 @@ def grid_settings(data, ranks, task: str = "rating", variants=(None,), epochs: i
     chosen from ``L2_GRID`` on the validation split of seed 0, everything else at ``TrainConfig``'s
     defaults (Adam's lr, no grouped L2, no weight averaging) — one tool, the same for every model."""
     parts = split_data(data, seed=0)
-    key = MONITOR[task]
+    key, counts = MONITOR[task], parts.train.feature_counts()
     models = {f"FM({D})": ("fm", {"dim": D}) for D in ranks}
     models.update({rafm_label(ranks, c): ("rafm", {"ranks": tuple(ranks), "thresholds": c}) for c in variants})
     out = {}
     for label, (name, hp) in models.items():
+        extra = {"counts": counts} if name == "rafm" else {}
         scores = {}
         for decay in L2_GRID:
             config = TrainConfig(task=task, epochs=epochs, weight_decay=decay)
-            extra = {"counts": parts.train.feature_counts()} if name == "rafm" else {}
             torch.manual_seed(0)
             run = fit(build_model(name, parts.schema, **hp, **extra), parts.train, parts.valid, config)
             scores[decay] = run.metrics["valid"][key]
