@@ -82,9 +82,7 @@ def format_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def load(path: Path) -> pd.DataFrame:
-    frame, _ = tables.read(path, columns=COLUMNS)
-    return frame
+load = fm_ablation.load  # the same columns (``COLUMNS``), read the same way
 
 
 def add_arguments(parser) -> None:
