@@ -49,13 +49,11 @@ from ..results import results_dir
 from ..train import TrainConfig, evaluate, fit, train_model
 from . import tables
 from .claims import LOWER_IS_BETTER, Claim, measure_all
+from .tune import PROTOCOLS  # whose presets a table is made from: ours, or a paper's own protocol
 
 EXTRA_COLUMNS = ["Pruned, no fine-tune", "Post-hoc DPLR (eig)", "Post-hoc DPLR (nuclear)"]
 METRICS = {"rating": ("mse", "rmse"), "click": ("logloss", "auc")}
 MARGIN = 0.01  # "about as accurate as FwFM": at most 1 % worse in the claim's metric
-
-
-PROTOCOLS = ("ours", "dplr-paper")  # the presets each reads (fmlib.experiments.tune.PROTOCOL_SPACES)
 
 
 def table_name(dataset: str, task: str, protocol: str = "ours") -> str:
