@@ -1,13 +1,23 @@
-"""Lesson: a class walks through the stops of a lesson file, guessing before each answer is revealed."""
+"""Lesson: a class walks through the stops of a lesson file, guessing before each answer is revealed.
+
+A student's guesses stay (session and URL: other pages, Back, reload). On a server with a teacher
+(FMLIB_TEACHER_PASSCODE) the answers are counted per browser, without names; the teacher's view of
+this page shows them live and can reveal a stop to the whole class at once.
+"""
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
+from app_pages._classroom import teacher_passcode
+from app_pages._lesson import class_answers, follow_prepared_link, guesses, prepare, voter, write_url
 from app_pages._measured import scorecard_rows, verdict_table
-from app_pages._view import copy_link_and_reset, in_range, link_check, one_of
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary
 from fmlib.lessons import LessonError, lesson_files, load_lesson
+from fmlib.plots.lesson import class_answers_figure
 
+follow_prepared_link()
 st.title("Lesson")
 
 files = {path.stem: path for path in lesson_files()}
@@ -20,8 +30,9 @@ def first_stop():
     st.session_state.stop = 1
 
 
+controls = st.columns([3, 4, 1, 1], vertical_alignment="bottom")
 link_check("lesson", one_of(files), "one of " + ", ".join(files))
-name = st.selectbox("Lesson", list(files), key="lesson", bind="query-params", on_change=first_stop)
+name = controls[0].selectbox("Lesson", list(files), key="lesson", bind="query-params", on_change=first_stop)
 try:
     lesson = load_lesson(files[name])
 except LessonError as err:
@@ -29,9 +40,40 @@ except LessonError as err:
     st.stop()
 last = len(lesson.stops)
 
-st.markdown(f"**{lesson.title}** · {last} stops · {lesson.minutes} minutes. {lesson.summary}")
-with st.expander("Outline"):
-    st.markdown("\n".join(f"{i}. {s.title} ({s.minutes} min)" for i, s in enumerate(lesson.stops, 1)))
+# The stop is kept by the session, not by a widget: a widget's value in the browser lags behind quick
+# presses of N, and each press would then move from the lagging value (five presses, one stop).
+if "stop" not in st.session_state:
+    linked = st.query_params.get("stop", "1")
+    if not in_range(1, last, integer=True)(linked):
+        st.warning(f"The link's stop = {linked!r} is not valid (a stop from 1 to {last}); showing stop 1.")
+        linked = "1"
+    st.session_state.stop = int(linked)
+st.session_state.stop = min(max(st.session_state.stop, 1), last)  # another lesson's number
+
+
+def move(delta: int):
+    st.session_state.stop = min(max(st.session_state.stop + delta, 1), last)
+
+
+def jump():
+    st.session_state.stop = st.session_state.stop_jump or st.session_state.stop
+    st.session_state.stop_jump = None  # a pointer, not a value: the next jump starts from the placeholder
+
+
+number = st.session_state.stop
+st.query_params["stop"] = str(number)
+stop = lesson.stops[number - 1]
+controls[1].selectbox(
+    "Go to stop",
+    range(1, last + 1),
+    index=None,
+    key="stop_jump",
+    on_change=jump,
+    placeholder=f"{number}. {stop.title}",
+    format_func=lambda i: f"{i}. {lesson.stops[i - 1].title}",
+)
+controls[2].button("◀ Back", key="lesson_back", on_click=move, args=(-1,), disabled=number <= 1, shortcut="B")
+controls[3].button("Next ▶", key="lesson_next", on_click=move, args=(1,), disabled=number >= last, shortcut="N")
 
 
 @st.cache_data(show_spinner=False)
@@ -40,89 +82,194 @@ def solve(path: str, modified: float, number: int):
     return load_lesson(path).stops[number - 1].solve()
 
 
-def measured_on_the_page(page: str) -> None:
-    """The scorecard's rows for the page the stop links to: the verdicts a stop shows are the scorecard's."""
-    try:
-        rows = scorecard_rows(page)
-    except ValueError as err:  # a damaged result table: say which
-        st.error(str(err))
-        return
-    if not rows.empty:
-        st.markdown("**Measured.** The scorecard's claims that this page tests, from the committed result tables:")
-        verdict_table(rows)
+def right_choice(number: int):
+    return solve(str(lesson.path), lesson.path.stat().st_mtime, number)
 
 
-def move(delta: int):
-    st.session_state.stop = min(max(st.session_state.stop + delta, 1), last)
+answers = class_answers()
+collecting = teacher_passcode() is not None  # a class: answers are counted for the teacher
+teacher = collecting and bool(st.session_state.get("teacher"))
+paced = collecting and answers.paced(name)
+saved = guesses(name)
+write_url(saved)  # after Back or a page visit the URL lacks them
+tag = f"{name}_{number}"
 
-
-link_check("stop", in_range(1, last, integer=True), f"a stop from 1 to {last}")
-st.session_state.setdefault("stop", 1)
-if st.session_state.stop > last:  # a stale link or another lesson's number
-    st.session_state.stop = 1
-if last > 1:  # a slider needs two ends; a lesson may have one stop
-    st.slider("Stop", 1, last, key="stop", bind="query-params")
-back, forward, _ = st.columns([1, 1, 4])
-back.button("◀ Back", key="lesson_back", on_click=move, args=(-1,), disabled=st.session_state.stop <= 1, shortcut="B")
-forward.button(
-    "Next ▶", key="lesson_next", on_click=move, args=(1,), disabled=st.session_state.stop >= last, shortcut="N"
-)
-
-number = st.session_state.stop
-stop = lesson.stops[number - 1]
 elapsed = sum(s.minutes for s in lesson.stops[: number - 1])
 st.progress(number / last, text=f"Stop {number} of {last} · minute {elapsed} to {elapsed + stop.minutes}")
-st.subheader(stop.title)
-st.markdown(f"**Goal.** {stop.goal}")
+main, side = st.columns([3, 2]) if teacher else (st.container(), None)
+main.subheader(stop.title)
+main.markdown(f"**Goal.** {stop.goal}")
+main.markdown(f"**Predict.** {stop.question}")
 
-st.markdown(f"**Predict.** {stop.question}")
-tag = f"{name}_{number}"
-guess = st.radio("Your guess", stop.choices, index=None, key=f"guess_{tag}", format_func=str)
-revealed = f"revealed_{tag}"
-if not st.session_state.get(revealed):
-    st.button(
-        "Reveal",
-        key=f"reveal_{tag}",
-        type="primary",
-        disabled=guess is None,
-        on_click=st.session_state.__setitem__,
-        args=(revealed, True),
-    )
-    st.caption("Commit to a guess first; Reveal unlocks once you have one.")
-else:
+
+def record_guess():
+    """Radio callback: keep the guess (session, URL) and count it for the class."""
+    choice = st.session_state[f"guess_{tag}"]
+    if choice is None:
+        return
+    index = stop.choices.index(choice)
+    saved["choice"][number] = index
+    write_url(saved)
+    if collecting and not teacher:
+        outcome = answers.answer(name, number, voter(), index)
+        if outcome == "closed":
+            st.session_state["lesson_note"] = (
+                "The teacher has revealed this stop, so answers are closed: yours is kept here, not counted."
+            )
+
+
+index = saved["choice"].get(number)
+guess = main.radio(
+    "Your guess",
+    stop.choices,
+    index=index if index is not None and index < len(stop.choices) else None,
+    key=f"guess_{tag}",
+    format_func=str,
+    horizontal=True,
+    on_change=record_guess,
+)
+if note := st.session_state.pop("lesson_note", None):
+    main.info(note)
+
+
+@st.fragment(run_every=2.0)
+def wait_for_teacher():
+    """A student's view in paced mode: poll the class's reveal; the page runs again when it comes."""
+    if answers.revealed(name, number):
+        st.rerun(scope="app")
+    st.info("Waiting for the teacher to reveal the answer.")
+
+
+def reveal_mine():
+    saved["revealed"].add(number)
+    write_url(saved)
+
+
+class_revealed = answers.revealed(name, number)
+if paced and not teacher:
+    if number in saved["revealed"] and not class_revealed:  # the teacher hid the answer again
+        saved["revealed"].discard(number)
+        write_url(saved)
+        main.info("The teacher has hidden the answer again: answers are open.")
+    if class_revealed:
+        saved["revealed"].add(number)
+        write_url(saved)
+    elif guess is None:
+        main.caption("Commit to a guess: the teacher reveals the answer to the whole class.")
+    else:
+        with main:
+            wait_for_teacher()
+elif number not in saved["revealed"] and not class_revealed:
+    main.button("Reveal", key=f"reveal_{tag}", type="primary", disabled=guess is None, on_click=reveal_mine)
+    main.caption("Commit to a guess first; Reveal unlocks once you have one.")
+shown = class_revealed or number in saved["revealed"]
+
+
+def open_prepared(page: str, label: str):
+    if (Path(__file__).parent / f"{page}.py").exists():
+        main.button(label, key=f"open_{tag}", icon=":material/open_in_new:", on_click=prepare, args=(page, stop.params))
+    else:
+        main.error(f"{lesson.path.name}: stop {number}, field 'page': no page named {page!r}")
+
+
+if shown:
     try:
         with st.spinner("fmlib is computing the answer ..."):
-            right, computed = solve(str(lesson.path), lesson.path.stat().st_mtime, number)
+            right, computed = right_choice(number)
     except Exception as err:  # e.g. no data source for a data-dependent answer: say why, no traceback
-        st.error(f"The answer could not be computed: {err}")
+        main.error(f"The answer could not be computed: {err}")
         st.stop()
-    if guess == right:
-        st.success(f"Your guess, {guess}, is right.")
+    if guess is None:
+        main.info(f"The answer is **{right}**.")
+    elif guess == right:
+        main.success(f"Your guess, {guess}, is right.")
     else:
-        st.warning(f"Your guess was {guess}; the answer is **{right}**.")
+        main.warning(f"Your guess was {guess}; the answer is **{right}**.")
     if computed is not None:
-        st.markdown(f"**Computed by fmlib** (`{stop.compute}`): {computed.text}")
-    st.markdown(stop.reveal)
-    measured_on_the_page(stop.page)
-    st.markdown(f"**Notice.** {stop.notice}")
-    if (Path(__file__).parent / f"{stop.page}.py").exists():
-        st.page_link(
-            f"app_pages/{stop.page}.py",
-            label=f"Open the {stop.page.replace('_', ' ')} page, prepared",
-            query_params=stop.params,
+        main.markdown(f"**Computed by fmlib** (`{stop.compute}`): {computed.text}")
+    main.markdown(stop.reveal)
+    main.markdown(f"**Notice.** {stop.notice}")
+    open_prepared(stop.page, f"Open the {stop.page.replace('_', ' ')} page, prepared")
+    with main:
+        try:
+            rows = scorecard_rows(stop.page)
+        except ValueError as err:  # a damaged result table: say which
+            st.error(str(err))
+            rows = pd.DataFrame()
+        if not rows.empty:
+            st.markdown("**Measured.** The scorecard's claims that this page tests, from the committed result tables:")
+            verdict_table(rows)
+
+
+@st.fragment(run_every=2.0)
+def live_answers():
+    """The teacher's view: the class's answers to this stop, refreshed every 2 s."""
+    counts = answers.counts(name, number, len(stop.choices))
+    right = right_choice(number)[0] if answers.revealed(name, number) else None
+    chart(class_answers_figure(stop.choices, counts, right), key=f"class_answers_{tag}")
+
+
+if teacher:
+    with side:
+        live_answers()
+        st.toggle(
+            "Students wait for my reveal",
+            value=paced,
+            key=f"paced_{name}",
+            on_change=lambda: answers.set_paced(name, st.session_state[f"paced_{name}"]),
+            help="On: a student sees the answer only when you reveal it, to everyone at once.",
         )
-    else:
-        st.error(f"{lesson.path}: stop {number}, field 'page': no page named {stop.page!r}")
+        if class_revealed:
+            st.button("Hide the answer again", key=f"hide_{tag}", on_click=answers.reveal, args=(name, number, False))
+        else:
+            st.button(
+                "Reveal to the class",
+                key=f"class_reveal_{tag}",
+                type="primary",
+                on_click=answers.reveal,
+                args=(name, number),
+            )
+        st.button("Clear the class's answers", key=f"clear_{name}", on_click=answers.clear, args=(name,))
+elif collecting:
+    secondary("Your answers are counted for the teacher without your name.", show=main.caption)
+
+
+@st.dialog("What we learned", width="large")
+def summary():
+    """One screen: each stop's takeaway, its answer, this student's guess, and the class's share right."""
+    rows = []
+    for i, s in enumerate(lesson.stops, 1):
+        right = right_choice(i)[0]
+        mine = saved["choice"].get(i)
+        mine = None if mine is None or mine >= len(s.choices) else s.choices[mine]
+        row = {"stop": f"{i}. {s.title}", "what we learned": s.takeaway, "answer": str(right)}
+        row["your guess"] = "—" if mine is None else f"{mine} {'✓' if mine == right else '✗'}"
+        if collecting:
+            counts = answers.counts(name, i, len(s.choices))
+            total = sum(counts)
+            share = counts[s.choices.index(right)] / total if total else None
+            row["class right"] = "—" if share is None else f"{100 * share:.0f} % of {total}"
+        rows.append(row)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, row_height=56)
 
 
 def start_over():
     """Back to stop 1 with every guess of this lesson cleared."""
     st.session_state.stop = 1
-    for key in [k for k in st.session_state if k.startswith((f"guess_{name}_", f"revealed_{name}_"))]:
+    saved["choice"].clear()
+    saved["revealed"].clear()
+    write_url(saved)
+    for key in [k for k in st.session_state if k.startswith(f"guess_{name}_")]:
         del st.session_state[key]
 
 
 st.divider()
-st.button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess of this lesson cleared")
+ends = st.columns([1, 1, 3])
+if ends[0].button("Summary of the lesson", key="lesson_summary", icon=":material/checklist:"):
+    summary()
+ends[1].button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess of this lesson cleared")
 copy_link_and_reset({"lesson": next(iter(files)), "stop": 1})
+secondary(f"**{lesson.title}** · {last} stops · {lesson.minutes} minutes. {lesson.summary}", show=st.markdown)
+with st.expander("Outline"):
+    st.markdown("\n".join(f"{i}. {s.title} ({s.minutes} min)" for i, s in enumerate(lesson.stops, 1)))
 st.caption("Keys: **N** next stop, **B** back. The link to this view opens this stop: share it to bring a class here.")

@@ -19,6 +19,7 @@ compute = "dplr_budget"
 compute_args = { m = 12, rank = 2 }
 reveal = "r"
 notice = "n"
+takeaway = "t"
 page = "field_interactions"
 params = { rho = 2 }
 """
@@ -58,6 +59,7 @@ def test_a_valid_stop_loads_and_its_computed_answer_picks_the_nearest_choice(tmp
         (("choices = [12, 26, 66]", 'choices = ["a", "b"]'), "choices"),
         (("choices = [12, 26, 66]", "choices = [12]"), "choices"),
         (('goal = "g"', ""), "goal"),
+        (('takeaway = "t"', ""), "takeaway"),
         (('goal = "g"', 'goal = "g"\nanswer = 26'), "answer"),
         (('notice = "n"', 'notice = "n"\ncolour = "red"'), "colour"),
         (("params = { rho = 2 }", "params = { rho = true }"), "params"),

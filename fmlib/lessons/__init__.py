@@ -8,7 +8,8 @@ A stop asks one "predict, then reveal" question. Its answer is either written in
 (``answer``, one of the ``choices``) or computed by fmlib (``compute`` names a function of
 ``fmlib.lessons.answers.ANSWERS``, called with ``compute_args``; the choice closest to the
 computed number is the right one). ``page`` and ``params`` build the link that opens the
-page that shows it, in a prepared state (the params are the page's URL query parameters).
+page that shows it, in a prepared state (the params are the page's URL query parameters);
+``takeaway`` is the one sentence the lesson's closing summary keeps of the stop.
 The README's "Writing a lesson" section documents the format. A malformed file raises
 ``LessonError`` naming the file, the stop and the field.
 """
@@ -39,10 +40,11 @@ STOP_FIELDS = {
     "compute_args": dict,
     "reveal": str,
     "notice": str,
+    "takeaway": str,
     "page": str,
     "params": dict,
 }
-REQUIRED = ("title", "minutes", "goal", "question", "choices", "reveal", "notice", "page")
+REQUIRED = ("title", "minutes", "goal", "question", "choices", "reveal", "notice", "takeaway", "page")
 
 
 class LessonError(ValueError):
@@ -58,6 +60,7 @@ class Stop:
     choices: tuple
     reveal: str
     notice: str
+    takeaway: str
     page: str
     params: dict
     answer: str | float | None = None
@@ -182,6 +185,7 @@ def _stop(path: Path, number: int, raw: dict) -> Stop:
         choices=tuple(choices),
         reveal=raw["reveal"],
         notice=raw["notice"],
+        takeaway=raw["takeaway"],
         page=raw["page"],
         params={k: str(v) for k, v in params.items()},
         answer=raw.get("answer"),

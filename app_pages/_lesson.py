@@ -1,0 +1,114 @@
+"""What the Lesson page keeps between pages and sessions: a student's guesses, the class's answers, prepared links.
+
+Not a page. A student's guesses live in the session (``lesson_guesses``) and in the URL
+(``guesses``, ``revealed``), so they survive a visit to another page, the browser's Back and a
+reload. The class's answers live in one ``ClassAnswers`` per server, counted per browser (a
+hash of Streamlit's XSRF cookie, so a second tab does not vote twice), with no names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+import streamlit as st
+
+from app_pages._ui import run_store
+from app_pages._view import SIDEBAR_DEFAULTS, projector
+from fmlib.lessons.classroom import ClassAnswers
+from fmlib.runs import RunError
+
+KEPT = ("dataset", "projector")  # the view a prepared link keeps unless the stop names its own value
+RUN_KEYS = ("run_id", "fi_run")  # parameters that name a saved run
+
+
+@st.cache_resource
+def class_answers() -> ClassAnswers:
+    """One per server: every session's answers to every lesson."""
+    return ClassAnswers()
+
+
+def voter() -> str:
+    """An anonymous token for this browser: the XSRF cookie's token, unmasked and hashed (the cookie is
+    re-masked on each page load, its token is not); without the cookie, a random token of the session."""
+    cookie = st.context.cookies.get("_streamlit_xsrf", "")
+    parts = cookie.strip("\"'").split("|")
+    if len(parts) == 4 and parts[0] == "2":
+        try:
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            token = bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
+            return hashlib.sha256(token).hexdigest()[:16]
+        except ValueError:
+            pass
+    return st.session_state.setdefault("lesson_voter", secrets.token_hex(8))
+
+
+# --- a student's own guesses -------------------------------------------------------------------
+
+
+def guesses(lesson: str) -> dict:
+    """This session's guesses for ``lesson``: {"choice": {stop: choice index}, "revealed": {stops}}.
+    On a session's first look (a reload, a shared link) they are read back from the URL."""
+    saved = st.session_state.setdefault("lesson_guesses", {})
+    if lesson not in saved:
+        saved[lesson] = {"choice": _choices_from_url(), "revealed": _stops_from_url()}
+    return saved[lesson]
+
+
+def _choices_from_url() -> dict[int, int]:
+    """``guesses=2,,0`` → {1: 2, 3: 0}: the choice index per stop, empty where there is none."""
+    text = st.query_params.get("guesses", "")
+    return {i: int(c) for i, c in enumerate(text.split(","), 1) if c.isdigit()}
+
+
+def _stops_from_url() -> set[int]:
+    text = st.query_params.get("revealed", "")
+    return {int(s) for s in text.split(",") if s.isdigit()}
+
+
+def write_url(saved: dict) -> None:
+    """The guesses into the URL, so that a reload or the browser's Back finds them."""
+    choice, revealed = saved["choice"], saved["revealed"]
+    if choice:
+        st.query_params["guesses"] = ",".join(str(choice.get(i, "")) for i in range(1, max(choice) + 1))
+    else:
+        st.query_params.pop("guesses", None)
+    if revealed:
+        st.query_params["revealed"] = ",".join(map(str, sorted(revealed)))
+    else:
+        st.query_params.pop("revealed", None)
+
+
+# --- prepared links --------------------------------------------------------------------------
+
+
+def prepare(page: str, params: dict) -> None:
+    """Button callback: remember to open ``page`` with exactly ``params`` (plus the dataset and
+    projector mode, unless the stop names them), and set the sidebar's widgets to match before they
+    are drawn. A run the stop names that this server lacks is left out: the page then picks its own."""
+    ids = set(run_store().ids())
+    params = {k: v for k, v in params.items() if k not in RUN_KEYS or v in ids}
+    kept = {"dataset": st.session_state.get("dataset", SIDEBAR_DEFAULTS["dataset"])}
+    if projector():
+        kept["projector"] = "true"
+    target = {**{k: v for k, v in kept.items() if k in KEPT}, **params}
+    for key in SIDEBAR_DEFAULTS:  # drawn on every page: the session's value would win over the URL
+        if key in target:
+            st.session_state[key] = target[key] == "true" if key == "projector" else target[key]
+    for key in target:  # the page's own widgets: not drawn now, so their URL value is read afresh
+        if key not in SIDEBAR_DEFAULTS:
+            st.session_state.pop(key, None)
+    if "run_id" in target:
+        try:
+            st.session_state["run_owner"] = run_store().info(target["run_id"]).get("author") or ""
+        except RunError:
+            pass
+    page_params = {k: v for k, v in target.items() if k not in SIDEBAR_DEFAULTS}  # bound: they write their own
+    st.session_state["lesson_goto"] = (f"app_pages/{page}.py", page_params)
+
+
+def follow_prepared_link() -> None:
+    """Open the page a prepared link asked for (its callback ran before this script)."""
+    if "lesson_goto" in st.session_state:
+        path, params = st.session_state.pop("lesson_goto")
+        st.switch_page(path, query_params=params)
