@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from app_pages._classroom import run_picker
+from app_pages._classroom import run_picker, training_in_sidebar
 from app_pages._ui import DATASETS, PAGES, load_data, starter_status, warm_up
 from app_pages._view import link_check, link_notes, one_of, projector, projector_style, sidebar_follows_projector
 
@@ -40,6 +40,7 @@ with st.sidebar:
     except Exception as err:  # the data error lists every source tried
         st.error(str(err))
     starter_status()
+    training_in_sidebar()
     run_picker()
 projector_style()
 sidebar_follows_projector()

@@ -1,7 +1,9 @@
 """What a class shares on one server: the training queue, saved runs by author, the teacher's passcode.
 
-Not a page. The Train page submits trainings here, the frame's sidebar shows the run picker, the
-Teacher page checks the passcode.
+Not a page. The Train page submits trainings here, the frame's sidebar shows this session's
+training and the run picker, the Teacher page checks the passcode. A training belongs to its
+session: its token stays in the URL (``?training=...``) while it is queued or running, so a reload
+follows it again; one that no session has looked at for FMLIB_ORPHAN_SECONDS is cancelled.
 """
 
 from __future__ import annotations
@@ -11,61 +13,113 @@ import os
 
 import streamlit as st
 
-from app_pages._queue import job_queue
+from app_pages._queue import job_queue, progress_of
 from app_pages._ui import run_store
 from app_pages._view import link_check
+from fmlib.jobs import Job
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
 from fmlib.train import MONITOR, train_model
 
 
 def submit_training(model: str, data, config, hp: dict) -> None:
-    """Queue this session's training (replacing a pending one of the same session)."""
+    """Queue this session's training (replacing a pending one of the same session); its token goes into
+    the URL, so that a reload of the page finds it again."""
     previous = st.session_state.get("train_job")
     if previous is not None:
-        job_queue().cancel(previous[0])
+        job_queue().cancel(previous)
     st.session_state.pop("train_message", None)
-    job = job_queue().submit(lambda job: train_model(model, data, config, job.report, **hp))
-    st.session_state["train_job"] = (job, MONITOR[config.task])
+    job = job_queue().submit(lambda job: train_model(model, data, config, job.report, **hp), watched=True)
+    st.session_state["train_job"] = job
+    st.query_params["training"] = job.token
+
+
+def session_training() -> Job | None:
+    """This session's training while it is queued or running (or has just ended): after a reload (a new
+    session), the one whose token the URL's ``training`` holds. A token the server no longer knows is
+    dropped from the URL with a note."""
+    job = st.session_state.get("train_job")
+    token = st.query_params.get("training")
+    if job is None and token is not None:
+        job = job_queue().find(token)
+        if job is None:
+            del st.query_params["training"]
+            st.info(
+                "The training in this link is no longer on the server: it ended, or nobody followed it for "
+                f"{job_queue().orphan_seconds:.0f} s and it was cancelled."
+            )
+            return None
+        st.session_state["train_job"] = job
+    elif job is not None and token != job.token and not job.done:  # the URL lost it (another page's link)
+        st.query_params["training"] = job.token
+    return job
 
 
 def follow_training() -> None:
     """This session's training: its place in line (with Cancel), then live curves; at the end the run
     is kept in ``st.session_state["trained"]`` and a line says how it went."""
-    if "train_job" in st.session_state:
+    if session_training() is not None:
         _training_status()
     kind, text = st.session_state.pop("train_message", (None, None))
     if kind:
         getattr(st, kind)(text)
 
 
+def training_in_sidebar() -> None:
+    """Sidebar of every page: this session's training (place in line or epoch, with Cancel); once it
+    ended, a link to the Train page until that page has shown how it went."""
+    if session_training() is not None:
+        _sidebar_status()
+    elif "train_message" in st.session_state:
+        st.page_link(
+            "app_pages/train.py", label="Your training ended: see it on Train", icon=":material/model_training:"
+        )
+
+
+def _poll() -> Job | None:
+    """A follower's look at this session's training: it is seen (kept alive); once ended, its outcome
+    goes into the session and the whole page runs again. None: nothing to follow any more."""
+    job = st.session_state.get("train_job")
+    if job is None:  # ended in the other follower's run
+        return None
+    job.seen()
+    if job.done:
+        _finish(job)
+        st.rerun()
+    return job
+
+
+def _finish(job: Job) -> None:
+    """Keep an ended training's run and a line on how it went; its token leaves the URL."""
+    del st.session_state["train_job"]
+    st.query_params.pop("training", None)
+    if job.state == "done":
+        run = job.result
+        best = max(r["epoch"] for r in run.history if r["best"])
+        st.session_state["trained"] = run
+        st.session_state["train_message"] = (
+            "success",
+            f"Done: {len(run.history)} epochs in {run.seconds:.1f} s (best epoch {best}) "
+            f"after {job.wait_seconds:.1f} s in line.",
+        )
+    elif job.state == "cancelled":
+        st.session_state["train_message"] = ("info", "Training cancelled.")
+    else:
+        st.session_state["train_message"] = ("error", job.error)
+
+
 @st.fragment(run_every=1.0)
 def _training_status() -> None:
-    if "train_job" not in st.session_state:  # ended in another tab's rerun
+    job = _poll()
+    if job is None:
         return
-    job, metric = st.session_state["train_job"]
     queue = job_queue()
-    if job.done:
-        del st.session_state["train_job"]
-        if job.state == "done":
-            run = job.result
-            best = max(r["epoch"] for r in run.history if r["best"])
-            st.session_state["trained"] = run
-            st.session_state["train_message"] = (
-                "success",
-                f"Done: {len(run.history)} epochs in {run.seconds:.1f} s (best epoch {best}) "
-                f"after {job.wait_seconds:.1f} s in line.",
-            )
-        elif job.state == "cancelled":
-            st.session_state["train_message"] = ("info", "Training cancelled.")
-        else:
-            st.session_state["train_message"] = ("error", job.error)
-        st.rerun()
     position = queue.position(job)
     if position:
         st.info(f"Queued, position {position}: this server trains {queue.workers} model(s) at a time.")
     elif job.records:
         last = job.records[-1]
+        metric = next(m for m in MONITOR.values() if f"valid_{m}" in last)
         st.progress(
             last["epoch"] / last["epochs"],
             text=f"epoch {last['epoch']}/{last['epochs']} · valid {metric} {last['valid_' + metric]:.4f}",
@@ -76,26 +130,55 @@ def _training_status() -> None:
     st.button("Cancel training", key="cancel_training", on_click=queue.cancel, args=(job,))
 
 
+@st.fragment(run_every=1.0)
+def _sidebar_status() -> None:
+    job = _poll()
+    if job is None:
+        return
+    queue = job_queue()
+    position = queue.position(job)
+    if position:
+        st.progress(0.0, text=f"Your training: queued, position {position}")
+    elif job.records:
+        fraction, text = progress_of(job.records[-1])
+        st.progress(fraction, text=f"Your training: {text}")
+    else:
+        st.progress(0.0, text="Your training: starting ...")
+    st.button("Cancel training", key="sidebar_cancel_training", on_click=queue.cancel, args=(job,))
+
+
 def author() -> str | None:
     """The name this session saved its runs under, if it saved any."""
     return st.session_state.get("classroom_author")
 
 
 def save_run(run) -> None:
-    """Save button callback: save under the author's name, make it the sidebar's pick, leave a message."""
+    """Save button callback: save under the author's name, make it the sidebar's pick, leave a message.
+    The same run saved again under the same name (a double click) is not saved twice."""
     name = st.session_state.get("save_name") or None
     who = (st.session_state.get("save_author") or "").strip()
     if not who:
         st.session_state["save_message"] = ("error", "Your name: required, so that your runs are listed as yours.")
         return
-    try:
-        saved = run_store().save(run, name, author=who)
-    except (ValueError, OSError) as err:  # bad name or author, a full store: nothing was written
-        st.session_state["save_message"] = ("error", str(err))
-        return
+    saved = _saved_already(run, name, who)
+    if saved is None:
+        try:
+            saved = run_store().save(run, name, author=who)
+        except (ValueError, OSError) as err:  # bad name or author, a full store: nothing was written
+            st.session_state["save_message"] = ("error", str(err))
+            return
+        st.session_state["saved_run"] = (run, saved, who)
     st.session_state["classroom_author"] = who
     st.session_state["run_owner"], st.session_state["run_id"] = who, saved
     st.session_state["save_message"] = ("success", f"Saved as {saved}: it appears in the sidebar under your name.")
+
+
+def _saved_already(run, name: str | None, who: str) -> str | None:
+    """The id this session saved ``run`` under, if this click asks for that same save again."""
+    last, saved, by = st.session_state.get("saved_run", (None, None, None))
+    if last is run and by == who and name in (None, saved) and saved in run_store().ids():
+        return saved
+    return None
 
 
 def save_message() -> None:
@@ -108,16 +191,41 @@ def run_picker() -> None:
     """Sidebar: whose runs (yours, shared, then each author), then one of them, newest first.
 
     With neither runs of its own nor shared ones, a session picks none: another author's run is
-    never its default."""
+    never its default. The store is read on every run: a run deleted meanwhile (on the Teacher page,
+    by another server process) is gone from the lists, and if it was the selected one a note says so."""
     store = run_store()
     groups = {"" if a is None else a: ids for a, ids in store.by_author().items()}  # "": shared
+    owner_of = {run_id: a for a, ids in groups.items() for run_id in ids}
+    if groups:  # before a deleted pick leaves the session: a link's run id is checked on its first run only
+        link_check("run_id", owner_of.__contains__, "no saved run has that id", sidebar=True)
+    deleted = st.session_state.get("run_id")
+    if deleted is None or deleted in owner_of:
+        deleted = None
+    else:
+        del st.session_state["run_id"]
+    run_id = _pick(groups, owner_of) if groups else None
     if not groups:
         st.caption("No saved runs yet: train one on the Train page.")
+    if deleted is not None:
+        showing = f"showing {run_id}" if run_id else "no run is selected"
+        st.warning(f"The run {deleted} you had selected was deleted by the teacher; {showing}.")
+    if run_id is None:
         return
+    try:
+        info = store.info(run_id)
+        test = info["metrics"].get("test", {})
+        st.caption(
+            f"{info['config']['model']} on {info['config']['dataset']} · "
+            + ", ".join(f"test {k} {v:.4f}" for k, v in test.items())
+        )
+    except RunError as err:
+        st.error(str(err))
+
+
+def _pick(groups: dict[str, list[str]], owner_of: dict[str, str]) -> str | None:
+    """The run picker's two select boxes (author, then run); the picked run id, or None."""
     me = author()
     owners = [a for a in (me, "") if a in groups] + sorted(a for a in groups if a not in (me, ""))
-    owner_of = {run_id: a for a, ids in groups.items() for run_id in ids}
-    link_check("run_id", owner_of.__contains__, "no saved run has that id", sidebar=True)
     if "run_id" not in st.session_state and st.query_params.get("run_id") in owner_of:  # a linked run: its author
         st.session_state["run_owner"] = owner_of[st.query_params["run_id"]]
     if st.session_state.get("run_owner") not in (None, *owners):  # that author's runs were deleted
@@ -132,19 +240,10 @@ def run_picker() -> None:
     )
     if owner is None:
         st.session_state.pop("run_id", None)
-        return
+        return None
     if st.session_state.get("run_id", groups[owner][0]) not in groups[owner]:
         del st.session_state["run_id"]
-    run_id = st.selectbox("Saved run", groups[owner], key="run_id", bind="query-params")
-    try:
-        info = store.info(run_id)
-        test = info["metrics"].get("test", {})
-        st.caption(
-            f"{info['config']['model']} on {info['config']['dataset']} · "
-            + ", ".join(f"test {k} {v:.4f}" for k, v in test.items())
-        )
-    except RunError as err:
-        st.error(str(err))
+    return st.selectbox("Saved run", groups[owner], key="run_id", bind="query-params")
 
 
 def teacher_passcode() -> str | None:

@@ -1,4 +1,5 @@
-"""The job queue: the concurrency limit, positions in line, cancel while waiting and while running."""
+"""The job queue: the concurrency limit, positions in line, cancel while waiting and while running,
+watched jobs found by token and cancelled once nobody follows them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from fmlib.jobs import JobQueue, default_workers
+from fmlib.jobs import JobQueue, default_orphan_seconds, default_workers
 
 
 def wait_for(predicate, timeout=10.0):
@@ -98,3 +99,69 @@ def test_workers_default_to_half_the_cores_and_the_variable_is_checked(monkeypat
         monkeypatch.setenv("FMLIB_TRAIN_WORKERS", bad)
         with pytest.raises(ValueError, match="FMLIB_TRAIN_WORKERS must be an integer in 1..64"):
             default_workers()
+
+
+def test_a_watched_job_is_found_by_its_token_and_tokens_are_unguessable(queue):
+    jobs = [queue.submit(lambda job: None, watched=True) for _ in range(3)]
+    assert [queue.find(j.token) for j in jobs] == jobs
+    assert len({j.token for j in jobs}) == 3 and all(len(j.token) >= 20 for j in jobs)
+    assert queue.find("job-1") is None and queue.find("") is None
+    unwatched = queue.submit(lambda job: None)
+    assert queue.find(unwatched.token) is None, "only a watched job is listed by token"
+
+
+def test_a_running_job_that_is_seen_keeps_running_and_an_unseen_one_is_cancelled_and_forgotten():
+    queue = JobQueue(workers=2, orphan_seconds=0.4)
+    followed, orphan = (queue.submit(ticking, watched=True) for _ in range(2))
+    deadline = time.monotonic() + 1.2
+    while time.monotonic() < deadline:  # three grace periods: only one of the two is looked at
+        followed.seen()
+        time.sleep(0.05)
+    wait_for(lambda: orphan.done)
+    assert orphan.state == "cancelled" and queue.find(orphan.token) is None
+    assert followed.state == "running" and queue.find(followed.token) is followed
+    queue.cancel(followed)
+    queue.shutdown()
+
+
+def test_a_waiting_orphan_is_dropped_and_the_next_job_gets_the_worker():
+    queue = JobQueue(workers=1, orphan_seconds=0.3)
+    gate = threading.Event()
+    blocker = queue.submit(lambda job: gate.wait(10))
+    orphan = queue.submit(ticking, watched=True)
+    after = queue.submit(lambda job: "ran")
+    assert queue.position(orphan) == 1 and queue.position(after) == 2
+    wait_for(lambda: orphan.done, timeout=3)
+    assert orphan.state == "cancelled" and orphan.started is None and queue.position(after) == 1
+    gate.set()
+    wait_for(lambda: after.done)
+    assert after.result == "ran" and blocker.state == "done"
+    queue.shutdown()
+
+
+def test_an_ended_job_stays_findable_while_seen_then_is_forgotten():
+    queue = JobQueue(workers=1, orphan_seconds=0.3)
+    job = queue.submit(lambda job: "result", watched=True)
+    wait_for(lambda: job.done)
+    assert queue.find(job.token) is job, "a reload right after the end still finds the result"
+    wait_for(lambda: queue.find(job.token) is None, timeout=3)
+    assert job.state == "done" and job.result == "result", "forgetting an ended job does not cancel it"
+    queue.shutdown()
+
+
+def ticking(job):
+    """A job that reports every 10 ms until cancelled (at most 10 s)."""
+    for i in range(1000):
+        job.report(i)
+        time.sleep(0.01)
+
+
+def test_the_grace_period_is_read_from_the_environment(monkeypatch):
+    monkeypatch.delenv("FMLIB_ORPHAN_SECONDS", raising=False)
+    assert default_orphan_seconds() == 120
+    monkeypatch.setenv("FMLIB_ORPHAN_SECONDS", "1.5")
+    assert default_orphan_seconds() == 1.5 and JobQueue(workers=1).orphan_seconds == 1.5
+    for bad in ("0", "x", "-1", "nan", "inf"):
+        monkeypatch.setenv("FMLIB_ORPHAN_SECONDS", bad)
+        with pytest.raises(ValueError, match="FMLIB_ORPHAN_SECONDS must be a number of seconds"):
+            default_orphan_seconds()

@@ -120,6 +120,34 @@ def test_a_session_with_its_own_runs_defaults_to_its_newest(run):
     assert at.session_state["run_id"] == "bos-newest" and not at.exception
 
 
+def test_a_selected_run_deleted_meanwhile_leaves_the_sidebar_with_a_note(run):
+    store = RunStore()
+    store.save(run, "shared-run")
+    store.save(run, "ada-old", author="Ada")
+    store.save(run, "ada-new", author="Ada")
+    at = frame(classroom_author="Ada")
+    assert at.session_state["run_id"] == "ada-new" and not at.sidebar.warning
+    RunStore().delete("ada-new")  # the teacher, in another session or server process
+    at.run()
+    assert not at.exception and at.session_state["run_id"] == "ada-old"
+    assert "ada-new" not in at.sidebar.selectbox(key="run_id").options
+    assert [w.value for w in at.sidebar.warning] == [
+        "The run ada-new you had selected was deleted by the teacher; showing ada-old."
+    ]
+    RunStore().delete("ada-old")
+    at.run()
+    assert at.sidebar.selectbox(key="run_owner").value == "" and at.session_state["run_id"] == "shared-run"
+    assert "showing shared-run." in at.sidebar.warning[0].value
+    at.run()
+    assert not at.sidebar.warning, "a note, not a standing warning"
+    RunStore().delete("shared-run")
+    at.run()
+    assert not at.exception and "run_id" not in at.session_state
+    assert [w.value for w in at.sidebar.warning] == [
+        "The run shared-run you had selected was deleted by the teacher; no run is selected."
+    ]
+
+
 def teacher(monkeypatch, passcode: str | None):
     if passcode is None:
         monkeypatch.delenv("FMLIB_TEACHER_PASSCODE", raising=False)

@@ -35,6 +35,23 @@ def test_a_saved_run_is_listed_in_the_sidebar_on_the_same_rerun(run):
     assert at.sidebar.selectbox(key="run_id").value == "r1"
 
 
+def test_a_second_click_on_save_keeps_the_success_and_the_sidebars_pick(run):
+    at = app_page("app.py", dataset="synthetic", trained=run)
+    at.run()
+    at.switch_page("app_pages/train.py").run()
+    at.text_input(key="save_name").input("r1")
+    at.text_input(key="save_author").input("Ada")
+    for _ in range(2):
+        next(b for b in at.button if b.label == "Save run").click().run()
+        assert not at.exception and not at.error
+        assert "Saved as r1" in at.success[0].value and at.sidebar.selectbox(key="run_id").value == "r1"
+    assert RunStore().ids() == ["r1"]
+    at.text_input(key="save_name").input("r1-copy")
+    next(b for b in at.button if b.label == "Save run").click().run()
+    assert "Saved as r1-copy" in at.success[0].value, "another name saves a copy"
+    assert sorted(RunStore().ids()) == ["r1", "r1-copy"]
+
+
 def test_switching_the_model_hides_the_last_models_results(run):
     at = app_page("app_pages/train.py", dataset="synthetic", trained=run)
     at.run()
