@@ -6,7 +6,7 @@ from app_pages._measured import fmgrad_verdicts
 from app_pages._ui import notebook_link
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary
 from fmlib.derivations import catalog, check_derivations, check_step, get, run_check
-from fmlib.derivations.display import readable_latex
+from fmlib.derivations.display import Line, outcome, summary
 from fmlib.notation import unicode_math
 from fmlib.plots.derivations import s3_slack_figure
 from fmlib.references import with_titles
@@ -39,10 +39,13 @@ def wrong_outcome(key: str, index: int, label: str):
     return run_check(variant.check)
 
 
-@st.cache_data(show_spinner=False)
-def readable_sides(lhs: str, rhs: str) -> str:
-    """The two sides sympy compared, factored and typeset, as one LaTeX block."""
-    return rf"\begin{{aligned}} \text{{left}} &= {readable_latex(lhs)} \\ \text{{right}} &= {readable_latex(rhs)} \end{{aligned}}"
+def show(lines: list[Line]):
+    """A check's summary: its prose as markdown, its formulas typeset."""
+    for line in lines:
+        if line.kind == "latex":
+            st.latex(line.text)
+        else:
+            st.markdown(line.text)
 
 
 def math(text: str) -> str:
@@ -71,7 +74,14 @@ titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plai
 # open or on a projector, the step's formula is above the fold.
 pick, stepper = st.columns([2, 3])
 link_check("deriv_derivation", one_of(titles), "one of " + ", ".join(titles))
-key = pick.selectbox("Derivation", list(titles), key="deriv_derivation", bind="query-params", on_change=reset_step)
+key = pick.selectbox(
+    "Derivation",
+    list(titles),
+    format_func=titles.get,  # the title is shown; the key stays the value in the link
+    key="deriv_derivation",
+    bind="query-params",
+    on_change=reset_step,
+)
 derivation = get(key)
 last = len(derivation.steps)
 step_link_bad = link_check("deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=1)
@@ -82,9 +92,23 @@ stepper.slider("Step", 1, last, key="deriv_step", bind="query-params", persist_s
 if step_link_bad:
     st.rerun()
 row = st.container(horizontal=True, vertical_alignment="center")  # buttons as wide as their labels, never cut
-row.button("◀ Back", key="deriv_back", on_click=move, args=(-1, last), disabled=st.session_state.deriv_step <= 1)
-row.button("Next ▶", key="deriv_next", on_click=move, args=(1, last), disabled=st.session_state.deriv_step >= last)
-row.markdown(f"**{titles[key]}**")
+row.button(
+    "◀ Back",
+    key="deriv_back",
+    shortcut="B",
+    on_click=move,
+    args=(-1, last),
+    disabled=st.session_state.deriv_step <= 1,
+)
+row.button(
+    "Next ▶",
+    key="deriv_next",
+    shortcut="N",
+    on_click=move,
+    args=(1, last),
+    disabled=st.session_state.deriv_step >= last,
+)
+row.markdown(f"**{titles[key]}**")  # in full: a narrow picker may cut a long title short
 
 index = st.session_state.deriv_step - 1
 step = derivation.steps[index]
@@ -111,11 +135,9 @@ elif result.status == "not-checked":
 
 link_check("deriv_show_check", one_of(BOOLEAN), "true or false")
 if st.toggle("Show the check (what sympy compared)", key="deriv_show_check", bind="query-params"):
-    st.markdown(math(result.detail))
-    st.latex(readable_sides(result.corrected.lhs, result.corrected.rhs))
+    show(summary(result.corrected))
     if result.printed is not None:
-        st.markdown(f"Printed line: {math(result.printed.detail)}")
-        st.latex(readable_sides(result.printed.lhs, result.printed.rhs))
+        show(outcome(result.printed, label="The line as printed"))
     st.caption(f"checked in {result.corrected.seconds:.2f} s")
 
 link_check("deriv_wrong", one_of(BOOLEAN), "true or false")  # every step has a wrong variant

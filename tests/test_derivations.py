@@ -1,9 +1,11 @@
-"""The derivation catalog: every step passes (or is a known slip) and has a wrong variant that fails by value."""
+"""The derivation catalog: every step passes (or is a known slip) and has a wrong variant that fails by value;
+every check's summary for the page is short and typesets."""
 
 import pytest
 
 from fmlib.derivations import attention, catalog
 from fmlib.derivations.checker import STATUSES, check_derivations, weak_checks
+from fmlib.derivations.display import outcome, summary
 from fmlib.references import TITLES, keys, with_titles
 
 # (derivation, step number): the printed line fails its check and the corrected line passes
@@ -125,3 +127,52 @@ def test_every_source_cites_a_known_paper_and_the_page_shows_its_title():
         "[RaFM] *RaFM: Rank-Aware Factorization Machines*, eq. (7); "
         "[DPLR] *Low Rank Field-Weighted Factorization Machines for Low Latency Item Recommendation* eq. (1)"
     )
+
+
+def katex_problems(latex: str) -> list[str]:
+    """What KaTeX would reject in ``latex``: unbalanced braces, a ``*`` (sympy's product sign, ``**`` its power),
+    or a ``\\text{…}`` holding ``_`` or ``^`` (math mode only)."""
+    problems = ["a * (a sympy product or power)"] if "*" in latex else []
+    depth = 0
+    for i, c in enumerate(latex):
+        escaped = i > 0 and latex[i - 1] == "\\"
+        depth += (c == "{" and not escaped) - (c == "}" and not escaped)
+        if depth < 0:
+            problems.append(f"a closing brace without an opening one at {i}")
+            depth = 0
+    if depth:
+        problems.append(f"{depth} unclosed brace(s)")
+    start = latex.find("\\text{")
+    while start >= 0:
+        end, level = start + len("\\text{"), 1
+        while end < len(latex) and level:
+            level += {"{": 1, "}": -1}.get(latex[end], 0)
+            end += 1
+        if any(c in latex[start:end] for c in "_^"):
+            problems.append(f"_ or ^ inside {latex[start:end]!r}")
+        start = latex.find("\\text{", end)
+    return problems
+
+
+def test_the_katex_scan_sees_what_katex_rejects():
+    assert katex_problems(r"\text{w_{1,1}*w_{2,1}}") and katex_problems(r"a**2") and katex_problems(r"\frac{a}{b")
+    assert not katex_problems(r"\begin{aligned} \text{left} &= \frac{a}{b} \\ \text{right} &= x_{1}^{2} \end{aligned}")
+
+
+def test_every_check_is_summed_up_in_a_few_lines_that_typeset(results):
+    """Walks every step of every derivation (the results the other tests use: nothing is checked again) and
+    sums up its corrected line, printed line and wrong variants, as the page does."""
+    for r in results:
+        where = f"{r.derivation} #{r.index + 1} {r.step}"
+        shown = [summary(r.corrected)] + [outcome(c) for c in [r.printed] + [w for _, w in r.wrong] if c is not None]
+        assert len(shown[0]) <= 5 and all(len(lines) <= 2 for lines in shown[1:]), where
+        for line in (line for lines in shown for line in lines):
+            assert line.kind in ("markdown", "latex") and len(line.text) <= 300, (where, line)
+            if line.kind == "latex":
+                assert not katex_problems(line.text), (where, line.text, katex_problems(line.text))
+            else:
+                assert "*" not in line.text.replace("**", "", 2), (where, line.text)  # bold, never a product
+        text = "\n".join(line.text for line in shown[0])
+        assert len(text) <= 800, where
+        assert "**Claim.**" in text and "**Compared.**" in text and "**Result.**" in text, where
+        assert "difference 0" in text or "largest relative gap" in text or "smallest slack" in text, where

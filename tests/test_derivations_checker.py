@@ -7,8 +7,9 @@ import pytest
 import sympy as sp
 
 from fmlib.derivations import Check, Derivation, Printed, Step, WrongVariant, cli, run_check
-from fmlib.derivations.checker import check_derivations, check_step, weak_checks
+from fmlib.derivations.checker import Side, check_derivations, check_step, weak_checks
 from fmlib.derivations.core import sym_matrix
+from fmlib.derivations.display import outcome
 
 a, b = sp.symbols("a b", real=True)
 
@@ -84,6 +85,26 @@ def test_false_lines_fail_with_a_reason():
     assert value.status == "failed" and not value.shape_mismatch
 
 
+def test_a_failing_line_stops_at_the_first_trial_that_differs():
+    wrong = run_check(Check(lambda n: (sp.sin(a) ** 2 + sp.cos(a) ** 2, 2), "numeric", size=1, trials=6))
+    assert (wrong.status, wrong.trials) == ("failed", 1) and "random trial 1 of 6" in wrong.detail
+    assert wrong.how == "checked at n = 1, numeric (1 trial, max error 5.0e-01)"
+    probed = run_check(Check(lambda n: (sp.exp(a + b), sp.exp(a) + sp.exp(b)), "symbolic", size=None))
+    assert (probed.status, probed.method, probed.trials) == ("failed", "numeric", 1)
+    assert probed.note == "a first numeric probe already differs, so numbers decide"
+
+
+def test_a_result_describes_its_sides_and_a_nonzero_difference():
+    wrong = run_check(Check(square(-1), "symbolic", size=None))
+    assert wrong.left == Side("1", "1", 2, r"\left(a + b\right)^{2}") and wrong.symbols == 2 and wrong.polynomial
+    assert wrong.gap.latex == "4 a b" and wrong.gap_terms == 1
+    big = run_check(Check(trace_wrong, "exact", size=4))
+    assert (big.left.rows, big.left.cols, big.left.symbols, big.left.latex) == ("1", "1", 32, "")
+    assert big.gap.latex == "" and big.gap_terms > 4
+    matrix = run_check(Check(lambda n: (sym_matrix("A", 2, 3), sym_matrix("A", 2, 3)), "exact", size=2))
+    assert (matrix.left.rows, matrix.left.cols, matrix.right.symbols) == ("2", "3", 6)
+
+
 def test_results_are_cached():
     c = Check(trace_cyclic, "exact", size=2)
     assert run_check(c) is run_check(c)
@@ -123,6 +144,11 @@ def test_grid_inequality():
     assert am_gm.status == "passed" and am_gm.trials == 9
     reversed_ = run_check(Check(lambda n: (sp.sqrt(a * b), (a + b) / 2), "numeric", size=1, relation=">=", grid=grid))
     assert reversed_.status == "failed" and "violated" in reversed_.detail
+    undefined = run_check(Check(lambda n: (sp.log(-a - b), 0), "numeric", size=1, relation=">=", grid=grid))
+    assert undefined.status == "failed" and undefined.least_slack is None
+    assert [line.text for line in outcome(undefined)] == [
+        "**Result.** not defined: the line is undefined at every grid point."
+    ]
 
 
 def small_derivation(wrong_is_right=False, printed=None):

@@ -1,9 +1,14 @@
-"""AppTest for app_pages/derivations.py: Next/Back, the step slider, slips and the wrong-variant toggle."""
+"""AppTest for app_pages/derivations.py: Next/Back, the step slider, slips, the check's summary and the wrong-variant
+toggle."""
 
 import json
 
 import pytest
 from apptest import app_page
+from test_derivations import katex_problems
+
+from fmlib.derivations import catalog
+from fmlib.notation import unicode_math
 
 PAGE = "app_pages/derivations.py"
 
@@ -30,6 +35,35 @@ def test_next_and_back_move_one_step(at):
     at.button(key="deriv_back").click().run()
     assert at.session_state["deriv_step"] == 2 and "Step 2 of" in at.subheader[0].value
     assert not at.exception
+
+
+def test_next_and_back_have_the_n_and_b_keys_and_the_picker_shows_titles(at):
+    keys = (at.button(key="deriv_next").proto.shortcut, at.button(key="deriv_back").proto.shortcut)
+    assert tuple(k.upper() for k in keys) == ("N", "B")
+    assert [b.label for b in at.button if b.key in ("deriv_back", "deriv_next")] == ["◀ Back", "Next ▶"]
+    picker = at.selectbox(key="deriv_derivation")
+    assert picker.value == "rendle" and picker.options[0] == unicode_math(catalog()[0].title)
+    assert not any("-" in option and " " not in option for option in picker.options)  # no code name like fm-gradient
+    picker.set_value("fm-gradient").run()
+    assert at.session_state["deriv_derivation"] == "fm-gradient"  # the key, as the link carries it
+
+
+@pytest.mark.parametrize(
+    "derivation, step",
+    [("rendle", 3), ("fm-gradient", 7), ("r-fm", 2), ("rafm-proposition-s3", 7), ("fm-gradient", 9)],
+)
+def test_the_check_is_a_short_summary_that_typesets(at, derivation, step):
+    """An algebraic line, a slip, a general-size line, an inequality on a grid and a numeric slip."""
+    at.selectbox(key="deriv_derivation").set_value(derivation).run()
+    at.slider(key="deriv_step").set_value(step).run()
+    before = (len(at.markdown), len(at.latex))
+    at.toggle(key="deriv_show_check").set_value(True).run()
+    assert not at.exception
+    text = markdown(at)
+    assert "**Claim.**" in text and "**Compared.**" in text and "**Result.**" in text
+    assert len(at.markdown) - before[0] + len(at.latex) - before[1] <= 7  # a few lines, the printed line's included
+    for latex in at.latex:
+        assert not katex_problems(latex.value), (latex.value, katex_problems(latex.value))
 
 
 def test_slider_jumps_and_back_is_disabled_on_first_step(at):

@@ -6,9 +6,13 @@ Methods (the badge on the page):
   difference simplifies to 0 (expand, then cancel of the rational function). This holds at
   that one size n only, so it is shown as "checked at n = …", never as a proof;
 - numeric: random substitutions (seeded), evaluated with 30 significant digits;
-  reports the number of trials and the max relative error.
+  reports the number of trials and the max relative error. The first trial at which the
+  sides differ settles a failure, so a failing line stops there.
 If exact simplification does not reach 0 the checker does not guess: it substitutes
-numbers, and reports 'numeric' with the reason. A size above the step's exact limit
+numbers, and reports 'numeric' with the reason. A difference that is not a polynomial is
+first probed at one random point: if the sides differ there, that settles it (simplifying a
+nonzero transcendental difference can take minutes); an algebraic check stops at the first
+entry of the difference that is not 0. A size above the step's exact limit
 falls back to numeric; above its build limit, and on a timeout, the step is
 "not checked" with the reason, never passed.
 
@@ -17,7 +21,8 @@ fails while the corrected line passes. A check that fails only because its sides
 compared (different shapes, an undefined product) says "shape mismatch" and sets
 ``shape_mismatch``: a wrong variant must fail by value, not that way (`weak_checks` lists the steps whose check
 is not shown able to fail). Every check runs in a forked child process so that a timeout really stops the
-work; results are cached per (check, size).
+work; results are cached per (check, size). Each result describes its two sides (`Side`: shape, number of
+symbols, LaTeX when short) so that `display.summary` can say what was compared without printing an expansion.
 """
 
 from __future__ import annotations
@@ -25,12 +30,13 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import sympy as sp
 
 from .core import Check, Derivation
+from .display import factored_latex
 
 DEFAULT_TIMEOUT = 30.0
 TOLERANCE = 1e-12
@@ -39,6 +45,23 @@ SEED = 0
 WORKERS = 1  # the machine is shared; check_derivations(..., workers=2) runs two checks at a time
 STATUSES = ("passed", "failed", "slip", "not-checked")
 GENERAL_SIZES = (1, 2, 3, 4)  # where a general-size difference that does not simplify is written out
+SHORT_NODES = 60  # a side this small (in expression-tree nodes) is factored and typeset; a bigger one only described
+SHORT_LATEX = 80  # ... and only if its LaTeX has at most this many characters
+
+
+@dataclass(frozen=True)
+class Side:
+    """A side of a checked line (or an entry of its difference) in numbers a reader can take in.
+
+    rows, cols  its shape as LaTeX ("1" and "1" for a scalar; "m" for a general size)
+    symbols     how many distinct symbols it contains
+    latex       the side factored and typeset (sympy.latex) when it is short, else ""
+    """
+
+    rows: str
+    cols: str
+    symbols: int
+    latex: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,6 +79,14 @@ class CheckResult:
     seconds: float = 0.0
     shape_mismatch: bool = False  # failed only because the sides' shapes differ or a product is undefined
     grid: bool = False  # an inequality evaluated on a grid (trials = the number of grid points)
+    left: Side | None = None  # the two sides as built, described (None when the line could not be built)
+    right: Side | None = None
+    symbols: int = 0  # distinct symbols in the two sides together
+    polynomial: bool = False  # every entry of the difference is a polynomial
+    note: str = ""  # why numbers decided a line meant for algebra ("" when they did not)
+    gap: Side | None = None  # a nonzero entry of the simplified difference (an algebraic failure)
+    gap_terms: int = 0  # how many terms that entry has
+    least_slack: float | None = None  # an inequality on a grid: the smallest left − right found
 
     @property
     def how(self) -> str:
@@ -68,7 +99,8 @@ class CheckResult:
             return f"checked on a grid of {self.trials} points"
         if self.method == "numeric":
             where = "at random values" if self.size is None else f"checked at n = {self.size},"
-            return f"{where} numeric ({self.trials} trials, max error {self.max_error:.1e})"
+            trials = f"{self.trials} trial" + ("" if self.trials == 1 else "s")
+            return f"{where} numeric ({trials}, max error {self.max_error:.1e})"
         return "not checked"
 
 
@@ -247,7 +279,7 @@ def _timed(check: Check, n: int | None, method: str, note: str):
     def job() -> CheckResult:
         start = time.perf_counter()
         result = _compare(check, n, method, note)
-        return CheckResult(**{**asdict(result), "seconds": time.perf_counter() - start})
+        return replace(result, seconds=time.perf_counter() - start)
 
     return job
 
@@ -262,7 +294,14 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
         return CheckResult(
             "failed", method, f"{note}shape mismatch: the line is not even defined: {exc}", size=n, shape_mismatch=True
         )
-    shown = dict(lhs=_short(lhs), rhs=_short(rhs), size=n)
+    shown = dict(
+        lhs=_short(lhs),
+        rhs=_short(rhs),
+        size=n,
+        left=_side(lhs),
+        right=_side(rhs),
+        symbols=len(_free_symbols(lhs) | _free_symbols(rhs)),
+    )
     if isinstance(lhs, sp.MatrixExpr) or isinstance(rhs, sp.MatrixExpr):
         return _check_general_matrices(lhs, rhs, shown)
     lhs_m, rhs_m = _as_matrix(lhs), _as_matrix(rhs)
@@ -278,26 +317,32 @@ def _compare(check: Check, n: int | None, method: str, note: str) -> CheckResult
         )
     diff = lhs_m - rhs_m
     polynomial = all(e.is_polynomial() for e in diff)
-    if method in ("symbolic", "exact") and not polynomial and _probe_differs(check, lhs_m, rhs_m):
-        # simplifying a nonzero transcendental difference can take minutes; one number settles it
-        method, note = "numeric", note + "a first numeric probe already differs, so numbers decide: "
+    shown["polynomial"] = polynomial
+    if method in ("symbolic", "exact") and not polynomial:
+        # simplifying a nonzero transcendental difference can take minutes; one random trial settles it
+        probe = Check(check.build, "numeric", size=1, ranges=check.ranges, trials=1)
+        reason = note + "a first numeric probe already differs, so numbers decide"
+        first = _check_numeric(probe, lhs_m, rhs_m, reason + ": ", {**shown, "note": reason})
+        if first.status == "failed":
+            return first
     if method in ("symbolic", "exact"):
         where = f" at n = {n}" if method == "exact" else " for general symbols"
-        residues = [_simplify(e, method) for e in diff]
-        if all(r == 0 for r in residues):
+        # the first entry that does not simplify to 0 settles the line; the rest are simplified only for a pass
+        bad = next((r for r in (_simplify(e, method) for e in diff) if r != 0), None)
+        if bad is None:
             return CheckResult(
                 "passed", method, f"{note}the difference simplifies to 0{where} ({_count(diff)}).", **shown
             )
-        bad = next(r for r in residues if r != 0)
         if polynomial:
             return CheckResult(
                 "failed",
                 method,
                 f"{note}the difference is a nonzero polynomial{where}, e.g. {_short(bad, 200)}",
                 **shown,
+                **_gap(bad),
             )
         note += "exact simplification did not reach 0, so numbers decide: "
-    return _check_numeric(check, lhs_m, rhs_m, note, shown)
+    return _check_numeric(check, lhs_m, rhs_m, note, {**shown, "note": note.removesuffix(": ")})
 
 
 def _check_general_matrices(lhs, rhs, shown: dict) -> CheckResult:
@@ -322,6 +367,7 @@ def _check_general_matrices(lhs, rhs, shown: dict) -> CheckResult:
                 f"the general-size difference does not simplify to 0, and written out at {where} "
                 f"it is nonzero, e.g. {_short(bad[0], 200)}.",
                 **{**shown, "size": value},
+                **_gap(_simplify(bad[0], "symbolic")),
             )
     return CheckResult(
         "not-checked",
@@ -348,32 +394,39 @@ def _simplify(e: sp.Expr, method: str) -> sp.Expr:
     return e
 
 
-def _probe_differs(check: Check, lhs: sp.Matrix, rhs: sp.Matrix) -> bool:
-    probe = _check_numeric(Check(check.build, "numeric", size=1, ranges=check.ranges, trials=1), lhs, rhs, "", {})
-    return probe.status == "failed"
-
-
 def _check_numeric(check: Check, lhs: sp.Matrix, rhs: sp.Matrix, note: str, shown: dict) -> CheckResult:
     symbols = sorted(lhs.free_symbols | rhs.free_symbols, key=lambda s: s.name)
     rng = np.random.default_rng(SEED)
-    worst, worst_at = 0.0, None
-    for _ in range(check.trials):
+    worst, worst_at, trial = 0.0, None, 0
+    while trial < check.trials and worst <= TOLERANCE:  # one trial where the sides differ settles a failure
+        trial += 1
         values = {s: _sample(s, check.ranges, rng) for s in symbols}
         for k, (a, b) in enumerate(zip(lhs, rhs)):
             a, b = (sp.N(x.xreplace(values), DIGITS) for x in (a, b))
             err = float(abs(sp.N(a - b, DIGITS))) / max(1.0, float(abs(a)), float(abs(b)))
             if not err <= worst:  # also catches nan
                 worst, worst_at = err, (k, values)
-    passed = worst <= TOLERANCE
-    detail = f"{note}{check.trials} random trials, max relative error {worst:.1e}"
-    if not passed:
-        k, values = worst_at
-        row, col = divmod(k, lhs.cols)
-        entry = "" if lhs.shape == (1, 1) else f" in entry ({row + 1}, {col + 1})"
-        point = ", ".join(f"{s}={float(v):.3g}" for s, v in list(values.items())[:6])
-        detail += f"{entry} (e.g. at {point}{', …' if len(values) > 6 else ''})"
+    if worst <= TOLERANCE:
+        return CheckResult(
+            "passed",
+            "numeric",
+            f"{note}{check.trials} random trials, max relative error {worst:.1e}.",
+            trials=check.trials,
+            max_error=worst,
+            **shown,
+        )
+    k, values = worst_at
+    row, col = divmod(k, lhs.cols)
+    entry = "" if lhs.shape == (1, 1) else f" in entry ({row + 1}, {col + 1})"
+    point = ", ".join(f"{s}={float(v):.3g}" for s, v in list(values.items())[:6])
     return CheckResult(
-        "passed" if passed else "failed", "numeric", detail + ".", trials=check.trials, max_error=worst, **shown
+        "failed",
+        "numeric",
+        f"{note}the sides differ at random trial {trial} of {check.trials}: relative error {worst:.1e}{entry} "
+        f"(e.g. at {point}{', …' if len(values) > 6 else ''}).",
+        trials=trial,
+        max_error=worst,
+        **shown,
     )
 
 
@@ -404,7 +457,9 @@ def _check_grid(check: Check, lhs: sp.Expr, rhs: sp.Expr, shown: dict) -> CheckR
     elif low < 0:
         detail += " — negative, so the inequality is violated there"
     passed = low >= 0 and not undefined.any()
-    return CheckResult("passed" if passed else "failed", "numeric", detail + ".", max_error=max(0.0, -low), **shown)
+    return CheckResult(
+        "passed" if passed else "failed", "numeric", detail + ".", max_error=max(0.0, -low), least_slack=low, **shown
+    )
 
 
 def _sample(symbol: sp.Symbol, ranges, rng) -> sp.Float:
@@ -425,14 +480,36 @@ def _count(m: sp.Matrix) -> str:
     return "1 expression" if m.shape == (1, 1) else f"all {m.rows * m.cols} entries of the {m.rows}×{m.cols} result"
 
 
+def _larger_than(x, nodes: int) -> bool:
+    """Whether the expression tree of ``x`` has more than ``nodes`` nodes (stops counting there)."""
+    return any(count > nodes for count, _ in enumerate(sp.preorder_traversal(x), start=1))
+
+
+def _free_symbols(x) -> set:
+    """The symbols of a side (a plain number has none)."""
+    return getattr(x, "free_symbols", set())
+
+
+def _side(x) -> Side:
+    """Describe a side for a reader: its shape, its number of symbols, and its LaTeX if it is short."""
+    if isinstance(x, sp.MatrixBase) and x.shape == (1, 1):
+        x = x[0]
+    x = sp.sympify(x)
+    rows, cols = getattr(x, "shape", (1, 1))
+    latex = "" if _larger_than(x, SHORT_NODES) else factored_latex(x)
+    return Side(sp.latex(rows), sp.latex(cols), len(_free_symbols(x)), latex if len(latex) <= SHORT_LATEX else "")
+
+
+def _gap(entry: sp.Expr) -> dict:
+    """The fields of a CheckResult that describe a nonzero entry of a simplified difference."""
+    return {"gap": _side(entry), "gap_terms": len(sp.Add.make_args(entry))}
+
+
 def _short(x, limit: int = 1500) -> str:
     """Printable form of a side; very large expressions are summarised (printing them takes seconds)."""
-    nodes = 0
-    for _ in sp.preorder_traversal(x):
-        nodes += 1
-        if nodes > 4 * limit:
-            shape = f"a {x.shape[0]}×{x.shape[1]} matrix" if hasattr(x, "shape") else "an expression"
-            return f"{shape} too large to print (more than {4 * limit} nodes)"
+    if _larger_than(x, 4 * limit):
+        shape = f"a {x.shape[0]}×{x.shape[1]} matrix" if hasattr(x, "shape") else "an expression"
+        return f"{shape} too large to print (more than {4 * limit} nodes)"
     text = str(x)
     return text if len(text) <= limit else text[:limit] + " …"
 

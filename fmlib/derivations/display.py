@@ -1,20 +1,143 @@
-"""A side of a checked line, as a reader wants to see it: factored and typeset, not a raw expanded polynomial."""
+"""A checked line as a reader wants to see it: sides factored and typeset, and the check summed up in a few lines.
+
+`summary(result)` says what a check claimed, what sympy compared and what came out, from the check's own data
+(`checker.CheckResult`): short sides are typeset with sympy.latex, longer ones are only described by their shape
+and number of symbols, never printed as a raw expansion. Every LaTeX string it makes comes from sympy.latex or from
+plain words in ``\\text{…}``.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NamedTuple
+
 import sympy as sp
+
+if TYPE_CHECKING:
+    from .checker import CheckResult, Side
 
 MAX_NODES = 400  # factoring a bigger expression takes seconds; such a side is shown as printed
 
 
+class Line(NamedTuple):
+    """One line of a summary: ``kind`` is "markdown" (prose) or "latex" (a formula to typeset)."""
+
+    kind: str
+    text: str
+
+
+def factored_latex(expr) -> str:
+    """LaTeX of the factored form of a sympy expression (a matrix entry by entry); one too large to factor
+    quickly, or one sympy cannot factor (a matrix expression of general size), is typeset as it stands."""
+    small = sum(1 for _ in sp.preorder_traversal(expr)) <= MAX_NODES
+    if small and isinstance(expr, sp.MatrixBase):
+        expr = expr.applyfunc(sp.factor)
+    elif small and isinstance(expr, sp.Expr) and not isinstance(expr, sp.MatrixExpr):
+        expr = sp.factor(expr)
+    return sp.latex(expr)
+
+
 def readable_latex(side: str) -> str:
     """LaTeX of the factored form of ``side`` (a side as the checker prints it, e.g. ``"a**2 + 2*a*b + b**2"``
-    → ``\\left(a + b\\right)^{2}``); a matrix is factored entry by entry. A side that cannot be parsed
-    back, or is too large to factor quickly, is typeset as text."""
+    → ``\\left(a + b\\right)^{2}``). A side that cannot be parsed back is typeset as plain words."""
     try:
         expr = sp.sympify(side)
     except (sp.SympifyError, SyntaxError, TypeError, ValueError):
-        return r"\text{" + side.replace("\\", "") + "}"
-    if sum(1 for _ in sp.preorder_traversal(expr)) <= MAX_NODES:
-        expr = expr.applyfunc(sp.factor) if isinstance(expr, sp.MatrixBase) else sp.factor(expr)
-    return sp.latex(expr)
+        return r"\text{" + "".join(c for c in side if c.isalnum() or c in " ×.,()") + "}"
+    return factored_latex(expr)
+
+
+def summary(result: CheckResult) -> list[Line]:
+    """What the check of one line claimed, what was compared and the result, in at most five lines."""
+    return claim(result) + [Line("markdown", f"**Compared.** {compared(result)}")] + outcome(result)
+
+
+def claim(result: CheckResult) -> list[Line]:
+    """The claim, left = right (or left ≥ right), with each side typeset when short and described otherwise."""
+    if result.left is None:
+        return [Line("markdown", "**Claim.** the line could not be built, so there is nothing to compare.")]
+    sides = (
+        rf"\begin{{aligned}} \text{{left}} &= {_shown(result.left)} \\ "
+        rf"\text{{right}} &= {_shown(result.right)} \end{{aligned}}"
+    )
+    return [Line("markdown", f"**Claim.** left {'≥' if result.grid else '='} right, where"), Line("latex", sides)]
+
+
+def compared(result: CheckResult) -> str:
+    """What sympy compared, in one sentence."""
+    symbols = _count(result.symbols, "symbol")
+    if result.method == "none":
+        return "nothing: the line was not checked."
+    if result.shape_mismatch:
+        return "the shapes of the two sides."
+    if result.method == "symbolic" and result.left is not None and _general(result.left):
+        return "left − right, simplified as matrix expressions of general size."
+    if result.method == "symbolic":
+        return f"left − right, simplified by sympy for general values of its {symbols}."
+    if result.method == "exact" and result.left is not None and _general(result.left):
+        return f"left − right did not simplify at general size, so it was written out at size {result.size}."
+    if result.method == "exact" and not result.symbols:
+        return f"{_difference(result)} computed exactly at n = {result.size}, where no symbols are left."
+    if result.method == "exact":
+        how = "expanded as a polynomial" if result.polynomial else "expanded and cancelled exactly"
+        return f"{_difference(result)} {how} in {symbols}, at n = {result.size} only."
+    if result.grid:
+        return f"the slack left − right, evaluated at each of {result.trials} grid points."
+    because = f" ({result.note})" if result.note else ""
+    points = _count(result.trials, "random point")
+    where = "" if result.size is None else f" at n = {result.size}"
+    return f"both sides{where} evaluated at {points} for their {symbols}, to 30 digits{because}."
+
+
+def outcome(result: CheckResult, label: str = "Result") -> list[Line]:
+    """The result: the difference (or largest gap, or smallest slack), and whether that makes the line hold;
+    its first line starts with ``label`` in bold."""
+    lines = _outcome(result)
+    return [Line(lines[0].kind, f"**{label}.** {lines[0].text}"), *lines[1:]]
+
+
+def _outcome(result: CheckResult) -> list[Line]:
+    if result.status == "not-checked":
+        return [Line("markdown", "not checked: neither passed nor failed.")]
+    if result.shape_mismatch:
+        return [Line("markdown", "not equal: the two sides do not even have the same shape.")]
+    if result.grid and result.least_slack is None:
+        return [Line("markdown", "not defined: the line is undefined at every grid point.")]
+    if result.grid:
+        verdict = "holds" if result.status == "passed" else "violated"
+        return [Line("markdown", f"{verdict}: the smallest slack is {result.least_slack:.3g}.")]
+    if result.method == "numeric":
+        verdict = "equal" if result.status == "passed" else "not equal"
+        return [Line("markdown", f"{verdict}: largest relative gap {result.max_error:.1e}.")]
+    if result.status == "passed":
+        return [Line("markdown", "difference 0: the two sides are equal.")]
+    entry = "the difference is" if result.left.rows == result.left.cols == "1" else "one entry of the difference is"
+    if result.gap.latex:
+        return [Line("markdown", f"not equal: {entry}"), Line("latex", result.gap.latex)]
+    terms = _count(result.gap_terms, "term")
+    return [Line("markdown", f"not equal: {entry} nonzero, {terms} in {_count(result.gap.symbols, 'symbol')}.")]
+
+
+def _shown(side: Side) -> str:
+    """A side typeset if short, else its shape and number of symbols in words."""
+    if side.latex:
+        return side.latex
+    content = f"in {_count(side.symbols, 'symbol')}" if side.symbols else "of numbers"
+    if side.rows == side.cols == "1":
+        return rf"\text{{an expression {content}}}"
+    return rf"\text{{a }} {side.rows} \times {side.cols} \text{{ matrix {content}}}"
+
+
+def _general(side: Side) -> bool:
+    """Whether a side has a general (symbolic) size rather than numbers of rows and columns."""
+    return not (side.rows.isdigit() and side.cols.isdigit())
+
+
+def _difference(result: CheckResult) -> str:
+    """``left − right``, or ``each of the 6 entries of left − right`` for a matrix line."""
+    count = int(result.left.rows) * int(result.left.cols)
+    return "left − right" if count == 1 else f"each of the {count} entries of left − right"
+
+
+def _count(n: int, noun: str) -> str:
+    """``3 symbols``, ``1 symbol``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
