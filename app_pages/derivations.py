@@ -151,15 +151,13 @@ if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind=
     variant = step.wrong[labels.index(choice)]
     st.latex(variant.latex)
     with st.spinner("sympy is checking the wrong line…"):
-        outcome = wrong_outcome(key, index, variant.label)
-    if outcome.status == "failed":
-        st.error(
-            f"**{math(variant.label)}**: the check fails — {math(outcome.detail)} Why: {math(variant.explanation)}."
-        )
+        checked = wrong_outcome(key, index, variant.label)
+    first, *rest = outcome(checked, label=math(variant.label))
+    if checked.status == "failed":
+        st.error(f"{first.text} So the check fails. Why: {math(variant.explanation)}.")
     else:
-        st.warning(
-            f"**{math(variant.label)}**: this wrong line was expected to fail but is {outcome.status}: {math(outcome.detail)}"
-        )
+        st.warning(f"{first.text} This wrong line was expected to fail but is {checked.status}: {math(checked.detail)}")
+    show(rest)
 
 if key == S3_KEY and step.check.relation == ">=" and step.name.startswith("Proposition S3"):
     left, right = st.columns(2)

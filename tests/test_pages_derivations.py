@@ -87,6 +87,8 @@ def test_wrong_variant_toggle_shows_a_failing_check(at):
     at.toggle(key="deriv_wrong").set_value(True).run()
     assert not at.exception
     assert any("dropped the factor ½" in e.value and "the check fails" in e.value for e in at.error)
+    [error] = at.error
+    assert "not equal" in error.value and error.value.count("*") == 4  # the bold label; no raw sympy product
     at.toggle(key="deriv_wrong").set_value(False).run()
     assert not at.error
 

@@ -112,7 +112,7 @@ def _outcome(result: CheckResult) -> list[Line]:
         return [Line("markdown", "difference 0: the two sides are equal.")]
     entry = "the difference is" if result.left.rows == result.left.cols == "1" else "one entry of the difference is"
     if result.gap.latex:
-        return [Line("markdown", f"not equal: {entry}"), Line("latex", result.gap.latex)]
+        return [Line("markdown", f"not equal: {entry} not 0, as typeset below."), Line("latex", result.gap.latex)]
     terms = _count(result.gap_terms, "term")
     return [Line("markdown", f"not equal: {entry} nonzero, {terms} in {_count(result.gap.symbols, 'symbol')}.")]
 
