@@ -4,8 +4,18 @@ import streamlit as st
 import torch
 
 from app_pages._classroom import run_picker, training_in_sidebar
+from app_pages._lesson import arrive_at_the_top
 from app_pages._ui import DATASETS, PAGES, load_data, starter_status, warm_up
-from app_pages._view import link_check, link_notes, one_of, projector, projector_style, sidebar_follows_projector
+from app_pages._view import (
+    error,
+    link_check,
+    link_notes,
+    one_of,
+    projector,
+    projector_style,
+    sidebar_follows_projector,
+    without_paths,
+)
 
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
 st.set_page_config(
@@ -36,14 +46,15 @@ with st.sidebar:
         help="MovieLens is fetched on first use; 'synthetic' has a planted field-interaction matrix.",
     )
     try:
-        st.caption(f"Served by: {load_data(st.session_state['dataset']).source}")
-    except Exception as err:  # the data error lists every source tried
-        st.error(str(err))
+        st.caption(f"Served by: {without_paths(load_data(st.session_state['dataset']).source)}")
+    except Exception as err:  # the data error says how to get the data, then lists every source tried
+        error(err)
     starter_status()
     training_in_sidebar()
     run_picker()
 projector_style()
 sidebar_follows_projector()
+arrive_at_the_top()
 link_notes()
 
 page.run()

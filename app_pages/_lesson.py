@@ -20,6 +20,12 @@ from fmlib.runs import RunError
 
 KEPT = ("dataset", "projector")  # the view a prepared link keeps unless the stop names its own value
 RUN_KEYS = ("run_id", "fi_run")  # parameters that name a saved run
+TO_TOP = """
+<script>
+window.scrollTo(0, 0);
+document.querySelectorAll("*").forEach((el) => { if (el.scrollTop) el.scrollTop = 0; });
+</script>
+"""
 
 
 @st.cache_resource
@@ -111,4 +117,12 @@ def follow_prepared_link() -> None:
     """Open the page a prepared link asked for (its callback ran before this script)."""
     if "lesson_goto" in st.session_state:
         path, params = st.session_state.pop("lesson_goto")
+        st.session_state["lesson_arrived"] = True
         st.switch_page(path, query_params=params)
+
+
+def arrive_at_the_top() -> None:
+    """On the page a prepared link opened: start at its top (the browser kept the Lesson's scroll position,
+    where the link sits low). Drawn in the sidebar, whose empty box takes no room from the page."""
+    if st.session_state.pop("lesson_arrived", False):
+        st.sidebar.html(TO_TOP, unsafe_allow_javascript=True)

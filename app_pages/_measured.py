@@ -5,7 +5,7 @@ scorecard itself (Home), its rows for one page (a lesson's stop), [FMGrad]'s mem
 import pandas as pd
 import streamlit as st
 
-from app_pages._view import chart
+from app_pages._view import chart, error, shown_path
 from fmlib.experiments import fmgrad, inversion, scorecard, tables
 from fmlib.experiments.claims import measure_all
 from fmlib.plots.inversion import success_figure
@@ -21,9 +21,9 @@ def result_table(name: str, columns, command: str):
     try:
         frame, header = tables.read(path, columns=columns)
     except ValueError as err:
-        st.error(str(err))
+        error(err)
         return None, None
-    st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
+    st.caption(f"`{shown_path(path)}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
     return frame, header
 
 

@@ -13,7 +13,7 @@ from typing import NoReturn
 import streamlit as st
 
 from app_pages._queue import job_queue, submit_in_session, wait_in_session
-from app_pages._view import checked_link, in_range, secondary
+from app_pages._view import checked_link, error, in_range, secondary
 from fmlib.data import movielens, split, synthetic
 from fmlib.derivations import catalog, check_step
 from fmlib.experiments import starter
@@ -119,8 +119,8 @@ def selected_run_id() -> str | None:
 
 
 def fail(err) -> NoReturn:
-    """Show ``err`` as an error (its message, no traceback) and stop the page."""
-    st.error(str(err))
+    """Show ``err`` as an error (its message, no traceback, no server paths) and stop the page."""
+    error(err)
     st.stop()
 
 
@@ -172,7 +172,7 @@ def saved_or_quick_run(
         try:
             run = load_run(run_id)
         except RunError as err:
-            st.error(str(err))
+            error(err)
         else:
             if usable(run):
                 return run, f"saved run **{run_id}** ({run.config['model']} on {run.config['dataset']})"

@@ -7,17 +7,21 @@ URL value its widget cannot take without a word; ``link_check`` says so on the p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlencode
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 # The sidebar's bound widgets: part of every page's view.
 SIDEBAR_DEFAULTS = {"dataset": "ml-100k", "run_id": None, "projector": False}
 
 T = TypeVar("T")
+ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])(/[^\s'\"():,;]+)")  # not a URL's //host/path
 _UNSEEN = object()  # a widget value not read yet
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
 PROJECTOR_CSS = """
@@ -70,6 +74,10 @@ def link_check(key: str, ok: Callable[[str], bool], allowed: str, sidebar: bool 
         return False
     note = f"The link's {key} = {value!r} is not valid ({allowed}); showing the default instead."
     notes[key] = (note, "sidebar" if sidebar else "page", fallback.get("fallback", _UNSEEN))
+    try:  # out of the address bar: a reload or a copied link does not bring it back
+        del st.query_params[key]
+    except StreamlitAPIException:  # bound already in this session: the widget rewrites the URL itself
+        pass
     if "fallback" in fallback:
         st.session_state.setdefault("link_fallbacks", {})[key] = fallback["fallback"]
         return True
@@ -141,8 +149,18 @@ def view_url(defaults: Mapping) -> str:
     return f"{base}?{urlencode(params)}" if params else base
 
 
-def copy_link_and_reset(defaults: Mapping, clear: Iterable[str] = ()) -> None:
-    """A "link to this view" popover and a "Reset to defaults" button, side by side.
+def title_bar(title: str):
+    """The page's title, and at its right the room where ``copy_link_and_reset(..., container=...)``
+    puts its buttons: a class finds "Link to this view" at the top of every page. On a narrow
+    screen the buttons wrap under the title instead of being cut."""
+    row = st.container(horizontal=True, vertical_alignment="center")
+    row.title(title, width="content")
+    return row.container(horizontal=True, horizontal_alignment="right", vertical_alignment="center")
+
+
+def copy_link_and_reset(defaults: Mapping, clear: Iterable[str] = (), container=st) -> None:
+    """A "link to this view" popover and a "Reset to defaults" button, side by side, in ``container``
+    (the page's ``title_bar``). Called after the page's widgets, so that the link holds their values.
 
     ``defaults``: every bound widget key of the page with its default value; the reset sets each
     back (which also removes it from the URL) and deletes the session keys in ``clear`` (bound
@@ -156,11 +174,11 @@ def copy_link_and_reset(defaults: Mapping, clear: Iterable[str] = ()) -> None:
         for key in clear:
             st.session_state.pop(key, None)
 
-    link, button, _ = st.columns([1, 1, 3], vertical_alignment="center")
-    with link.popover("Link to this view", icon=":material/link:"):
+    row = container.container(horizontal=True, vertical_alignment="center")
+    with row.popover("Link to this view", icon=":material/link:"):
         st.code(view_url({**dict.fromkeys(clear), **defaults}), language=None, wrap_lines=True)
         secondary("Copy it (the icon at the right): opened anywhere, it shows this page as it is now.")
-    button.button(
+    row.button(
         "Reset to defaults",
         icon=":material/restart_alt:",
         key="reset_view",
@@ -215,3 +233,21 @@ def chart(fig: go.Figure, container=st, **kwargs) -> None:
             fig.update_layout(height=fig.layout.height + round(top * (grow - 1)))
         fig.update_annotations(font_size=PROJECTOR_FONT)
     container.plotly_chart(fig, **kwargs)
+
+
+def shown_path(path: str | Path) -> str:
+    """A server path as a reader may see it: relative to the app's folder, else only its last name."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return Path(path).name
+
+
+def without_paths(text: str) -> str:
+    """``text`` (an error message) with each absolute server path shortened by ``shown_path``."""
+    return ABSOLUTE_PATH.sub(lambda match: shown_path(match.group(1)), text)
+
+
+def error(err, container=st) -> None:
+    """An error for the reader: its message (no traceback) without server paths."""
+    container.error(without_paths(str(err) or type(err).__name__))

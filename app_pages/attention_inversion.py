@@ -9,7 +9,7 @@ import torch
 from app_pages._measured import inversion_verdicts
 from app_pages._queue import job_queue, show_job
 from app_pages._ui import bounded_number, fail, load_data, notebook_link
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, title_bar
 from fmlib.experiments import inversion as committed
 from fmlib.experiments import tables
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
@@ -17,7 +17,7 @@ from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.inversion.outcome import describe
 from fmlib.plots import inversion as plots
 
-st.title("Attention inversion")
+bar = title_bar("Attention inversion")
 notebook_link("06_attention_inversion")
 st.markdown(
     r"**Question.** A softmax-attention layer maps its input $X \in \mathbb R^{d\times n}$ (n tokens of length d) "
@@ -148,7 +148,9 @@ link_check("trial_start", one_of(["random N(0, 1)", "near the secret"]), "random
 trial_start = c2.radio(
     "trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start", bind="query-params"
 )
-if st.button("Run trials", type="primary"):  # what a button made is kept in the session: it survives reruns
+if st.button(
+    "Run trials", key="inv_run_trials", type="primary"
+):  # what a button made is kept in the session: it survives reruns
     st.session_state["inversion_trials"] = dict(n=n, d=d, R=R, count=count, near=trial_start.startswith("near"))
 trials = st.session_state.get("inversion_trials")
 if trials is not None:
@@ -272,7 +274,7 @@ def show_twist(exp, results) -> None:
     )
 
 
-if st.button("Train the tiny transformer and attack"):
+if st.button("Train the tiny transformer and attack", key="inv_movielens"):
     st.session_state["inversion_movielens"] = (users, attack_steps)
 if "inversion_movielens" in st.session_state:
     if st.session_state["inversion_movielens"] != (users, attack_steps):
@@ -298,5 +300,6 @@ copy_link_and_reset(
         "inv_start": STARTS[0],
         "inv_seed": 0,
         "trial_start": "random N(0, 1)",
-    }
+    },
+    container=bar,
 )

@@ -4,7 +4,7 @@ import streamlit as st
 
 from app_pages._measured import fmgrad_verdicts
 from app_pages._ui import notebook_link
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary, title_bar
 from fmlib.derivations import catalog, check_derivations, check_step, get, run_check
 from fmlib.derivations.display import Line, outcome, summary
 from fmlib.notation import unicode_math
@@ -66,22 +66,30 @@ def move(delta: int, last: int):
     st.session_state.deriv_step = min(last, max(1, st.session_state.deriv_step + delta))
 
 
-st.title("Checked derivations")  # short: one line at 150 % zoom beside the sidebar
+bar = title_bar("Checked derivations")  # short: one line at 150 % zoom beside the sidebar
 
 derivations = catalog()
 titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plain text
 # The controls and the step come first, the page's prose last: at 1280×720 and 150 % zoom, with the sidebar
 # open or on a projector, the step's formula is above the fold.
 pick, stepper = st.columns([2, 3])
+# The picker shows titles, the link carries the key: a bound selectbox would write the shown title into the
+# URL, so this one is kept in the URL by hand.
 link_check("deriv_derivation", one_of(titles), "one of " + ", ".join(titles))
+if "deriv_derivation" not in st.session_state and st.query_params.get("deriv_derivation") in titles:
+    st.session_state["deriv_derivation"] = st.query_params["deriv_derivation"]
 key = pick.selectbox(
     "Derivation",
     list(titles),
-    format_func=titles.get,  # the title is shown; the key stays the value in the link
+    format_func=titles.get,
     key="deriv_derivation",
-    bind="query-params",
     on_change=reset_step,
+    persist_state="session",  # back on this page after another: the same derivation
 )
+if key == derivations[0].key:
+    st.query_params.pop("deriv_derivation", None)
+else:
+    st.query_params["deriv_derivation"] = key
 derivation = get(key)
 last = len(derivation.steps)
 step_link_bad = link_check("deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=1)
@@ -202,6 +210,7 @@ copy_link_and_reset(
         "deriv_label": 1,
     },
     clear=["deriv_size", "deriv_variant"],
+    container=bar,
 )
 if st.toggle("Check every step of this derivation", key="deriv_all"):
     with st.spinner("sympy is checking every line of this derivation…"):

@@ -7,7 +7,18 @@ from app_pages._classroom import author, teacher_or_alone
 from app_pages._measured import claims_of
 from app_pages._queue import server_job
 from app_pages._ui import dataset_name, fail, load_run, notebook_link, run_store, saved_or_quick_run, selected_run_id
-from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, one_of, secondary
+from app_pages._view import (
+    chart,
+    checked_link,
+    copy_link_and_reset,
+    error,
+    in_range,
+    link_check,
+    one_of,
+    secondary,
+    shown_path,
+    title_bar,
+)
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
 from fmlib.analysis.interactions import (
     align_field_scales,
@@ -35,7 +46,7 @@ from fmlib.plots.verdicts import verdict_figure
 from fmlib.runs import RunError
 from fmlib.train import quick_settings, train_model
 
-st.title("Field interactions")
+bar = title_bar("Field interactions")
 notebook_link("02_field_interactions")
 st.markdown(
     "**Question.** An FwFM learns how strongly every pair of fields interacts: the matrix R. "
@@ -94,9 +105,9 @@ def table1_section():
     try:
         frame, header = tables.read(path, columns=("seed", "model", "rank", *dplr_experiment.METRICS[table_task]))
     except ValueError as err:
-        st.error(str(err))
+        error(err)
         return
-    st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
+    st.caption(f"`{shown_path(path)}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
     claims = claims_of("field_interactions", table_name, table_data, table_task)  # as the scorecard measures them
     verdicts = measure_all(*claims(frame, table_task))
     chart(verdict_figure(verdicts), key="table1_verdicts")
@@ -110,9 +121,6 @@ def table1_section():
     for metric in dplr_experiment.METRICS[table_task]:
         st.markdown(f"**{metric.upper()}**, test, mean ± std over seeds")
         st.dataframe(dplr_experiment.summary(frame, metric), hide_index=True)
-
-
-table1_section()
 
 
 @st.cache_data(show_spinner="Approximating R ...")
@@ -200,119 +208,131 @@ def quick_run(run_id, note=None):
     )
 
 
-configs = runs_with_R(dataset_name())
-if not configs:  # no saved FwFM or DPLR run: the sidebar's pick says why, or a quick FwFM
-    run, source = quick_run(selected_run_id())
-else:
-    choice = chosen_run(configs)
-    if choice == QUICK:
-        run, source = quick_run(None, "A quick FwFM is picked above.")
+def r_section() -> tuple[dict, int]:
+    """The learned R beside its pruned and post-hoc DPLR approximations at the ρ slider's budget, then what the
+    data did to R and the error spectra. Returns the saved runs with R and the largest ρ (the view's defaults)."""
+    configs = runs_with_R(dataset_name())
+    if not configs:  # no saved FwFM or DPLR run: the sidebar's pick says why, or a quick FwFM
+        run, source = quick_run(selected_run_id())
     else:
-        try:
-            run = load_run(choice)
-        except RunError as err:
-            fail(err)
-        source = f"saved run **{choice}** ({run.config['model']} on {run.config['dataset']})"
-model = run.model
-R = interaction_matrix(model)
-m, names = R.shape[0], model.schema.names
-is_dplr = hasattr(model, "U")
-st.caption(f"Showing {source}: m = {m} fields.")
-if is_dplr:
-    st.info(
-        f"This run's R is DPLR of rank ρ = {model.rank} by construction ([DPLR] eq. 10: the matrix its U, e and d "
-        f"imply), so a post-hoc DPLR of rank ρ ≥ {model.rank} is exact: a zero error below is no evidence for DPLR "
-        "— pick an FwFM run to ask it of a learned R."
+        choice = chosen_run(configs)
+        if choice == QUICK:
+            run, source = quick_run(None, "A quick FwFM is picked above.")
+        else:
+            try:
+                run = load_run(choice)
+            except RunError as err:
+                fail(err)
+            source = f"saved run **{choice}** ({run.config['model']} on {run.config['dataset']})"
+    model = run.model
+    R = interaction_matrix(model)
+    m, names = R.shape[0], model.schema.names
+    is_dplr = hasattr(model, "U")
+    st.caption(f"Showing {source}: m = {m} fields.")
+    if is_dplr:
+        st.info(
+            f"This run's R is DPLR of rank ρ = {model.rank} by construction ([DPLR] eq. 10: the matrix its U, e and d "
+            f"imply), so a post-hoc DPLR of rank ρ ≥ {model.rank} is exact: a zero error below is no evidence for DPLR "
+            "— pick an FwFM run to ask it of a learned R."
+        )
+
+    max_rank = min(m - 1, (m * (m - 1) // 2) // (m + 1))
+    left, right = st.columns([2, 1])
+    rank = checked_link(
+        lambda: left.slider(
+            "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho", bind="query-params"
+        ),
+        "rho",
+        in_range(1, max_rank, integer=True),
+        f"ρ: 1 to {max_rank} for m = {m} fields",
+        min(2, max_rank),
     )
-
-max_rank = min(m - 1, (m * (m - 1) // 2) // (m + 1))
-left, right = st.columns([2, 1])
-rank = checked_link(
-    lambda: left.slider(
-        "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho", bind="query-params"
-    ),
-    "rho",
-    in_range(1, max_rank, integer=True),
-    f"ρ: 1 to {max_rank} for m = {m} fields",
-    min(2, max_rank),
-)
-link_check("method", one_of(["eig", "nuclear"]), "eig or nuclear")
-method = right.radio(
-    "post-hoc DPLR by",
-    ["eig", "nuclear"],
-    horizontal=True,
-    key="method",
-    bind="query-params",
-    help="eig: truncated eigendecomposition (diagonal filled in); nuclear: minimise the "
-    "nuclear norm of the error (App. C)",
-)
-try:
-    pruned, posthoc = approximations(R, rank, method)
-except ValueError as err:
-    fail(err)
-keep = budget(m, rank)
-left_pct = percent_left(m, keep)
-chart(
-    interaction_heatmaps(
-        {
-            ("R implied by DPLR" if is_dplr else "learned R"): R,
-            f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
-            f"post-hoc DPLR, ρ = {rank}": posthoc,
-        },
-        names,
-    ),
-    key="heatmaps",
-)
-c1, c2, c3 = st.columns(3)
-c1.metric("% left = 2ρ(m+1)/(m(m−1))", f"{left_pct:.1f}%")
-c2.metric("pruned: relative error off the diagonal", f"{offdiag_error(pruned, R):.3f}")
-c3.metric("post-hoc DPLR: relative error", f"{offdiag_error(posthoc, R):.3f}")
-st.markdown(
-    "**Notice:** pruning keeps the strongest pairs exactly and zeroes the rest; DPLR keeps a "
-    "blurred version of *every* pair. Which error matters depends on the embeddings: App. C bounds "
-    "the change of the pairwise term by $\\sum_i \\lambda_i(VV^\\top)\\,\\sigma_i(E)$ — so compare the error *spectra* below."
-)
-
-st.subheader("What the data did to R")
-if run.config["dataset"] == "synthetic" and m == len(demo_R()):
-    planted = demo_R().double().numpy()
-    aligned = align_field_scales(R, planted)
+    link_check("method", one_of(["eig", "nuclear"]), "eig or nuclear")
+    method = right.radio(
+        "post-hoc DPLR by",
+        ["eig", "nuclear"],
+        horizontal=True,
+        key="method",
+        bind="query-params",
+        help="eig: truncated eigendecomposition (diagonal filled in); nuclear: minimise the "
+        "nuclear norm of the error (App. C)",
+    )
+    try:
+        pruned, posthoc = approximations(R, rank, method)
+    except ValueError as err:
+        fail(err)
+    keep = budget(m, rank)
+    left_pct = percent_left(m, keep)
     chart(
-        interaction_heatmaps({"planted R": planted, "learned R, field scales aligned": aligned}, names), key="planted"
+        interaction_heatmaps(
+            {
+                ("R implied by DPLR" if is_dplr else "learned R"): R,
+                f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
+                f"post-hoc DPLR, ρ = {rank}": posthoc,
+            },
+            names,
+        ),
+        key="heatmaps",
     )
-    st.caption(
-        "A learned R is fixed only up to a scale and sign per field ($e_f / c_f$ with $R_{fg} c_f c_g$ predicts the "
-        f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
-    )
-else:
-    chart(deviation_heatmap(R, names), key="deviation")
-    upper = R[np.triu_indices(m, 1)]
-    st.caption(
-        f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
-        f"(off-diagonal coefficient of variation {offdiag_cv(R):.2f}); red pairs interact more than in an FM."
-    )
-
-st.subheader("Spectra")
-left, right = st.columns(2)
-with left:
-    chart(eigen_spectrum_figure(spectrum(R), spectrum(r_fm(m))), key="eigen")
-    st.caption(
-        "Eigenvalues of R (bars) and of R_FM = 11ᵀ − I (black ticks: m − 1 once, then −1). "
-        "The FM's R is not low rank — its zero diagonal makes it full rank — but it *is* "
-        "diagonal plus rank one (eq. 7). A few large eigenvalues and a flat rest is what DPLR exploits."
-    )
-with right:
-    sigma_pruned, sigma_dplr = spectrum(pruned - R, "singular"), spectrum(posthoc - R, "singular")
-    chart(error_spectra_figure({"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}), key="errors")
-    bigger = "post-hoc DPLR's" if sigma_dplr.max() > sigma_pruned.max() else "pruning's"
-    st.caption(
-        "Singular values of the approximation errors E = R̃ − R (App. C, Fig. 2). The paper found "
-        "the post-hoc DPLR error's *largest* singular values much larger than pruning's on Criteo; "
-        "that is why it trains DPLR instead of approximating afterwards. "
-        f"Here the largest is {bigger}: σ₁ = {sigma_pruned.max():.3g} (pruned) vs "
-        f"{sigma_dplr.max():.3g} (post-hoc DPLR)."
+    c1, c2, c3 = st.columns(3)
+    c1.metric("% left = 2ρ(m+1)/(m(m−1))", f"{left_pct:.1f}%")
+    c2.metric("pruned: relative error off the diagonal", f"{offdiag_error(pruned, R):.3f}")
+    c3.metric("post-hoc DPLR: relative error", f"{offdiag_error(posthoc, R):.3f}")
+    st.markdown(
+        "**Notice:** pruning keeps the strongest pairs exactly and zeroes the rest; DPLR keeps a "
+        "blurred version of *every* pair. Which error matters depends on the embeddings: App. C bounds "
+        "the change of the pairwise term by $\\sum_i \\lambda_i(VV^\\top)\\,\\sigma_i(E)$ — so compare the error *spectra* below."
     )
 
+    st.subheader("What the data did to R")
+    if run.config["dataset"] == "synthetic" and m == len(demo_R()):
+        planted = demo_R().double().numpy()
+        aligned = align_field_scales(R, planted)
+        chart(
+            interaction_heatmaps({"planted R": planted, "learned R, field scales aligned": aligned}, names),
+            key="planted",
+        )
+        st.caption(
+            "A learned R is fixed only up to a scale and sign per field ($e_f / c_f$ with $R_{fg} c_f c_g$ predicts the "
+            f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
+        )
+    else:
+        chart(deviation_heatmap(R, names), key="deviation")
+        upper = R[np.triu_indices(m, 1)]
+        st.caption(
+            f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
+            f"(off-diagonal coefficient of variation {offdiag_cv(R):.2f}); red pairs interact more than in an FM."
+        )
+
+    st.subheader("Spectra")
+    left, right = st.columns(2)
+    with left:
+        chart(eigen_spectrum_figure(spectrum(R), spectrum(r_fm(m))), key="eigen")
+        st.caption(
+            "Eigenvalues of R (bars) and of R_FM = 11ᵀ − I (black ticks: m − 1 once, then −1). "
+            "The FM's R is not low rank — its zero diagonal makes it full rank — but it *is* "
+            "diagonal plus rank one (eq. 7). A few large eigenvalues and a flat rest is what DPLR exploits."
+        )
+    with right:
+        sigma_pruned, sigma_dplr = spectrum(pruned - R, "singular"), spectrum(posthoc - R, "singular")
+        chart(error_spectra_figure({"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}), key="errors")
+        bigger = "post-hoc DPLR's" if sigma_dplr.max() > sigma_pruned.max() else "pruning's"
+        st.caption(
+            "Singular values of the approximation errors E = R̃ − R (App. C, Fig. 2). The paper found "
+            "the post-hoc DPLR error's *largest* singular values much larger than pruning's on Criteo; "
+            "that is why it trains DPLR instead of approximating afterwards. "
+            f"Here the largest is {bigger}: σ₁ = {sigma_pruned.max():.3g} (pruned) vs "
+            f"{sigma_dplr.max():.3g} (post-hoc DPLR)."
+        )
+    return configs, max_rank
+
+
+# R and the ρ slider first (a lesson's stop prepares them, and they explain Table 1), Table 1 below; a run that
+# cannot be shown stops its section only after Table 1 is drawn.
+r_box = st.container()
+table1_section()
+with r_box:
+    configs, max_rank = r_section()
 copy_link_and_reset(
     {
         "rho": min(2, max_rank),
@@ -320,5 +340,6 @@ copy_link_and_reset(
         "table1_task": next(iter(dplr_experiment.METRICS)),
         "table1_protocol": "ours",
     },
-    clear=["fi_run"] if configs else [],  # its default depends on the saved runs
+    clear=["fi_run"] if configs else [],  # its default depends on the saved runs,
+    container=bar,
 )

@@ -5,7 +5,7 @@ import math
 import streamlit as st
 
 from app_pages._ui import bounded_number, notebook_link
-from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check
+from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, title_bar
 from fmlib.analysis.gradient_growth import (
     D_RANGE,
     M_RANGE,
@@ -28,7 +28,7 @@ from fmlib.experiments.claims import measure_all
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
 from fmlib.plots.verdicts import verdict_figure
 
-st.title("Gradient growth")
+bar = title_bar("Gradient growth")
 notebook_link("04_rotations_and_gradients")
 st.markdown(
     "**Question.** A single m-way product term multiplies the embeddings of all m fields together; "
@@ -61,7 +61,7 @@ def construction_figures(sizes, density, seed, S):
 
 
 VIEW = {"m_max": 32, "d": 8, "log_y": True, "M": 1.5, "eps": 0.25, "exponent": 1}
-VIEW |= {"layout": "2, 3, 2", "density": 0.4, "seed": 0, "S": 20.0}
+VIEW |= {"layout": "2, 3, 2", "density": 0.4, "truth_seed": 0, "S": 20.0}
 VIEW |= {key: 1.0 for key in ("eta", "alpha", "beta", "gamma", "zeta", "theta")}
 
 
@@ -182,7 +182,7 @@ layout_text = checked_link(
 )
 link_check("density", in_range(0.0, 1.0), "0 to 1")
 density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density", bind="query-params")
-seed = int(bounded_number("seed", 0, 10_000, 0, container=c3, step=1, key="seed", bind="query-params"))
+seed = int(bounded_number("seed", 0, 10_000, 0, container=c3, step=1, key="truth_seed", bind="query-params"))
 link_check("S", in_range(1.0, 30.0), "1 to 30")
 S = c4.slider("S", 1.0, 30.0, 20.0, 0.5, key="S", bind="query-params")
 try:
@@ -244,4 +244,4 @@ else:
         st.code(rfm_experiment.format_table(frame), language=None)
         st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
 
-copy_link_and_reset(VIEW, clear=["sample"])
+copy_link_and_reset(VIEW, clear=["sample"], container=bar)

@@ -4,10 +4,10 @@ import streamlit as st
 
 from app_pages._measured import scorecard_card
 from app_pages._ui import PAGES
-from app_pages._view import copy_link_and_reset
+from app_pages._view import copy_link_and_reset, error, title_bar
 from fmlib.experiments import scorecard
 
-st.title("fmlib explainer")
+bar = title_bar("fmlib explainer")
 st.markdown(
     "Factorization machines predict from **pairs of features**: every feature gets a vector, and "
     "two features interact through the dot product of their vectors. This explainer trains real "
@@ -28,7 +28,7 @@ st.markdown(
 try:
     card = scorecard_card()
 except ValueError as err:  # a damaged result table: say which
-    st.error(str(err))
+    error(err)
 else:
     if card.empty:
         st.info("No result tables yet: run `python -m fmlib reproduce dplr` (it needs the tuned presets).")
@@ -44,4 +44,4 @@ st.info(
     "The sidebar picks the dataset (and says which source served it) and a saved run, "
     "which the analysis pages read. Notebooks in `notebooks/` tell the same stories with the same API."
 )
-copy_link_and_reset({})  # the page has no settings of its own: the link carries the sidebar's
+copy_link_and_reset({}, container=bar)  # the page has no settings of its own: the link carries the sidebar's

@@ -13,12 +13,12 @@ import streamlit as st
 from app_pages._classroom import teacher_passcode
 from app_pages._lesson import class_answers, follow_prepared_link, guesses, prepare, voter, write_url
 from app_pages._measured import scorecard_rows, verdict_table
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary
+from app_pages._view import chart, copy_link_and_reset, error, in_range, link_check, one_of, secondary, title_bar
 from fmlib.lessons import LessonError, lesson_files, load_lesson
 from fmlib.plots.lesson import class_answers_figure
 
 follow_prepared_link()
-st.title("Lesson")
+bar = title_bar("Lesson")
 
 files = {path.stem: path for path in lesson_files()}
 if not files:
@@ -36,7 +36,7 @@ name = controls[0].selectbox("Lesson", list(files), key="lesson", bind="query-pa
 try:
     lesson = load_lesson(files[name])
 except LessonError as err:
-    st.error(f"This lesson cannot be shown: {err}")
+    error(f"This lesson cannot be shown: {err}")
     st.stop()
 last = len(lesson.stops)
 
@@ -177,7 +177,7 @@ if shown:
         with st.spinner("fmlib is computing the answer ..."):
             right, computed = right_choice(number)
     except Exception as err:  # e.g. no data source for a data-dependent answer: say why, no traceback
-        main.error(f"The answer could not be computed: {err}")
+        error(f"The answer could not be computed: {err}", main)
         st.stop()
     if guess is None:
         main.info(f"The answer is **{right}**.")
@@ -194,7 +194,7 @@ if shown:
         try:
             rows = scorecard_rows(stop.page)
         except ValueError as err:  # a damaged result table: say which
-            st.error(str(err))
+            error(err)
             rows = pd.DataFrame()
         if not rows.empty:
             st.markdown("**Measured.** The scorecard's claims that this page tests, from the committed result tables:")
@@ -268,7 +268,7 @@ ends = st.columns([1, 1, 3])
 if ends[0].button("Summary of the lesson", key="lesson_summary", icon=":material/checklist:"):
     summary()
 ends[1].button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess of this lesson cleared")
-copy_link_and_reset({"lesson": next(iter(files)), "stop": 1})
+copy_link_and_reset({"lesson": next(iter(files)), "stop": 1}, container=bar)
 secondary(f"**{lesson.title}** · {last} stops · {lesson.minutes} minutes. {lesson.summary}", show=st.markdown)
 with st.expander("Outline"):
     st.markdown("\n".join(f"{i}. {s.title} ({s.minutes} min)" for i, s in enumerate(lesson.stops, 1)))

@@ -6,7 +6,7 @@ import streamlit as st
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
-from app_pages._view import chart, checked_link, copy_link_and_reset, secondary
+from app_pages._view import chart, checked_link, copy_link_and_reset, secondary, title_bar
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
@@ -17,7 +17,7 @@ from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, ran
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.train import TrainConfig
 
-st.title("Rank-aware FM")
+bar = title_bar("Rank-aware FM")
 notebook_link("03_rank_aware_fm")
 st.markdown(
     "**Should a movie rated three times get as many factors as one rated five hundred times?** "
@@ -232,7 +232,7 @@ elif job is not None and job.state == "cancelled":
 elif job is not None:  # bad settings: say why, no traceback
     st.error(job.error)
 if "rafm_seed_job" not in st.session_state and st.button(
-    f"Run one seed here (FM at each rank and RaFM{ranks} on {name})"
+    f"Run one seed here (FM at each rank and RaFM{ranks} on {name})", key="rafm_run_seed"
 ):
     try:  # the tuned presets when there are some, else one shared default config
         settings = rafm_experiment.preset_settings(name, ranks)
@@ -293,4 +293,4 @@ else:
     with st.expander("how each side was trained (recipes)"):
         st.table(rows[["claim", "protocol", "recipes"]].set_index("claim"))
 
-copy_link_and_reset({"rafm_ranks": "8,32"})
+copy_link_and_reset({"rafm_ranks": "8,32"}, container=bar)

@@ -8,19 +8,19 @@ import streamlit as st
 from app_pages._classroom import passcode_ok, teacher_passcode
 from app_pages._queue import server_job
 from app_pages._ui import load_run, run_store, starter_split
-from app_pages._view import copy_link_and_reset
+from app_pages._view import copy_link_and_reset, title_bar
 from fmlib.cli import TOPIC_COMMANDS
 from fmlib.experiments import recompute, starter
 from fmlib.results import results_dir
 from fmlib.runs import RunError
 
-st.title("Teacher")
+bar = title_bar("Teacher")
 st.markdown(
     "Students save runs under their own names and cannot remove anyone's. Deleting runs, recomputing the "
     "result tables and rebuilding the default runs are for the teacher, who unlocks this page with the "
     "passcode set on the server."
 )
-copy_link_and_reset({})  # no settings of its own (the passcode never goes into a link): the sidebar's
+copy_link_and_reset({}, container=bar)  # no settings of its own (the passcode never goes into a link): the sidebar's
 
 if teacher_passcode() is None:
     st.info(

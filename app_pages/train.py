@@ -8,7 +8,7 @@ import streamlit as st
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
 from app_pages._measured import scorecard_rows
 from app_pages._ui import bounded_number, dataset_name, fail, load_split, notebook_link
-from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of
+from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of, title_bar
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
@@ -21,7 +21,7 @@ from fmlib.plots.fm_ablation import ablation_figure
 from fmlib.plots.training import learning_curves
 from fmlib.train import TrainConfig
 
-st.title("Train a model")
+bar = title_bar("Train a model")
 notebook_link("01_fm_from_scratch")
 st.markdown(
     "**What does an FM learn, and how fast?** Pick a model, press *Train*, and watch the "
@@ -171,7 +171,7 @@ with st.expander(f"{model} hyperparameters", expanded=True):
             except ValueError as err:
                 fail(f"{key}: {err}")
 
-copy_link_and_reset({**VIEW, "preset": "defaults"})
+copy_link_and_reset({**VIEW, "preset": "defaults"}, container=bar)
 if st.button("Train", type="primary"):
     try:
         config = TrainConfig(

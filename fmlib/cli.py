@@ -195,7 +195,11 @@ def cmd_data_info(args) -> int:
 def cmd_data_fetch(args) -> int:
     from .data import movielens
 
-    _, source = movielens.load_frames(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
+    frames, source = movielens.load_frames(
+        args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr)
+    )
+    if args.data_dir:  # a folder the user unzipped fills the cache too: the app finds it from then on
+        movielens.write_cache(args.dataset, movielens.cache_root(), frames, source)
     print(f"{args.dataset}: served by {source}")
     return 0
 

@@ -9,6 +9,7 @@ Screenshots of each view go to the test's temporary folder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -33,22 +34,16 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The app on a free port with one tiny shared FwFM run (the Field interactions page's default)."""
-    from fmlib.data import split, synthetic
-    from fmlib.runs import RunStore
-    from fmlib.train import TrainConfig, train_model
-
-    tmp = tmp_path_factory.mktemp("projector")
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
-    RunStore(tmp / "runs").save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), "tiny-fwfm")
+@contextlib.contextmanager
+def serve(tmp: Path):
+    """The app on a free port, its runs in ``tmp / "runs"``, no starter runs; yields its URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
     command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    command += ["--server.fileWatcherType", "none"]  # as `make serve`: no reruns from files others write meanwhile
     with (tmp / "server.log").open("w") as out:
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -62,9 +57,25 @@ def server(tmp_path_factory):
                 proc.kill()
                 pytest.fail("streamlit did not become healthy within 60 s")
             time.sleep(0.5)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app with one tiny shared FwFM run (the Field interactions page's default)."""
+    from fmlib.data import split, synthetic
+    from fmlib.runs import RunStore
+    from fmlib.train import TrainConfig, train_model
+
+    tmp = tmp_path_factory.mktemp("projector")
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
+    RunStore(tmp / "runs").save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), "tiny-fwfm")
+    with serve(tmp) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

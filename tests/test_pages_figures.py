@@ -52,7 +52,7 @@ def test_derivation_chart():
 def test_attention_inversion_charts():
     at = visit("app_pages/attention_inversion.py")
     at.select_slider[4].set_value(10)  # instances per γ
-    at.button[0].click().run()
+    at.button(key="inv_run_trials").click().run()
     assert assert_figures_labelled(at) == 5  # the attack, the trials, both outcomes; the committed rates and verdicts
 
 

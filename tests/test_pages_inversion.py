@@ -71,7 +71,7 @@ def test_trials_chart_and_both_outcomes():
     at = app_page(PAGE, timeout=60)
     at.run()
     at.select_slider[4].set_value(10)  # instances per γ
-    at.button[0].click().run()
+    at.button(key="inv_run_trials").click().run()
     assert not at.exception
     fig = figure(at, 1)
     assert fig["layout"]["xaxis"]["type"] == "category"
@@ -89,7 +89,7 @@ def test_movielens_twist_section():
     at.run()
     at.select_slider[5].set_value(50)  # users attacked
     at.select_slider[6].set_value(100)  # attack steps
-    at.button[1].click().run()
+    at.button(key="inv_movielens").click().run()
     deadline = time.monotonic() + 240
     while not (recovery := recovery_charts(at)):  # the training and attack run as a job of the server's queue
         assert not at.exception and not at.error

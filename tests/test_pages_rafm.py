@@ -89,7 +89,7 @@ def test_saved_comparison_is_plotted(tmp_path):
     fig = figure(at, 2)
     bars = fig["data"][0]
     assert list(bars["x"]) == ["FM(8)", "FM(32)", "RaFM(8, 32)", "RaFM-low"]
-    assert "0.9450" in at.code[0].value  # RaFM mean over the two seeds
+    assert any("0.9450" in c.value for c in at.code)  # RaFM mean over the two seeds
     verdicts = next(d.value for d in at.dataframe if "other" in d.value).set_index("other")
     assert set(verdicts.index) == {"FM(8)", "FM(32)"}  # FM(8): the best on validation; FM(32): the largest
 
@@ -97,7 +97,7 @@ def test_saved_comparison_is_plotted(tmp_path):
 def test_run_one_seed_here_trains_and_plots():
     at = page()
     at.text_input(key="rafm_ranks").set_value("2,4").run()
-    wait_for_training(at.button[0].click().run(), key="rafm_seed_job")
+    wait_for_training(at.button(key="rafm_run_seed").click().run(), key="rafm_seed_job")
     assert not at.exception
     assert not at.error, at.error[0].value
     assert list(figure(at, 2)["data"][0]["x"]) == ["FM(2)", "FM(4)", "RaFM(2, 4)", "RaFM-low"]
@@ -109,7 +109,7 @@ def test_the_parameter_share_reads_the_tables_number_and_nothing_rounds_to_100()
 
     at = page("ml-100k")
     assert not at.error
-    table = at.code[0].value  # rafm_experiment.format_table of the committed comparison
+    table = next(c.value for c in at.code if "RaFM(8, 32) " in c.value)  # format_table of the committed comparison
     (line,) = [line for line in table.splitlines() if line.startswith("RaFM(8, 32) ") and "cut at" not in line]
     shown = re.search(r"(\d+\.\d)%", line).group(1)
     assert at.metric[0].delta == f"{shown} % of FM(32)'s" and "parameters" in at.metric[0].value

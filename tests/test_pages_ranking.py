@@ -5,10 +5,13 @@ from apptest import app_page, figure, wait_for_training
 
 from fmlib.bench.ranking import ranking_benchmark, sweep_schemas
 from fmlib.data import movielens, split, synthetic
+from fmlib.experiments import tables
 from fmlib.ranking import agreement, catalogue, query_rows, recipe, seed_noise_verdict, top_lists
 from fmlib.results import write_csv
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
+
+COMMITTED = tables.committed_root
 
 
 @pytest.fixture(autouse=True)
@@ -16,7 +19,17 @@ def results(tmp_path, monkeypatch):
     """An empty results folder, and quick benchmarks that score each catalogue once per timing."""
     monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path / "results"))
     monkeypatch.setattr("fmlib.bench.ranking.MIN_ITEMS", 1)
+    monkeypatch.setattr("fmlib.experiments.tables.committed_root", lambda: tmp_path / "committed")
     return tmp_path / "results"
+
+
+def test_a_fresh_server_shows_the_committed_benchmark(tmp_path, monkeypatch):
+    """No benchmark of its own: the per-item cost charts come from results/ranking_bench.csv (the lesson's stop 4)."""
+    monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path / "empty"))
+    monkeypatch.setattr("fmlib.experiments.tables.committed_root", COMMITTED)
+    at = page()
+    assert not at.error and len(at.get("plotly_chart")) >= 2
+    assert any(c.value.startswith("From results/ranking_bench.csv") for c in at.caption)
 
 
 def page(**state):

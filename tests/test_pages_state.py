@@ -113,7 +113,7 @@ def test_trial_results_a_button_made_stay_when_another_widget_reruns_the_page():
     at = app_page("app_pages/attention_inversion.py", timeout=60)
     at.run()
     at.select_slider[4].set_value(10)  # instances per γ
-    at.button[0].click().run()
+    at.button(key="inv_run_trials").click().run()
     charts, tables = len(at.get("plotly_chart")), len(at.dataframe)
     assert charts >= 2 and tables == 1
     at.select_slider[5].set_value(50).run()  # users attacked in the MovieLens section: not a trial setting

@@ -333,7 +333,11 @@ def load_frames(
         if frames is not None:
             write_cache(name, root, frames, label)
             return frames, label
-    raise DataError(f"could not load {name}; sources tried:\n  - " + "\n  - ".join(failures))
+    raise DataError(
+        f"{name} is not on this machine and could not be downloaded: fetch {ARCHIVE.format(name=name)} where there "
+        f"is internet, unzip it, and run `python -m fmlib data fetch --dataset {name} --data-dir <the unzipped "
+        f"folder>` once (or set FMLIB_DATA_DIR to it).\nSources tried:\n  - " + "\n  - ".join(failures)
+    )
 
 
 # ---------------------------------------------------------------- encoding

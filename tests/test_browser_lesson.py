@@ -1,0 +1,95 @@
+"""A real browser follows the lesson as a class would, in projector mode at 1280×720 and at 150 % zoom.
+
+At every stop: the question and its choices are above the fold; a guess, Reveal, then the stop's prepared
+link opens its page with no exception, the view the stop describes drawn (Field interactions: the heatmaps
+and the ρ slider above the fold), and the browser's Back returns to the stop with the guess still there.
+Screenshots of each stop's linked view go to tests/screenshots/lesson/ (ignored by git).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from test_browser_projector import CHROMIUM, ROOT, SCREENS, opened
+
+from fmlib.lessons import lesson_files, load_lesson
+
+SHOTS = ROOT / "tests" / "screenshots" / "lesson"
+STOPS = load_lesson(lesson_files()[0]).stops
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is missing: `make browser-deps`"),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app on a free port with an empty run store and no starter runs: what a fresh server shows."""
+    from test_browser_projector import serve
+
+    with serve(tmp_path_factory.mktemp("lesson")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield chromium
+        chromium.close()
+
+
+def wait_idle(tab) -> None:
+    tab.wait_for_timeout(400)
+    tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
+
+
+def below_fold(tab, locator, height: int) -> float:
+    box = locator.bounding_box()
+    assert box is not None, "not drawn"
+    return box["y"] + box["height"] - height
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view(server, browser, screen):
+    from playwright.sync_api import expect
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = SCREENS[screen][0]["height"]
+    tab = opened(browser, f"{server}/lesson?projector=true", screen)
+    for number, stop in enumerate(STOPS, 1):
+        where = f"stop {number} at {screen}"
+        expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible(timeout=60_000)
+        choices = tab.locator("[data-testid='stMain'] [data-testid='stRadio']").first
+        assert below_fold(tab, choices, height) <= 0, f"{where}: the choices are below the fold"
+        choices.locator("[data-testid='stRadioOption']").first.click()
+        wait_idle(tab)
+        tab.get_by_role("button", name="Reveal", exact=True).click()
+        prepared = tab.get_by_role("button", name=re.compile("page, prepared$"))
+        expect(prepared).to_be_visible(timeout=120_000)  # the answer may load the data set
+        prepared.click()
+        tab.wait_for_function(f"() => location.pathname.endsWith('/{stop.page}')", timeout=60_000)  # no page load
+        wait_idle(tab)
+        errors = tab.locator("[data-testid='stException']")
+        assert errors.count() == 0, f"{where}: {stop.page} shows {errors.first.inner_text()[:300]}"
+        if stop.page == "field_interactions":
+            heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").first
+            expect(heatmaps).to_be_visible(timeout=120_000)  # a fresh server trains a quick FwFM first
+            wait_idle(tab)
+            slider = tab.locator("[data-testid='stMain'] [data-testid='stSlider']").first
+            assert below_fold(tab, slider, height) <= 0, f"{where}: the ρ slider is below the fold"
+            assert below_fold(tab, heatmaps, height) <= height / 2, f"{where}: the heatmaps start below the fold"
+        tab.screenshot(path=str(SHOTS / f"stop {number} {stop.page} {screen}.png"))
+        tab.go_back()
+        expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible(timeout=60_000)
+        wait_idle(tab)
+        assert tab.locator("[data-testid='stMain'] [data-testid='stRadio'] input").first.is_checked(), (
+            f"{where}: the guess is gone after Back"
+        )
+        if number < len(STOPS):
+            tab.get_by_role("button", name="Next ▶").click()
