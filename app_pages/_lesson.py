@@ -22,8 +22,11 @@ KEPT = ("dataset", "projector")  # the view a prepared link keeps unless the sto
 RUN_KEYS = ("run_id", "fi_run")  # parameters that name a saved run
 TO_TOP = """
 <script>
-window.scrollTo(0, 0);
-document.querySelectorAll("*").forEach((el) => { if (el.scrollTop) el.scrollTop = 0; });
+{
+  const top = () => document.querySelectorAll("*").forEach((el) => { if (el.scrollTop) el.scrollTop = 0; });
+  top();
+  setTimeout(top, 500);  // again once the page has drawn, which can restore the old offset
+}
 </script>
 """
 

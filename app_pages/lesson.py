@@ -13,7 +13,17 @@ import streamlit as st
 from app_pages._classroom import teacher_passcode
 from app_pages._lesson import class_answers, follow_prepared_link, guesses, prepare, voter, write_url
 from app_pages._measured import scorecard_rows, verdict_table
-from app_pages._view import chart, copy_link_and_reset, error, in_range, link_check, one_of, secondary, title_bar
+from app_pages._view import (
+    chart,
+    copy_link_and_reset,
+    error,
+    in_range,
+    link_check,
+    one_of,
+    projector,
+    secondary,
+    title_bar,
+)
 from fmlib.lessons import LessonError, lesson_files, load_lesson
 from fmlib.plots.lesson import class_answers_figure
 
@@ -95,10 +105,13 @@ write_url(saved)  # after Back or a page visit the URL lacks them
 tag = f"{name}_{number}"
 
 elapsed = sum(s.minutes for s in lesson.stops[: number - 1])
-st.progress(number / last, text=f"Stop {number} of {last} · minute {elapsed} to {elapsed + stop.minutes}")
+room = projector()  # on a projector the question and its choices must fit above the fold, even at 150 %
+where = f"Stop {number} of {last}" + (f": {stop.title}" if room else "")
+st.progress(number / last, text=f"{where} · minute {elapsed} to {elapsed + stop.minutes}")
 main, side = st.columns([3, 2]) if teacher else (st.container(), None)
-main.subheader(stop.title)
-main.markdown(f"**Goal.** {stop.goal}")
+if not room:
+    main.subheader(stop.title)
+    main.markdown(f"**Goal.** {stop.goal}")
 main.markdown(f"**Predict.** {stop.question}")
 
 
@@ -126,6 +139,7 @@ guess = main.radio(
     key=f"guess_{tag}",
     format_func=str,
     horizontal=True,
+    label_visibility="collapsed" if room else "visible",
     on_change=record_guess,
 )
 if note := st.session_state.pop("lesson_note", None):
