@@ -28,7 +28,7 @@ PROJECTOR_CSS = """
 <style>
 html { font-size: 18px; }
 h1 { font-size: 2.25rem !important; }
-.stMainBlockContainer { max-width: 100%; padding-top: 2.5rem; }
+.stMainBlockContainer { max-width: 100%; padding-top: 3.75rem; }  /* the header (3.75rem) overlays the page: the title shows whole */
 .stButton button p, .stButton button div { white-space: nowrap; }
 </style>
 """

@@ -40,7 +40,8 @@ def first_stop():
     st.session_state.stop = 1
 
 
-controls = st.columns([3, 4, 1, 1], vertical_alignment="bottom")
+controls = st.columns([2, 4, 3], vertical_alignment="bottom")
+steps = controls[2].container(horizontal=True)  # buttons as wide as their labels: never cut at 150 %
 link_check("lesson", one_of(files), "one of " + ", ".join(files))
 name = controls[0].selectbox("Lesson", list(files), key="lesson", bind="query-params", on_change=first_stop)
 try:
@@ -82,8 +83,8 @@ controls[1].selectbox(
     placeholder=f"{number}. {stop.title}",
     format_func=lambda i: f"{i}. {lesson.stops[i - 1].title}",
 )
-controls[2].button("◀ Back", key="lesson_back", on_click=move, args=(-1,), disabled=number <= 1, shortcut="B")
-controls[3].button("Next ▶", key="lesson_next", on_click=move, args=(1,), disabled=number >= last, shortcut="N")
+steps.button("◀ Back", key="lesson_back", on_click=move, args=(-1,), disabled=number <= 1, shortcut="B")
+steps.button("Next ▶", key="lesson_next", on_click=move, args=(1,), disabled=number >= last, shortcut="N")
 
 
 @st.cache_data(show_spinner=False)

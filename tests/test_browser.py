@@ -221,7 +221,7 @@ def test_field_interactions_shows_a_learned_R_when_the_sidebar_holds_an_fm(page)
 def test_derivations_step_toggle_and_check(page):
     visit(page, "Derivations")
     for _ in range(2):
-        button(page, "Next ▶").click()
+        page.get_by_role("button", name="Next ▶").click()  # its name also holds the key, N
         wait_idle(page)
     page.get_by_text("Show the check (what sympy compared)").click()
     wait_idle(page)

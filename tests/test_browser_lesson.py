@@ -1,6 +1,6 @@
 """A real browser follows the lesson as a class would, in projector mode at 1280×720 and at 150 % zoom.
 
-At every stop: the question and its choices are above the fold; a guess, Reveal, then the stop's prepared
+At every stop: the question and its choices are above the fold, no button's label is cut; a guess, Reveal, then the stop's prepared
 link opens its page with no exception, the view the stop describes drawn (Field interactions: the heatmaps
 and the ρ slider above the fold), and reloading the lesson's URL returns to the stop with the guess still there.
 Screenshots of each stop's linked view go to tests/screenshots/lesson/ (ignored by git).
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
-from test_browser_projector import CHROMIUM, ROOT, SCREENS, opened
+from test_browser_projector import CHROMIUM, ROOT, SCREENS, cut_buttons, opened
 
 from fmlib.lessons import lesson_files, load_lesson
 
@@ -62,11 +63,13 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = SCREENS[screen][0]["height"]
     tab = opened(browser, f"{server}/lesson?projector=true", screen)
+    drawn = {}  # page -> seconds from the click on the prepared link to the page drawn and idle (reported only)
     for number, stop in enumerate(STOPS, 1):
         where = f"stop {number} at {screen}"
         expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible(timeout=60_000)
         choices = tab.locator("[data-testid='stMain'] [data-testid='stRadio']").first
         assert below_fold(tab, choices, height) <= 0, f"{where}: the choices are below the fold"
+        assert not cut_buttons(tab), f"{where}: buttons whose label is cut: {cut_buttons(tab)}"
         choices.locator("[data-testid='stRadioOption']").first.click()
         wait_idle(tab)
         tab.get_by_role("button", name="Reveal", exact=True).click()
@@ -74,9 +77,11 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
         expect(prepared).to_be_visible(timeout=120_000)  # the answer may load the data set
         wait_idle(tab)
         lesson_url = tab.url  # with the guesses: a reload (a new session) must find them there
+        start = time.monotonic()
         prepared.click()
         tab.wait_for_function(f"() => location.pathname.endsWith('/{stop.page}')", timeout=60_000)  # no page load
         wait_idle(tab)
+        drawn[f"stop {number}, {stop.page}"] = time.monotonic() - start
         errors = tab.locator("[data-testid='stException']")
         assert errors.count() == 0, f"{where}: {stop.page} shows {errors.first.inner_text()[:300]}"
         if stop.page == "field_interactions":
@@ -97,6 +102,9 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
         assert tab.locator("[data-testid='stMain'] [data-testid='stRadio'] input").first.is_checked(), (
             f"{where}: the guess is gone after a reload"
         )
+        if number == len(STOPS):
+            report = "\n".join(f"{visit}: {seconds:.1f} s" for visit, seconds in drawn.items())
+            (SHOTS / f"drawn after the prepared link {screen}.txt").write_text(report + "\n")
         if number < len(STOPS):
             tab.get_by_role("button", name="Next ▶").click()
             wait_idle(tab)

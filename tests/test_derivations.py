@@ -1,6 +1,8 @@
 """The derivation catalog: every step passes (or is a known slip) and has a wrong variant that fails by value;
 every check's summary for the page is short and typesets."""
 
+import os
+
 import pytest
 
 from fmlib.derivations import attention, catalog
@@ -29,7 +31,9 @@ KNOWN_SLIPS = {
 
 @pytest.fixture(scope="module")
 def results():
-    return check_derivations(catalog())
+    """Every line, its printed slip and its wrong variants, checked once; tests run one at a time, so the
+    checks may take every core (about half the time on 2 cores)."""
+    return check_derivations(catalog(), workers=os.cpu_count() or 1)
 
 
 def test_catalog_covers_every_derivation_of_the_papers(results):

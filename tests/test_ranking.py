@@ -230,7 +230,8 @@ def test_spread_and_agreement():
     assert not agree([1, 2, 6], [3, 3.5, 4])  # 2 is below 3, the second run's minimum
 
 
-def test_benchmark_rows():
+def test_benchmark_rows(monkeypatch):
+    monkeypatch.setattr("fmlib.bench.ranking.MIN_ITEMS", 1)  # the rows' shape, not their precision
     df = ranking_benchmark(sweep_schemas((10,), ()), sizes=(30, 70), ranks=(1, 2), repeats=2, batch=16)
     assert list(df[df["items"] == 30].model) == [
         FLOOR,
@@ -294,7 +295,8 @@ def test_query_timing_reports_both_ways_with_spread(small_split):
         assert 0 < q1 <= median <= q3
 
 
-def test_bench_cli(tmp_path, capsys):
+def test_bench_cli(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("fmlib.bench.ranking.MIN_ITEMS", 1)  # the command's output, not its precision
     args = [
         "bench",
         "ranking",
@@ -326,7 +328,8 @@ def test_log_ticks_are_labelled_in_full():
         log_ticks(0, 1)
 
 
-def test_per_item_cost_figure_has_spread_bars_title_and_units():
+def test_per_item_cost_figure_has_spread_bars_title_and_units(monkeypatch):
+    monkeypatch.setattr("fmlib.bench.ranking.MIN_ITEMS", 1)
     df = ranking_benchmark(sweep_schemas((8, 12), ()), sizes=(40,), ranks=(1,), repeats=2)
     fig = per_item_cost_figure(sweep_rows(df, 40, "m"), "m", title="cost per item")
     assert fig.layout.title.text == "cost per item" and "µs" in fig.layout.yaxis.title.text
