@@ -32,3 +32,14 @@ def small_split():
     torch.manual_seed(0)
     data = synthetic.make(synthetic.block_R(6), n_samples=3000, cardinality=12, dim=3, seed=0)
     return split(data, seed=0)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium under Playwright, one per test module (the projector and lesson browser tests)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        yield chromium
+        chromium.close()

@@ -35,16 +35,6 @@ def server(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield chromium
-        chromium.close()
-
-
 def wait_idle(tab) -> None:
     tab.wait_for_timeout(400)
     tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)

@@ -78,16 +78,6 @@ def server(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield chromium
-        chromium.close()
-
-
 def opened(browser, url: str, screen: str):
     """A fresh browser context (a fresh session) at ``screen``, on ``url``, idle."""
     viewport, scale = SCREENS[screen]
