@@ -16,6 +16,7 @@ from fmlib.cli import main
         (["--sessions", "61"], "--sessions must be in 1..60"),
         (["--sessions", "3", "--training", "4"], "--training must be in 0..--sessions = 0..3"),
         (["--ramp", "-1"], "--ramp must be in 0..60"),
+        (["--client", "browser", "--answers", "3"], "--answers needs --client protocol"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, message):
@@ -29,10 +30,12 @@ def test_quantiles_match_a_sorted_list():
     assert quantiles([]) == {"n": 0} and quantiles([3.0])["p95"] == 3.0
 
 
-def test_a_small_class_over_the_protocol_browses_trains_and_reports_no_errors(capsys):
+def test_a_small_class_over_the_protocol_answers_browses_trains_and_reports_no_errors(capsys):
     argv = ["--sessions", "2", "--training", "1", "--pages", "2", "--dataset", "synthetic", "--epochs", "1"]
-    assert main(["bench", "classroom", *argv, "--ramp", "0", "--deadline", "240"]) == 0
-    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert report["errors"] == []
-    assert report["baseline_views"]["n"] == 5 and report["class_views"]["n"] == 3  # 1 Train page + 2 browsed
+    assert main(["bench", "classroom", *argv, "--answers", "3", "--ramp", "0", "--deadline", "240"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    report = json.loads(out[-1])
+    assert report["errors"] == [], report["errors"]
+    assert report["baseline_views"]["n"] == 5 and report["class_views"]["n"] == 4  # Train, the lesson stop, 2 browsed
+    assert sum(report["answers_sent"].values()) == 1 and any(line.startswith("answers sent") for line in out)
     assert report["queue_wait"]["n"] == 1 and report["train_to_done"]["n"] == 1

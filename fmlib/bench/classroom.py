@@ -33,6 +33,7 @@ import json
 import os
 import random
 import re
+import secrets
 import socket
 import statistics
 import subprocess
@@ -67,6 +68,20 @@ def add_arguments(p):
     p.add_argument("--ramp", type=float, default=5.0, help="sessions start within this many seconds")
     p.add_argument("--wait", type=positive_int, default=120, help="longest wait for one page or step, seconds")
     p.add_argument("--deadline", type=positive_int, default=900, help="the whole class stops after this, seconds")
+    p.add_argument(
+        "--answers",
+        type=int,
+        default=0,
+        help="protocol client: every browsing student first answers this lesson stop (0: none); the server then "
+        "has a teacher passcode, so the answers are counted",
+    )
+    p.add_argument(
+        "--hold",
+        type=int,
+        default=0,
+        help="keep the server up this many seconds after the class (its URL and passcode are printed): "
+        "time to look at the teacher's view of the answers",
+    )
 
 
 @dataclass
@@ -74,6 +89,7 @@ class Tally:
     views: list = field(default_factory=list)  # seconds to a usable page
     waits: list = field(default_factory=list)  # queue wait of each training, as the page reports it
     trainings: list = field(default_factory=list)  # seconds from Train to Done
+    answers: list = field(default_factory=list)  # the choice (index) each answering student sent
     errors: list = field(default_factory=list)
 
 
@@ -83,13 +99,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, runs: str, log) -> subprocess.Popen:
+def start_server(port: int, runs: str, log, passcode: str | None = None) -> subprocess.Popen:
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
     command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none"]
     command += ["--browser.gatherUsageStats", "false"]
-    proc = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, "FMLIB_RUNS": runs, "FMLIB_STARTER_RUNS": "0"}, stdout=log, stderr=log
-    )
+    env = {**os.environ, "FMLIB_RUNS": runs, "FMLIB_STARTER_RUNS": "0"}
+    if passcode is not None:
+        env["FMLIB_TEACHER_PASSCODE"] = passcode
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -170,7 +187,16 @@ class ProtocolSession:
         self.ws = ws
         self.pages: dict[str, str] = {}  # url path -> page script hash, from the navigation message
 
-    async def run(self, page: str, query: str = "", trigger: str | None = None, fragment: str | None = None):
+    async def run(
+        self,
+        page: str,
+        query: str = "",
+        trigger: str | None = None,
+        fragment: str | None = None,
+        choice: tuple[str, str] | None = None,
+    ):
+        """One script run; ``trigger``: a button's id to click, ``choice``: (a radio's id, the option picked as
+        the radio shows it)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -182,10 +208,13 @@ class ProtocolSession:
         if trigger is not None:
             widget = msg.rerun_script.widget_states.widgets.add()
             widget.id, widget.trigger_value = trigger, True
+        if choice is not None:
+            widget = msg.rerun_script.widget_states.widgets.add()
+            widget.id, widget.string_value = choice
         if fragment is not None:
             msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
         await self.ws.send(msg.SerializeToString())
-        shown = {"headings": [], "alerts": [], "buttons": {}, "exceptions": [], "auto_rerun": None}
+        shown = {"headings": [], "alerts": [], "buttons": {}, "radios": {}, "exceptions": [], "auto_rerun": None}
         while True:
             reply = ForwardMsg()
             reply.ParseFromString(await self.ws.recv())
@@ -203,6 +232,8 @@ class ProtocolSession:
                     shown["alerts"].append((element.alert.format, element.alert.body))
                 elif what == "button":
                     shown["buttons"][element.button.label] = element.button.id
+                elif what == "radio":
+                    shown["radios"][element.radio.label] = (element.radio.id, list(element.radio.options))
                 elif what == "exception":
                     shown["exceptions"].append(element.exception.message)
             elif kind == "script_finished" and reply.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
@@ -220,12 +251,23 @@ async def protocol_view(session: ProtocolSession, page: str, query: str, wait: i
     return shown
 
 
-async def protocol_browse(url: str, first: int, views: int, wait: int, tally: Tally) -> None:
+async def protocol_browse(url: str, first: int, views: int, wait: int, tally: Tally, answer_stop: int = 0) -> None:
+    """``views`` page views from BROWSE[first]; with ``answer_stop``, first an answer to that lesson stop (a
+    choice drawn with the seed ``first``)."""
     import websockets
 
     try:
         async with websockets.connect(f"{url.replace('http', 'ws')}/_stcore/stream", subprotocols=["streamlit"]) as ws:
             session = ProtocolSession(ws)
+            if answer_stop:
+                query = f"stop={answer_stop}"
+                shown = await protocol_view(session, "lesson", query, wait, tally)
+                radio, options = shown["radios"]["Your guess"]
+                choice = random.Random(first).randrange(len(options))
+                shown = await asyncio.wait_for(session.run("lesson", query, choice=(radio, options[choice])), wait)
+                if shown["exceptions"]:
+                    raise RuntimeError("the lesson shows an exception: " + shown["exceptions"][0][:200])
+                tally.answers.append(choice)
             for k in range(views):
                 await protocol_view(session, BROWSE[(first + k) % len(BROWSE)], "", wait, tally)
     except Exception as err:  # a timeout, a dropped connection or an app exception: counted, the class goes on
@@ -266,7 +308,7 @@ async def drive(url: str, args) -> tuple[Tally, Tally]:
     """The baseline session, then the class; with the client ``args.client`` speaks."""
     if args.client == "protocol":
         return await lesson(
-            lambda tally, first, views: protocol_browse(url, first, views, args.wait, tally),
+            lambda tally, first, views, answer=0: protocol_browse(url, first, views, args.wait, tally, answer),
             lambda tally, deadline: protocol_train(url, args.dataset, args.epochs, args.wait, deadline, tally),
             args,
         )
@@ -279,7 +321,9 @@ async def drive(url: str, args) -> tuple[Tally, Tally]:
         )
         try:
             return await lesson(
-                lambda tally, first, views: browse(browser, url, first, views, args.wait, tally),
+                lambda tally, first, views, answer=0: browse(
+                    browser, url, first, views, args.wait, tally
+                ),  # no answers
                 lambda tally, deadline: train(browser, url, args.dataset, args.epochs, args.wait, deadline, tally),
                 args,
             )
@@ -300,7 +344,7 @@ async def lesson(browse_session, train_session, args) -> tuple[Tally, Tally]:
         await session
 
     sessions = [
-        train_session(tally, deadline) if i < args.training else browse_session(tally, i, args.pages)
+        train_session(tally, deadline) if i < args.training else browse_session(tally, i, args.pages, args.answers)
         for i in range(args.sessions)
     ]
     tasks = [asyncio.ensure_future(later(rng.uniform(0, args.ramp), s)) for s in sessions]
@@ -326,14 +370,20 @@ def run(args) -> int:
         raise ValueError(f"--training must be in 0..--sessions = 0..{args.sessions}, got {args.training}")
     if not 0 <= args.ramp <= 60:
         raise ValueError(f"--ramp must be in 0..60 seconds, got {args.ramp}")
+    if args.answers and args.client != "protocol":
+        raise ValueError("--answers needs --client protocol")
     if args.client == "browser" and not Path(CHROMIUM).exists():
         raise RuntimeError(f"{CHROMIUM} is missing: `make browser-deps` installs Debian's chromium")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="fmlib-classroom-") as tmp, open(Path(tmp) / "server.log", "w") as log:
         port = free_port()
-        server = start_server(port, str(Path(tmp) / "runs"), log)
+        passcode = secrets.token_hex(4) if args.answers else None
+        server = start_server(port, str(Path(tmp) / "runs"), log, passcode)
         try:
             baseline, tally = asyncio.run(drive(f"http://127.0.0.1:{port}", args))
+            if args.hold:
+                print(f"serving http://127.0.0.1:{port} for {args.hold} s (teacher passcode {passcode})", flush=True)
+                time.sleep(args.hold)
         finally:
             server.terminate()
             try:
@@ -353,6 +403,7 @@ def run(args) -> int:
         "queue_wait": quantiles(tally.waits),
         "queue_waits": sorted(round(w, 1) for w in tally.waits),
         "train_to_done": quantiles(tally.trainings),
+        "answers_sent": {str(c): tally.answers.count(c) for c in sorted(set(tally.answers))},
         "errors": baseline.errors + tally.errors,
     }
     print_report(report, args)
@@ -379,6 +430,9 @@ def print_report(r: dict, args) -> None:
         print(f"{'class / baseline':<34} p50 x{cls['p50'] / base['p50']:.1f}   p95 x{cls['p95'] / base['p95']:.1f}")
     print(line("training: queue wait", r["queue_wait"]))
     print(line("training: Train to Done", r["train_to_done"]))
+    if r["answers_sent"]:
+        sent = ", ".join(f"choice {c}: {n}" for c, n in r["answers_sent"].items())
+        print(f"{'answers sent (the teacher sees)':<34} {sent}")
     print(f"errors: {len(r['errors'])}")
     for error in r["errors"][:20]:
         print(f"  {error}")
