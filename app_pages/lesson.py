@@ -102,7 +102,7 @@ collecting = teacher_passcode() is not None  # a class: answers are counted for 
 teacher = collecting and bool(st.session_state.get("teacher"))
 paced = collecting and answers.paced(name)
 saved = guesses(name)
-write_url(saved)  # after Back or a page visit the URL lacks them
+write_url(saved)  # every run: after the callbacks below changed them, and after Back or a page visit
 tag = f"{name}_{number}"
 
 elapsed = sum(s.minutes for s in lesson.stops[: number - 1])
@@ -117,13 +117,12 @@ main.markdown(f"**Predict.** {stop.question}")
 
 
 def record_guess():
-    """Radio callback: keep the guess (session, URL) and count it for the class."""
+    """Radio callback: keep the guess (the run that follows writes it into the URL) and count it for the class."""
     choice = st.session_state[f"guess_{tag}"]
     if choice is None:
         return
     index = stop.choices.index(choice)
     saved["choice"][number] = index
-    write_url(saved)
     if collecting and not teacher:
         outcome = answers.answer(name, number, voter(), index)
         if outcome == "closed":
@@ -157,7 +156,6 @@ def wait_for_teacher():
 
 def reveal_mine():
     saved["revealed"].add(number)
-    write_url(saved)
 
 
 class_revealed = answers.revealed(name, number)
@@ -273,7 +271,6 @@ def start_over():
     st.session_state.stop = 1
     saved["choice"].clear()
     saved["revealed"].clear()
-    write_url(saved)
     for key in [k for k in st.session_state if k.startswith(f"guess_{name}_")]:
         del st.session_state[key]
 
