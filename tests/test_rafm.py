@@ -76,6 +76,53 @@ def test_theorem_3_recursion_equals_the_naive_definition(m):
     assert torch.allclose(model(index, weight), naive_rafm(model, index, weight), atol=1e-10)
 
 
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_dense_evaluation_equals_the_sparse_one_and_the_naive_definition(m):
+    """``predict_dense`` (the GPU's: every level read for every sample) is the same score as
+    ``predict`` (Corollary 4's cost) and as eqs. 1, 4, 5 literally."""
+    model = make(RANK_SETS[m], seed=10 + m).eval()
+    with torch.no_grad():
+        model.linear.weight.normal_()
+        index, weight = random_batch(SCHEMA, seed=10 + m)
+        dense, sparse = model.predict_dense(index, weight), model.predict(index, weight)
+    assert torch.allclose(dense, sparse, atol=1e-10)
+    assert torch.allclose(dense, naive_rafm(model, index, weight), atol=1e-10)
+
+
+def test_kept_evaluation_tables_follow_every_change_of_the_parameters():
+    """The tables kept between evaluation calls are rebuilt after an in-place change, a
+    ``load_state_dict``, and a fused Adam step (which leaves no version trace) followed by
+    ``eval()``; the scores always equal those of a model built afresh from the same state."""
+    from fmlib.optim import Adam
+
+    model = make(RANK_SETS[3], seed=7).eval()
+    index, weight = random_batch(SCHEMA, seed=7)
+
+    def fresh():
+        twin = make(RANK_SETS[3], seed=7).eval()
+        twin.load_state_dict(model.state_dict())
+        return twin.predict(index, weight), twin.predict_dense(index, weight)
+
+    def check():
+        with torch.no_grad():
+            now = model.predict(index, weight), model.predict_dense(index, weight)
+        for got, want in zip(now, fresh()):
+            assert torch.allclose(got, want, atol=1e-12)
+
+    check()
+    with torch.no_grad():
+        model.free[-1].mul_(2.0)  # in place
+    check()
+    model.load_state_dict({k: v + 0.1 for k, v in model.state_dict().items()})
+    check()
+    optimizer = Adam([{"params": list(model.parameters())}], lr=0.1)
+    model.train()
+    (model(index, weight).pow(2).mean() + model.extra_loss(nn.MSELoss())).backward()
+    optimizer.step()
+    model.eval()
+    check()
+
+
 def naive_B(model, index, weight, l, k):
     """Eq. 8: Σ_{pairs} v^(c)·v^(c) x x with c = max(l, min(k, k_ij)), one sample at a time."""
     tables = [model.embedding_table(p) for p in range(1, len(model.ranks) + 1)]
