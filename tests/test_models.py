@@ -196,3 +196,34 @@ def test_memoised_fm_gradient_equals_autograd_with_interleaved_multi_fields():
     assert torch.allclose(out, plain, atol=1e-5)
     for a, b in zip(torch.autograd.grad(out, params, upstream), torch.autograd.grad(plain, params, upstream)):
         assert torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["fm", "fwfm", "dplr", "rfm"])
+def test_kept_vw_table_follows_every_change_of_the_parameters(name):
+    """Evaluation keeps [v | w] between calls (``KeptTables``); after a fused Adam step and
+    ``eval()``, an in-place edit or a ``load_state_dict`` the scores equal a fresh model's."""
+    from fmlib.optim import Adam
+
+    torch.manual_seed(6)
+    model = build_model(name, SCHEMA).double().eval()
+    index, weight = random_batch(SCHEMA, seed=6)
+    weight = weight.double()
+
+    def check():
+        twin = build_model(name, SCHEMA).double().eval()
+        twin.load_state_dict(model.state_dict())
+        with torch.no_grad():
+            assert torch.allclose(model(index, weight), twin(index, weight), atol=1e-12)
+
+    check()
+    with torch.no_grad():
+        model.embedding.weight.mul_(3.0)
+    check()
+    model.load_state_dict({k: v + 0.1 for k, v in model.state_dict().items()})
+    check()
+    optimizer = Adam([{"params": list(model.parameters())}], lr=0.1)
+    model.train()
+    model(index, weight).pow(2).mean().backward()
+    optimizer.step()
+    model.eval()
+    check()

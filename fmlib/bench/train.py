@@ -22,6 +22,10 @@ step (forward and backward, counted by torch's ``FlopCounterMode``), at the rate
 matrix product timed in the same run, give the seconds an epoch cannot go below
 (elementwise work, memory traffic and Python are left out, so the true floor is higher).
 
+``--synthetic --rows N``: instead of MovieLens, N training rows generated on the device with
+MovieLens 25M's user and movie counts (162,541 and 62,423) in MovieLens 100K's 12-field layout
+(``synthetic_rows``), so a GPU's speed at scale can be measured without the data set.
+
 Every measured thing runs once to warm up, then ``--repeats`` times; repeats alternate between
 all entries so machine load hits them alike, and each timing starts after a few untimed steps of
 its own entry (as in training, where epochs follow each other: its tables are in the cache). Two tables, wall-clock seconds and the CPU seconds
@@ -57,6 +61,12 @@ def add_arguments(p):
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.add_argument("--batch-size", type=positive_int, default=None, help="default: the device's training default")
     p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="time on --rows generated rows with MovieLens 25M's user and movie counts instead of the data set",
+    )
+    p.add_argument("--rows", type=positive_int, default=None, help="training rows of --synthetic (default 1,000,000)")
+    p.add_argument(
         "--models",
         default=",".join(m for m in MODELS if m != "bfm"),
         help="fmlib models to time, comma-separated (bfm samples instead of taking Adam steps: not timed here)",
@@ -87,7 +97,66 @@ def _check(args, models: list[str]) -> None:
     if unknown:
         allowed = ", ".join(m for m in MODELS if m != "bfm")
         raise ValueError(f"--models: {', '.join(unknown)} cannot be timed; choose from {allowed}")
+    if args.rows is not None and not args.synthetic:
+        raise ValueError(
+            "--rows sets the size of --synthetic: add --synthetic, or leave --rows out to time the data set"
+        )
     TrainConfig(device=args.device)  # a clear error when cuda is asked for and absent
+
+
+# MovieLens 100K's 12 fields (``fmlib.data.movielens.FIELDS``) with MovieLens 25M's users and
+# movies; cardinalities count the rare bucket. Genres: 19 values, 1 to GENRE_SLOTS of them a row.
+SYNTHETIC_FIELDS = (
+    ("user_id", 162_541),
+    ("age", 7),
+    ("gender", 2),
+    ("occupation", 21),
+    ("zip", 10),
+    ("time_year", 25),
+    ("time_month", 12),
+    ("time_weekday", 7),
+    ("time_hour", 24),
+    ("movie_id", 62_423),
+    ("release_year", 120),
+)
+GENRES, GENRE_SLOTS = 19, 6
+
+
+@torch.no_grad()
+def synthetic_rows(rows: int, device: torch.device, seed: int = 0):
+    """(schema, index, weight, rating) of ``rows`` samples generated on ``device``: each
+    single-valued field's value drawn with a skew (value ⌊c·u²⌋ for u uniform, so low values
+    are frequent, as popular users and movies are), 1–6 distinct genres averaged, ratings
+    0.5–5 in half stars. Only sizes and layout matter here: the timings of a training step do
+    not depend on what the ratings mean."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    specs = [
+        (name, "item" if name in ("movie_id", "release_year") else "context", "single", c + 1, 1)
+        for name, c in SYNTHETIC_FIELDS
+    ]
+    schema = Schema.build([*specs, ("genres", "item", "multi", GENRES + 1, GENRE_SLOTS)])
+    cols = [  # local values 1 … c−1 (0 is the rare bucket), then the field's offset
+        f.offset + 1 + ((f.cardinality - 1) * torch.rand(rows, generator=gen, device=device).pow(2)).long()
+        for f in schema.fields[:-1]
+    ]
+    genre = schema.fields[-1]
+    draws = torch.rand(rows, GENRES, generator=gen, device=device).argsort(1)[:, :GENRE_SLOTS]  # distinct genres
+    lengths = torch.randint(1, GENRE_SLOTS + 1, (rows, 1), generator=gen, device=device)
+    used = torch.arange(GENRE_SLOTS, device=device) < lengths
+    genres = torch.where(used, genre.offset + 1 + draws, genre.offset)  # padding -> the rare bucket, weight 0
+    index = torch.cat([torch.stack(cols, 1), genres], 1)
+    weight = torch.cat([torch.ones(rows, len(cols), device=device), used / lengths], 1)
+    rating = torch.randint(1, 11, (rows,), generator=gen, device=device) / 2
+    return schema, index, weight, rating
+
+
+def bench_rows(args, device: torch.device):
+    """(schema, index, weight, rating) of the rows to time, on ``device``: the training split of
+    the data set, or ``--synthetic`` rows."""
+    if args.synthetic:
+        return synthetic_rows(args.rows or 1_000_000, device)
+    train = split(movielens.load(args.dataset, data_dir=args.data_dir), seed=0).train
+    return train.schema, train.index.to(device), train.weight.to(device), train.target("rating").to(device)
 
 
 def _timed(fn, device) -> tuple[float, float]:
@@ -110,22 +179,22 @@ def run(args) -> int:
     device = torch.device(args.device)
     batch = args.batch_size or BATCH_SIZE[args.device]
     torch.manual_seed(0)
-    data = split(movielens.load(args.dataset, data_dir=args.data_dir), seed=0)
-    train = data.train
-    if batch > len(train):
-        raise ValueError(f"--batch-size {batch} is larger than the {len(train)} training rows")
-    schema = train.schema
+    schema, index, weight, rating = bench_rows(args, device)
+    rows = len(index)
+    if batch > rows:
+        raise ValueError(f"--batch-size {batch} is larger than the {rows} training rows")
     single = [f for f in schema.fields if f.kind == "single"]
     if [f.kind for f in schema.fields] != ["single"] * len(single) + ["multi"]:
         raise RuntimeError(f"bench train needs the single-valued fields first, then genres; got {schema.names}")
     n_single = len(single)
-    index, weight = train.index.to(device), train.weight.to(device)
-    rating, click = train.target("rating").to(device), train.target("click").to(device)
-    local = (train.index[:, :n_single] - torch.tensor([f.offset for f in single])).to(device)
+    click = (rating >= 4).float()  # the click task of ``Dataset.target``
+    local = index[:, :n_single] - torch.tensor([f.offset for f in single], device=device)
     genre_field = schema.fields[-1]
     genres = torch.where(  # EmbeddingBag input: local genre ids, padding -> its own index
-        train.weight[:, n_single:] > 0, train.index[:, n_single:] - genre_field.offset, genre_field.cardinality
-    ).to(device)
+        weight[:, n_single:] > 0, index[:, n_single:] - genre_field.offset, genre_field.cardinality
+    )
+    counts = torch.bincount(index.reshape(-1), weights=(weight > 0).reshape(-1).float(), minlength=schema.num_features)
+    counts = counts.long().tolist()  # occurrences n_i of every feature (RaFM eq. 17)
     criterion = loss_fn("rating")
 
     def adam_step(model, optimizer, forward, target, loss):
@@ -142,7 +211,7 @@ def run(args) -> int:
     config = TrainConfig()
     steps = {}
     for name in models:
-        hp = {"counts": train.feature_counts().tolist()} if "counts" in hyperparameters(name) else {}
+        hp = {"counts": counts} if "counts" in hyperparameters(name) else {}
         model = build_model(name, schema, **hp).to(device).train()
         opt = Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr)
         steps[name] = adam_step(
@@ -171,8 +240,8 @@ def run(args) -> int:
     )
 
     def epoch(step, seed):
-        perm = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed)).to(device)
-        return lambda: [step(perm[i : i + batch]) for i in range(0, len(train), batch)]
+        perm = torch.randperm(rows, generator=torch.Generator().manual_seed(seed)).to(device)
+        return lambda: [step(perm[i : i + batch]) for i in range(0, rows, batch)]
 
     # Training runs epochs back to back, so its tables stay in the cache: before each timing, an
     # entry takes WARM_STEPS untimed steps (or scores one batch) after the other entries ran.
@@ -181,12 +250,12 @@ def run(args) -> int:
     evals = {}
     rafm_cost = None
     if "rafm" in models:
-        rafm = build_model("rafm", schema, counts=train.feature_counts().tolist()).to(device).eval()
+        rafm = build_model("rafm", schema, counts=counts).to(device).eval()
         fm_top = build_model("fm", schema, dim=rafm.ranks[-1]).to(device).eval()
         for label, model in ((f"FM, dim {rafm.ranks[-1]}", fm_top), ("rafm", rafm)):
-            evals[f"eval {label}"] = lambda m=model: _predict(m, index, weight)
-            warm[f"eval {label}"] = lambda m=model: _predict(m, index[:batch], weight[:batch])
-        rafm_cost = rafm_cost_ratios(rafm, index, weight)
+            evals[f"eval {label}"] = lambda m=model: _predict(m, index, weight, batch)
+            warm[f"eval {label}"] = lambda m=model: _predict(m, index[:batch], weight[:batch], batch)
+        rafm_cost = rafm_cost_ratios(rafm, index, weight, dense=device.type == "cuda")
 
     peak = peak_multiply_adds(device)
     per_row = {name: multiply_adds_per_row(step, first) for name, step in steps.items()}
@@ -201,14 +270,15 @@ def run(args) -> int:
             if repeat:
                 times[name].append(seconds)
                 cpu_times[name].append(cpu)
+    source = "generated (--synthetic)" if args.synthetic else args.dataset
     print(
-        f"\n{len(train)} training rows, {n_single + 1} fields (genres multi-valued) unless marked, batch {batch}, "
-        f"device {args.device}, {args.threads} thread(s), {args.repeats} repeats"
+        f"\n{rows} training rows of {source}, {n_single + 1} fields (genres multi-valued) unless marked, "
+        f"batch {batch}, device {args.device}, {args.threads} thread(s), {args.repeats} repeats"
     )
     summary = {}
     for label, measured in (("wall", times), ("cpu", cpu_times)):
         summary[label] = report(measured, label, evals)
-    floor = report_floor(per_row, peak, len(train), cpu_times)
+    floor = report_floor(per_row, peak, rows, cpu_times if device.type == "cpu" else times)
     if rafm_cost:
         print(
             f"\nrafm evaluation, multiply-adds of the second-order term as a multiple of FM's (dim {rafm.ranks[-1]}): "
@@ -218,7 +288,8 @@ def run(args) -> int:
         json.dumps(
             {
                 "bench": "train",
-                "rows": len(train),
+                "data": source,
+                "rows": rows,
                 "batch_size": batch,
                 "device": args.device,
                 "threads": args.threads,
@@ -237,7 +308,7 @@ def run(args) -> int:
 
 
 @torch.no_grad()
-def _predict(model, index, weight, batch: int = 8192) -> None:
+def _predict(model, index, weight, batch: int) -> None:
     for i in range(0, len(index), batch):
         model(index[i : i + batch], weight[i : i + batch])
 
@@ -263,37 +334,47 @@ def multiply_adds_per_row(step, rows: torch.Tensor) -> float:
     return counter.get_total_flops() / 2 / len(rows)
 
 
-def rafm_cost_ratios(model, index: torch.Tensor, weight: torch.Tensor) -> dict:
+def rafm_cost_ratios(model, index: torch.Tensor, weight: torch.Tensor, dense: bool = False) -> dict:
     """Multiply-adds of RaFM's second-order term over these rows, as a multiple of D_m · slots
-    (the FM of rank D_m): Corollary 4's Σ_k D_k · (slots in F_k), and fmlib's evaluation
-    (``RaFM.predict``: every slot at D_m, and the 2 D_p columns of level p < m only in the samples
-    with a feature of rank index p)."""
+    (the FM of rank D_m): Corollary 4's Σ_k D_k · (slots in F_k), and fmlib's evaluation on this
+    device: ``RaFM.predict`` (the CPU's: every slot at D_m, and the 2 D_p columns of level p < m
+    only in the samples with a feature of rank index p), or with ``dense``, ``RaFM.predict_dense``
+    (a GPU's: D_m + Σ_{p<m} 2 D_p columns for every slot)."""
     D, slot = model.ranks, weight > 0
     k = torch.where(slot, model.k[index], 0)  # rank index of every slot, 0 for padding
     fm = D[-1] * int(slot.sum())
     corollary = sum(d * int((k >= p).sum()) for p, d in enumerate(D, start=1))
-    touched = [int(slot[(k == p).any(1)].sum()) for p in range(1, len(D))]
-    fmlib = fm + sum(2 * d * t for d, t in zip(D, touched))
+    if dense:
+        fmlib = fm * (D[-1] + 2 * sum(D[:-1])) / D[-1]
+    else:
+        touched = [int(slot[(k == p).any(1)].sum()) for p in range(1, len(D))]
+        fmlib = fm + sum(2 * d * t for d, t in zip(D, touched))
     return {"corollary 4": round(corollary / fm, 4), "fmlib": round(fmlib / fm, 4)}
 
 
-def report_floor(per_row: dict, peak: float, rows: int, cpu_times: dict) -> dict:
-    """Print the floor of every trained entry with matrix products: their multiply-adds per row, the
-    seconds an epoch of ``rows`` takes at the ``peak`` rate, and that floor as a multiple of fmlib
-    FM's measured CPU seconds; return them for the JSON line."""
-    fm = statistics.median(cpu_times["fm"]) if "fm" in cpu_times else None
+def report_floor(per_row: dict, peak: float, rows: int, measured: dict) -> dict:
+    """Print the floor of every trained entry with matrix products: their multiply-adds per row,
+    the seconds an epoch of ``rows`` takes at the ``peak`` rate, the entry's ``measured`` epoch
+    (CPU seconds on a CPU, wall seconds on a GPU; median) as a multiple of its floor, and the
+    floor as a multiple of fmlib FM's measured epoch; return them for the JSON line."""
+    fm = statistics.median(measured["fm"]) if "fm" in measured else None
     print(f"\nmatmul floor at {peak / 1e9:.1f} G multiply-adds/s (a large float32 matrix product, this run)")
-    print(f"{'entry':<22}{'mult-adds/row':>14}{'floor s/epoch':>15}{'× fm measured':>15}")
+    print(f"{'entry':<22}{'mult-adds/row':>14}{'floor s/epoch':>15}{'measured/floor':>16}{'floor/fm':>10}")
     floor = {}
     for name, n in per_row.items():
         if not n:  # gathers and elementwise work only: no matrix product to bound it
             continue
         seconds = n * rows / peak
-        floor[name] = {"multiply_adds_per_row": round(n), "seconds": round(seconds, 4)}
-        line = f"{name:<22}{n:>14,.0f}{seconds:>15.4f}"
+        to_floor = statistics.median(measured[name]) / seconds
+        floor[name] = {
+            "multiply_adds_per_row": round(n),
+            "seconds": round(seconds, 4),
+            "measured_to_floor": round(to_floor, 3),
+        }
+        line = f"{name:<22}{n:>14,.0f}{seconds:>15.4f}{to_floor:>16.2f}"
         if fm:
             floor[name]["to_fm"] = round(seconds / fm, 3)
-            line += f"{seconds / fm:>15.2f}"
+            line += f"{seconds / fm:>10.2f}"
         print(line)
     return floor
 

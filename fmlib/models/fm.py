@@ -35,18 +35,18 @@ class FMFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, linear, embedding, index, weight, layout):
+    def forward(ctx, table, index, weight, layout):
         """Σ_i w_i x_i + ½(‖Z‖² − Σ_f ‖e_f‖²) with Z = Σ_f e_f (DPLR eqs. 1–2), Z kept for backward.
 
-        The linear weights ride along as a last column of the table [v | w], so one gather
+        ``table`` is [v | w], the linear weights riding along as a last column, so one gather
         gives every field's (e_f, Σ_{s in f} weight_s w_s) and one scatter their gradients."""
-        k = embedding.shape[1]
-        read = FieldRead.of(index, weight, layout, embedding.dtype)
-        fields = gather_fields(torch.cat([embedding, linear], 1), read, layout)  # (B, m, k + 1)
+        k = table.shape[1] - 1
+        read = FieldRead.of(index, weight, layout, table.dtype)
+        fields = gather_fields(table, read, layout)  # (B, m, k + 1)
         e = fields[..., :k]
         sums = fields.sum(1)  # [Z | Σ_i w_i x_i], Z memoised for the backward pass
         ctx.save_for_backward(fields, sums)
-        ctx.read, ctx.layout, ctx.rows = read, layout, embedding.shape[0]
+        ctx.read, ctx.layout, ctx.rows = read, layout, table.shape[0]
         return sums[:, k] + 0.5 * (sums[:, :k].pow(2).sum(1) - e.pow(2).sum((1, 2)))
 
     @staticmethod
@@ -58,8 +58,7 @@ class FMFunction(torch.autograd.Function):
         d = sums.unsqueeze(1) - fields  # Z − e_f in the first k columns
         d[..., -1] = 1.0
         d.mul_(grad[:, None, None])
-        table = scatter_fields(d, ctx.read, ctx.layout, ctx.rows)  # gradient of [v | w]
-        return table[:, -1:], table[:, :-1], None, None, None
+        return scatter_fields(d, ctx.read, ctx.layout, ctx.rows), None, None, None  # gradient of [v | w]
 
 
 class FM(FieldEmbeddingModel):
@@ -68,4 +67,4 @@ class FM(FieldEmbeddingModel):
         return fm_pairwise(e)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight, self.layout)
+        return self.bias + FMFunction.apply(self.vw_table(), index, weight, self.layout)

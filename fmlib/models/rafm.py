@@ -43,12 +43,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .base import FieldRead, SlotLayout, gather_fields, slot_runs, sum_slots
+from .base import FieldRead, KeptTables, SlotLayout, gather_fields, slot_runs, sum_slots
 from .fm import fm_pairwise
 from .rafm_ranks import assign_ranks, check_counts, check_ranks, check_thresholds, feature_set_sizes
 
 
-class RaFM(nn.Module):
+class RaFM(KeptTables):
     """RaFM over the shared field schema: ``forward(index, weight) -> (B,)`` scores.
 
     ``counts``: occurrences n_i of every feature row in the training split
@@ -103,7 +103,6 @@ class RaFM(nn.Module):
         # 1(k_i = p) for p = 1..m−1: which lower level a feature's pairs use (``predict``)
         self.register_buffer("at_level", torch.as_tensor(k[:, None] == np.arange(1, m)), persistent=False)
         self._consistency_pairs = None
-        self._tables = {}  # evaluation tables kept between calls (``_kept``)
 
     def hparams(self) -> dict:
         """Keyword arguments that rebuild this model with ``build_model`` (counts included, so a
@@ -199,23 +198,8 @@ class RaFM(nn.Module):
     def _fused_tables(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """``predict``'s tables, written straight from the stored factors: [v^(m) | w | 1(k_i = p), p < m]
         (n, D_m + m) and, for each level p < m, [v^(p) | v^(p) on F_{p+1}] (n, 2 D_p); zero rows
-        and columns for inactive factors. Without autograd they are built once and kept until a
-        parameter changes (``_kept``), so scoring batch after batch does not rebuild them."""
+        and columns for inactive factors; kept between evaluation calls (``KeptTables``)."""
         return self._kept("fused", self._build_fused_tables)
-
-    def _kept(self, name: str, build):
-        """``build()``, kept until the mode is set again (``train``/``eval``: a training step in
-        between changes the parameters, and torch's fused Adam does so without a trace) or a
-        parameter is replaced or changed in place (``load_state_dict``, ``.to``): the key is
-        every parameter's storage and version. With autograd on, built afresh (the result
-        must carry the graph)."""
-        if torch.is_grad_enabled():
-            return build()
-        key = tuple((q.data_ptr(), q._version) for q in self.parameters())
-        kept = self._tables.get(name)
-        if kept is None or kept[0] != key:
-            kept = self._tables[name] = (key, build())
-        return kept[1]
 
     def _build_fused_tables(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
         m, D, n = len(self.ranks), self.ranks[-1], len(self.k)
@@ -320,10 +304,9 @@ class RaFM(nn.Module):
         return before + diagonal[-1]
 
     def train(self, mode: bool = True):
-        """Setting the mode drops consistency pairs left by a forward that no loss used, and
-        the evaluation tables kept so far (``_kept``)."""
+        """Setting the mode drops consistency pairs left by a forward that no loss used (and,
+        in ``KeptTables``, the evaluation tables kept so far)."""
         self._consistency_pairs = None
-        self._tables = {}
         return super().train(mode)
 
     def extra_loss(self, criterion: nn.Module) -> torch.Tensor:
