@@ -9,7 +9,7 @@ default taken from ``TrainConfig``, so a new field appears on every command that
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from typing import get_type_hints
 
 from .data.dataset import TASKS
@@ -131,6 +131,24 @@ def train_config(args, **fixed) -> TrainConfig:
     """The ``TrainConfig`` of parsed arguments; ``fixed`` sets fields the command has no flag for."""
     given = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)}
     return TrainConfig(**{**given, **fixed})
+
+
+def add_device_argument(parser) -> None:
+    """``--device`` for a command that trains from presets: a preset's batch size is part of its
+    tuned recipe and is kept on every device."""
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where to train: cpu, or cuda (an NVIDIA GPU); presets keep their batch size (default: cpu)",
+    )
+
+
+def on_device(settings: dict, device: str) -> dict:
+    """{label: (TrainConfig, ...)} with every config moved to ``device`` (checked: a clear error
+    when cuda is asked for and absent)."""
+    TrainConfig(device=device)
+    return {label: (replace(config, device=device), *rest) for label, (config, *rest) in settings.items()}
 
 
 def add_data_arguments(parser, choices=None) -> None:

@@ -104,3 +104,50 @@ def test_model_specific_flags(capsys):
     assert code == 2 and "rank" in err and "Traceback" not in err
     code, _, err = cli(capsys, "train", "--model", "rafm", "--ranks", "32,8", "--epochs", "1")
     assert code == 2 and "strictly increasing" in err
+
+
+@pytest.mark.skipif(sys.modules["torch"].cuda.is_available(), reason="checks the message of a machine without a GPU")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "--model", "fm"],
+        ["tune", "--model", "fm", "--trials", "1"],
+        ["reproduce", "dplr"],
+        ["reproduce", "rafm"],
+        ["reproduce", "rfm"],
+        ["reproduce", "fm-ablation"],
+        ["bench", "train"],
+    ],
+)
+def test_every_training_command_takes_device_cuda_and_says_when_there_is_none(capsys, args):
+    code, _, err = cli(capsys, *args, "--device", "cuda")
+    assert code == 2 and "torch sees no CUDA GPU" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_train_on_synthetic_rows(capsys):
+    """``--synthetic --rows N``: rows generated with MovieLens 25M's users and movies; ``--rows``
+    alone is refused (it sizes the generated rows only)."""
+    code, stdout, err = cli(
+        capsys, "bench", "train", "--synthetic", "--rows", "3000", "--repeats", "1", "--models", "fm"
+    )
+    assert code == 0, err
+    out = json.loads(stdout.strip().splitlines()[-1])
+    assert out["data"] == "generated (--synthetic)" and out["rows"] == 3000
+    assert out["floor"]["fm"]["measured_to_floor"] > 1
+    code, _, err = cli(capsys, "bench", "train", "--rows", "3000")
+    assert code == 2 and "--synthetic" in err
+
+
+def test_synthetic_rows_have_the_layout_of_the_data_set():
+    import torch
+
+    from fmlib.bench.train import synthetic_rows
+
+    schema, index, weight, rating = synthetic_rows(5000, torch.device("cpu"))
+    assert schema.field("user_id").cardinality == 162_542 and schema.field("movie_id").cardinality == 62_424
+    for j, f in enumerate(schema.fields[:-1]):  # single-valued: a real value (not the rare bucket)
+        assert (index[:, j] > f.offset).all() and (index[:, j] < f.offset + f.cardinality).all()
+    genres = schema.fields[-1]
+    used = weight[:, -genres.slots :] > 0
+    assert used.any(1).all() and torch.allclose(weight[:, -genres.slots :].sum(1), torch.ones(5000))
+    assert ((rating * 2).round() == rating * 2).all() and rating.min() >= 0.5 and rating.max() <= 5

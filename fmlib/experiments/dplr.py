@@ -44,7 +44,7 @@ from ..analysis.interactions import (
     pruned_moments,
     with_R,
 )
-from ..arguments import add_data_arguments, positive_int, positive_int_list
+from ..arguments import add_data_arguments, add_device_argument, positive_int, positive_int_list
 from ..results import results_dir
 from ..train import TrainConfig, evaluate, fit, train_model
 from . import tables
@@ -128,26 +128,28 @@ def load_presets(dataset: str, task: str, dim: int, ranks, protocol: str = "ours
     return found
 
 
-def train_preset(model: str, preset: dict, data, seed: int, extra_epochs: int = 0):
+def train_preset(model: str, preset: dict, data, seed: int, extra_epochs: int = 0, device: str = "cpu"):
     """``model`` trained with its preset's settings and ``extra_epochs`` more epochs of budget."""
-    config = presets.train_config(preset, seed=seed)
+    config = presets.train_config(preset, seed=seed, device=device)
     config = TrainConfig(**{**config.__dict__, "epochs": config.epochs + extra_epochs})
     return train_model(model, data, config, **presets.hyperparameters(preset))
 
 
-def fine_tune(pruned, fwfm_run, preset: dict, data, seed: int, epochs: int, keep: int):
+def fine_tune(pruned, fwfm_run, preset: dict, data, seed: int, epochs: int, keep: int, device: str = "cpu"):
     """The pruned FwFM fine-tuned for up to ``epochs`` epochs: a continuation of the FwFM's own
     training, not a new fit — Adam keeps the FwFM's moments (those of pruned entries zeroed,
     ``pruned_moments``), the bias is not reset, the end-of-epoch weights are averaged from the
     first fine-tuning epoch when the preset averages, and the pruned weights themselves count as
     epoch 0: the model returned is whichever of before / after fine-tuning validates better."""
-    config = presets.train_config(preset, seed=seed)
+    config = presets.train_config(preset, seed=seed, device=device)
     config = TrainConfig(**{**config.__dict__, "epochs": epochs, "average_from": min(config.average_from, 1)})
     state = pruned_moments(fwfm_run.optimizer_state, fwfm_run.model, keep)
     return fit(pruned, data.train, data.valid, config, resume=state)
 
 
-def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data_dir=None, log=print) -> pd.DataFrame:
+def reproduce(
+    dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data_dir=None, log=print, device: str = "cpu"
+) -> pd.DataFrame:
     """Train and evaluate everything; one row per (seed, model, rank) with test and valid metrics."""
     if len(seeds) < 1:
         raise ValueError("give at least one seed")
@@ -193,20 +195,21 @@ def reproduce(dataset, seeds, ranks, tuned: dict, finetune_epochs: int = 5, data
         m = data.schema.num_fields
         rank_list = check_rank_list(ranks, m)
 
-        runs = {name: train_preset(name, tuned[name], data, seed) for name in ("fm", "fwfm")}
+        runs = {name: train_preset(name, tuned[name], data, seed, device=device) for name in ("fm", "fwfm")}
         for name, label in (("fm", "FM"), ("fwfm", "FwFM")):
             run = runs[name]
             record(seed, label, 0, run.model, data, m, len(run.history), run.seconds)
         fwfm = runs["fwfm"].model
         R = interaction_matrix(fwfm)
         for rank in rank_list:
-            run = train_preset(
-                "dplr", tuned["dplr", rank], data, seed, finetune_epochs
-            )  # the pruned model's extra epochs (module docstring)
+            # finetune_epochs more: the pruned model's extra epochs (module docstring)
+            run = train_preset("dplr", tuned["dplr", rank], data, seed, finetune_epochs, device)
             record(seed, "DPLR", rank, run.model, data, m, len(run.history), run.seconds)
             pruned = pruned_fwfm(fwfm, budget(m, rank))
             record(seed, "Pruned, no fine-tune", rank, pruned, data, m)
-            tuned_run = fine_tune(pruned, runs["fwfm"], tuned["fwfm"], data, seed, finetune_epochs, budget(m, rank))
+            tuned_run = fine_tune(
+                pruned, runs["fwfm"], tuned["fwfm"], data, seed, finetune_epochs, budget(m, rank), device
+            )
             epochs = len(runs["fwfm"].history) + len(tuned_run.history)
             record(seed, "Pruned", rank, tuned_run.model, data, m, epochs, runs["fwfm"].seconds + tuned_run.seconds)
             for method in ("eig", "nuclear"):
@@ -285,6 +288,7 @@ def markdown(df: pd.DataFrame, task: str) -> str:
 
 def add_arguments(p):
     add_data_arguments(p, choices=["ml-100k", "ml-1m", "synthetic"])
+    add_device_argument(p)
     p.add_argument("--task", choices=list(METRICS), default="rating")
     p.add_argument("--seeds", type=positive_int, default=5, help="number of seeds (0, 1, …)")
     p.add_argument("--ranks", type=positive_int_list, default="1,2,3,4,5", help="comma-separated ranks ρ")
@@ -318,7 +322,10 @@ def run(args) -> int:
 
     check_rank_list(args.ranks, load_split(args.dataset, 0, 1, args.data_dir).schema.num_fields)  # before any preset
     tuned = load_presets(args.dataset, args.task, args.dim, args.ranks, args.protocol)
-    df = reproduce(args.dataset, list(range(args.seeds)), args.ranks, tuned, args.finetune_epochs, args.data_dir, log)
+    TrainConfig(device=args.device)  # a clear error when cuda is asked for and absent
+    df = reproduce(
+        args.dataset, list(range(args.seeds)), args.ranks, tuned, args.finetune_epochs, args.data_dir, log, args.device
+    )
     name = table_name(args.dataset, args.task, args.protocol)
     path = tables.write(df, Path(args.out or results_dir()) / name, command(args))
     print(markdown(df, args.task))

@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from ..arguments import add_data_arguments, int_list
+from ..arguments import add_data_arguments, add_device_argument, int_list, on_device
 from ..data import split
 from ..models import build_model
 from ..results import results_dir
@@ -240,6 +240,7 @@ def load(path: Path) -> pd.DataFrame:
 
 def add_arguments(parser) -> None:
     add_data_arguments(parser)
+    add_device_argument(parser)
     parser.add_argument("--splits", type=int_list, default=(0, 1, 2), help="split seeds, e.g. 0,1,2 (default: 0,1,2)")
     parser.add_argument("--out", default=None, help="folder of the CSV (default: $FMLIB_RESULTS; committed: results)")
 
@@ -258,7 +259,7 @@ def run(args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    steps = settings()
+    steps = on_device(settings(), args.device)
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
     records = [r for seed in args.splits for r in run_split(data, seed, steps, log)]
     frame = pd.DataFrame(records, columns=COLUMNS)

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from .. import presets
-from ..arguments import BadValue, add_data_arguments, int_list, positive_int
+from ..arguments import BadValue, add_data_arguments, add_device_argument, int_list, on_device, positive_int
 from ..data import split as split_data
 from ..data.movielens import SPECS
 from ..data.synthetic import PLANTED_RANKS
@@ -135,7 +135,9 @@ def preset_settings(dataset: str, ranks, task: str = "rating", variants=(None,))
     }
 
 
-def grid_settings(data, ranks, task: str = "rating", variants=(None,), epochs: int = 40, log=None) -> dict:
+def grid_settings(
+    data, ranks, task: str = "rating", variants=(None,), epochs: int = 40, log=None, device: str = "cpu"
+) -> dict:
     """{label: (TrainConfig, hp, recipe)} under the paper's protocol ([RaFM] §6.1): each model's L2
     chosen from ``L2_GRID`` on the validation split of seed 0, everything else at ``TrainConfig``'s
     defaults (Adam's lr, no grouped L2, no weight averaging) — one tool, the same for every model."""
@@ -148,7 +150,7 @@ def grid_settings(data, ranks, task: str = "rating", variants=(None,), epochs: i
         extra = {"counts": counts} if name == "rafm" else {}
         scores = {}
         for decay in L2_GRID:
-            config = TrainConfig(task=task, epochs=epochs, weight_decay=decay)
+            config = TrainConfig(task=task, epochs=epochs, weight_decay=decay, device=device)
             torch.manual_seed(0)
             run = fit(build_model(name, parts.schema, **hp, **extra), parts.train, parts.valid, config)
             scores[decay] = run.metrics["valid"][key]
@@ -404,6 +406,7 @@ def variants_arg(text: str) -> tuple:
 
 def add_arguments(parser) -> None:
     add_data_arguments(parser, choices=[*SPECS, PLANTED_RANKS])
+    add_device_argument(parser)
     parser.add_argument("--task", choices=list(METRICS), default="rating")
     parser.add_argument("--ranks", type=int_list, default="8,32", help="strictly increasing ranks D_1,…,D_m (m ≥ 2)")
     parser.add_argument(
@@ -462,7 +465,8 @@ def run(args) -> int:
         settings = preset_settings(args.dataset, ranks, args.task, args.variants)
     else:  # the small planted data takes more epochs to converge at Adam's default lr
         epochs = 100 if args.dataset == PLANTED_RANKS else 40
-        settings = grid_settings(data, ranks, args.task, args.variants, epochs, log=log)
+        settings = grid_settings(data, ranks, args.task, args.variants, epochs, log=log, device=args.device)
+    settings = on_device(settings, args.device)
     result = compare(data, ranks, list(range(args.seeds)), settings, log)
     path = save(result, results_path(args.dataset, args.task, args.out, args.protocol), command(args))
     print(format_table(result))

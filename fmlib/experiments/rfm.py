@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from .. import presets
-from ..arguments import add_data_arguments, positive_int
+from ..arguments import add_data_arguments, add_device_argument, on_device, positive_int
 from ..data import split
 from ..models import build_model
 from ..results import results_dir
@@ -127,6 +127,7 @@ def load(path: Path) -> pd.DataFrame:
 
 def add_arguments(parser) -> None:
     add_data_arguments(parser)
+    add_device_argument(parser)
     parser.add_argument("--seeds", type=positive_int, default=5, help="seeds 0..N−1 (split, init, batches)")
     parser.add_argument(
         "--jobs", type=positive_int, default=1, help="seeds trained at once, one process and one torch thread each"
@@ -155,7 +156,7 @@ def run(args) -> int:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    models = settings(args.dataset)
+    models = on_device(settings(args.dataset), args.device)
     with ProcessPoolExecutor(min(args.jobs, args.seeds), mp_context=get_context("spawn")) as pool:
         jobs = [pool.submit(seed_records, args.dataset, args.data_dir, s, models) for s in range(args.seeds)]
         records = [r for job in jobs for r in job.result()]
