@@ -12,6 +12,30 @@ from fmlib.plots.inversion import success_figure
 from fmlib.plots.verdicts import threshold_figure
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _measured(path: str, mtime: int, columns: tuple, page: str, name: str, dataset: str, task: str):
+    """(table, header with the file's ``path``, verdicts) of one version (``mtime``) of a result file:
+    read and measured once per server, not on every rerun of the page that shows it."""
+    frame, header = tables.read(path, columns=columns)
+    return frame, {**header, "path": path}, measure_all(*claims_of(page, name, dataset, task)(frame, task))
+
+
+def measured_table(name: str, columns, page: str, dataset: str, task: str):
+    """(table, header, verdicts as the scorecard measures them) of the newest result table ``name`` that
+    ``page`` shows; None when there is none; a damaged table: ValueError naming the file."""
+    path = tables.newest(name)
+    if path is None:
+        return None
+    return _measured(str(path), path.stat().st_mtime_ns, tuple(columns), page, name, dataset, task)
+
+
+def source_caption(header: dict) -> None:
+    """Which file a table came from and the command, commit and date that made it."""
+    st.caption(
+        f"`{shown_path(header['path'])}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}"
+    )
+
+
 def result_table(name: str, columns, command: str):
     """(table, header) of the newest result table ``name``, or (None, None) after saying why not."""
     path = tables.newest(name)
@@ -61,18 +85,35 @@ def verdict_table(rows) -> None:
     st.table(rows[columns].set_index("claim"))
 
 
+def inversion_table():
+    """``measured_table`` of [AttnInv]'s success vs γ (synthetic: no dataset or task)."""
+    return measured_table(inversion.table_name(), inversion.COLUMNS, "attention_inversion", "", "")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def inversion_rates(frame: pd.DataFrame) -> pd.DataFrame:
+    """Success and agreement rates per γ and start (``inversion.rates``), once per table."""
+    return inversion.rates(frame)
+
+
 def inversion_verdicts() -> None:
     """Success and agreement vs γ with Wilson intervals, and the verdicts at Theorem 4.2's γ."""
     st.subheader("The paper's promise, measured: 200 planted instances per γ")
-    frame, _ = result_table(inversion.table_name(), inversion.COLUMNS, "python -m fmlib reproduce inversion")
-    if frame is None:
+    try:
+        found = inversion_table()
+    except ValueError as err:
+        error(err)
         return
-    rates = inversion.rates(frame)
+    if found is None:
+        st.info("No result table yet: run `python -m fmlib reproduce inversion`.")
+        return
+    frame, header, rows = found
+    source_caption(header)
+    rates = inversion_rates(frame)
     bound = float(rates.loc[rates["regulariser"] == inversion.BOUND, "gamma"].max())
     by_start = {f"{kind} start": part for kind, part in rates.groupby("start_kind")}
     title = "Newton's attack by regulariser γ: rate over instances, 95 % Wilson interval"
     chart(success_figure(by_start, {label: bound for label in by_start}, title), key="inversion_committed_rates")
-    rows = measure_all(*inversion.claims(frame))
     chart(threshold_figure(rows, "Theorems 4.2–4.4 at their γ, checked"), key="inversion_verdicts")
     verdict_table(rows)
     st.caption(

@@ -1,17 +1,16 @@
 """Attention inversion: can an attacker who knows W, V and the output B recover the input X?"""
 
 import threading
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 import torch
 
-from app_pages._measured import inversion_verdicts
+from app_pages._measured import inversion_rates, inversion_table, inversion_verdicts
 from app_pages._queue import job_queue, show_job
 from app_pages._ui import bounded_number, fail, load_data, notebook_link
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, title_bar
-from fmlib.experiments import inversion as committed
-from fmlib.experiments import tables
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, title_bar, without_paths
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.inversion.outcome import describe
@@ -108,17 +107,18 @@ st.markdown(
 
 def committed_recovery(gamma: float) -> str:
     """Newton's success rate at ``gamma`` from both kinds of start in the committed result table, as a sentence."""
-    path = tables.newest(committed.table_name())
-    if path is None:
-        return "`python -m fmlib reproduce inversion` measures how often this happens over many instances."
     try:
-        frame, header = tables.read(path, columns=committed.COLUMNS)
+        found = inversion_table()
     except ValueError as err:
-        return f"The result table cannot be read: {err}"
-    rates = committed.rates(frame)
+        return f"The result table cannot be read: {without_paths(str(err))}"
+    if found is None:
+        return "`python -m fmlib reproduce inversion` measures how often this happens over many instances."
+    frame, header, _ = found
+    path = Path(header["path"])
+    rates = inversion_rates(frame)
     at = rates[rates["gamma"] == gamma].set_index("start_kind")
     if at.empty:
-        return f"`{path}` has no rows at γ = {gamma:g}."
+        return f"`{path.name}` has no rows at γ = {gamma:g}."
     parts = [
         f"from a {kind} start in {r.success_rate:.0%} [{r.success_rate_low:.0%}, {r.success_rate_high:.0%}] of "
         f"{int(r.runs)} instances (median relative error {r.median_rel_error:.2g})"

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages._classroom import author, teacher_or_alone
-from app_pages._measured import claims_of
+from app_pages._measured import measured_table, source_caption
 from app_pages._queue import server_job
 from app_pages._ui import dataset_name, fail, load_run, notebook_link, run_store, saved_or_quick_run, selected_run_id
 from app_pages._view import (
@@ -16,7 +16,6 @@ from app_pages._view import (
     link_check,
     one_of,
     secondary,
-    shown_path,
     title_bar,
 )
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
@@ -33,8 +32,6 @@ from fmlib.analysis.interactions import (
 )
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
-from fmlib.experiments import tables
-from fmlib.experiments.claims import measure_all
 from fmlib.experiments.recompute import recompute
 from fmlib.plots.interactions import (
     deviation_heatmap,
@@ -95,21 +92,20 @@ def table1_section():
         lambda lines: f"Recomputed: {lines[-1]}",
         allowed=teacher_or_alone(),
     )
-    path = tables.newest(table_name)
-    if path is None:
+    columns = ("seed", "model", "rank", *dplr_experiment.METRICS[table_task])
+    try:  # verdicts as the scorecard measures them
+        found = measured_table(table_name, columns, "field_interactions", table_data, table_task)
+    except ValueError as err:
+        error(err)
+        return
+    if found is None:
         st.info(
             f"No results for {table_data} ({table_task}, protocol {protocol}) yet. Press *Recompute here*, or run "
             f"`python -m fmlib {' '.join(argv)}` (it needs that protocol's tuned presets)."
         )
         return
-    try:
-        frame, header = tables.read(path, columns=("seed", "model", "rank", *dplr_experiment.METRICS[table_task]))
-    except ValueError as err:
-        error(err)
-        return
-    st.caption(f"`{shown_path(path)}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
-    claims = claims_of("field_interactions", table_name, table_data, table_task)  # as the scorecard measures them
-    verdicts = measure_all(*claims(frame, table_task))
+    frame, header, verdicts = found
+    source_caption(header)
     chart(verdict_figure(verdicts), key="table1_verdicts")
     st.dataframe(
         verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],
@@ -120,7 +116,13 @@ def table1_section():
         st.table(verdicts[["claim", "recipes"]].set_index("claim"))
     for metric in dplr_experiment.METRICS[table_task]:
         st.markdown(f"**{metric.upper()}**, test, mean ± std over seeds")
-        st.dataframe(dplr_experiment.summary(frame, metric), hide_index=True)
+        st.dataframe(table1_summary(frame, metric), hide_index=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def table1_summary(frame, metric: str):
+    """Table 1's mean ± std over seeds, once per version of the result table."""
+    return dplr_experiment.summary(frame, metric)
 
 
 @st.cache_data(show_spinner="Approximating R ...")

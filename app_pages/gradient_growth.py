@@ -4,8 +4,17 @@ import math
 
 import streamlit as st
 
+from app_pages._measured import measured_table, source_caption
 from app_pages._ui import bounded_number, notebook_link
-from app_pages._view import chart, checked_link, copy_link_and_reset, in_range, link_check, title_bar
+from app_pages._view import (
+    chart,
+    checked_link,
+    copy_link_and_reset,
+    error,
+    in_range,
+    link_check,
+    title_bar,
+)
 from fmlib.analysis.gradient_growth import (
     D_RANGE,
     M_RANGE,
@@ -23,8 +32,6 @@ from fmlib.analysis.rotation_construction import (
 )
 from fmlib.arguments import int_list
 from fmlib.experiments import rfm as rfm_experiment
-from fmlib.experiments import tables
-from fmlib.experiments.claims import measure_all
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
 from fmlib.plots.verdicts import verdict_figure
 
@@ -229,19 +236,20 @@ st.markdown(
     "training tools (L2, grouped L2 by field, weight averaging) and the same number of Optuna trials, five seeds. "
     "A bar right of zero means RFM's test MSE is lower."
 )
-path = tables.newest(rfm_experiment.table_name("ml-100k"))
-if path is None:
-    st.info("No comparison saved yet: run `python -m fmlib reproduce rfm` (it uses the tuned presets fm and rfm).")
+try:
+    found = measured_table(
+        rfm_experiment.table_name("ml-100k"), rfm_experiment.COLUMNS, "gradient_growth", "ml-100k", "rating"
+    )
+except ValueError as err:
+    error(err)
 else:
-    try:
-        frame, header = tables.read(path, columns=rfm_experiment.COLUMNS)
-    except ValueError as err:
-        st.error(str(err))
+    if found is None:
+        st.info("No comparison saved yet: run `python -m fmlib reproduce rfm` (it uses the tuned presets fm and rfm).")
     else:
-        verdicts = measure_all(*rfm_experiment.claims(frame))
+        frame, header, verdicts = found
         chart(verdict_figure(verdicts, "RFM vs FM: paired per-seed difference of test MSE, 95 % interval"))
         st.dataframe(verdicts[["claim", "measured", "verdict", "recipes"]], hide_index=True)
         st.code(rfm_experiment.format_table(frame), language=None)
-        st.caption(f"`{path}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
+        source_caption(header)
 
 copy_link_and_reset(VIEW, clear=["sample"], container=bar)

@@ -59,12 +59,12 @@ def read(path: Path, columns=()) -> tuple[pd.DataFrame, dict]:
     """(table, header) of a result file; a missing header key or column: ValueError naming the file."""
     path = Path(path)
     text = path.read_text()
-    header = {}
+    found = {}
     lines = text.splitlines(keepends=True)
     while lines and lines[0].startswith("# "):
         key, _, value = lines.pop(0)[2:].partition(": ")
-        header[key] = value.strip()
-    missing = [k for k in HEADER_KEYS if k not in header]
+        found[key] = value.strip()
+    missing = [k for k in HEADER_KEYS if k not in found]
     try:
         frame = pd.read_csv(io.StringIO("".join(lines)))
     except (ValueError, pd.errors.ParserError) as err:
@@ -72,7 +72,7 @@ def read(path: Path, columns=()) -> tuple[pd.DataFrame, dict]:
     missing += [c for c in columns if c not in frame]
     if missing:
         raise ValueError(f"{path} is not a result table: it lacks {', '.join(missing)}")
-    return frame, header
+    return frame, found
 
 
 def mean_std(frame: pd.DataFrame) -> pd.DataFrame:
@@ -83,14 +83,31 @@ def mean_std(frame: pd.DataFrame) -> pd.DataFrame:
     return stats
 
 
+def header(path: Path) -> dict:
+    """The header of a result file (its leading ``# key: value`` lines), without reading the table;
+    a missing key: ValueError naming the file."""
+    found = {}
+    with Path(path).open() as lines:
+        for line in lines:
+            if not line.startswith("# "):
+                break
+            key, _, value = line[2:].partition(": ")
+            found[key] = value.strip()
+    missing = [k for k in HEADER_KEYS if k not in found]
+    if missing:
+        raise ValueError(f"{path} is not a result table: it lacks {', '.join(missing)}")
+    return found
+
+
 def newest(name: str, artifacts=None, committed=None) -> Path | None:
-    """The later-dated of ``<artifacts>/<name>`` and ``<results>/<name>``, or None if neither exists."""
+    """The later-dated of ``<artifacts>/<name>`` and ``<results>/<name>``, or None if neither exists
+    (read from their headers: a page asks on every rerun)."""
     found = []
     for root in (artifacts or results_dir(), committed or committed_root()):
         path = Path(root) / name
         if path.exists():
             try:
-                found.append((read(path)[1]["date"], path))
+                found.append((header(path)["date"], path))
             except ValueError:
                 continue
     return max(found)[1] if found else None
