@@ -175,20 +175,35 @@ def cmd_train(args) -> int:
 
 
 def cmd_data_info(args) -> int:
+    import resource
+
     from .data import movielens
 
+    start = time.perf_counter()
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
+    seconds = time.perf_counter() - start
     frame = data.frame
     print(f"dataset: {args.dataset}")
     print(f"source:  {data.source}")
     print(
         f"rows:    {len(data)} ratings, {frame['user_id'].nunique()} users, "
-        f"{len(data.movies)} movies ({frame['movie_id'].nunique()} rated)"
+        f"{len(data.movies)} movies ({frame['movie_id'].nunique()} rated), ratings {data.rating_range[0]:g}–"
+        f"{data.rating_range[1]:g}"
+    )
+    absent = movielens.absent_fields(data.schema)
+    print(
+        f"fields:  {data.schema.num_fields}"
+        + (f"; the files describe no users, so no {', '.join(absent)}" if absent else "")
     )
     print(f"\n{'field':<14}{'role':<9}{'kind':<8}{'cardinality':>12}")
     for f in data.schema.fields:
         print(f"{f.name:<14}{f.role:<9}{f.kind:<8}{f.cardinality - 1:>12}")
     print("\n(cardinality: distinct values; every field also has one rare bucket)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+    print(
+        f"index:   {tuple(data.index.shape)} {str(data.index.dtype).removeprefix('torch.')}, "
+        f"loaded in {seconds:.1f} s, peak resident memory {peak:.2f} GiB"
+    )
     return 0
 
 
@@ -199,7 +214,9 @@ def cmd_data_fetch(args) -> int:
         args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr)
     )
     if args.data_dir:  # a folder the user unzipped fills the cache too: the app finds it from then on
-        movielens.write_cache(args.dataset, movielens.cache_root(), frames, source)
+        root = movielens.cache_root()
+        movielens.write_cache(args.dataset, root, frames, source)
+        movielens.encode_into_cache(args.dataset, root, frames)
     print(f"{args.dataset}: served by {source}")
     return 0
 

@@ -87,8 +87,8 @@ def assemble(lay: Layout, context_index, context_weight, item_index, item_weight
     n = item_index.shape[0]
     index = torch.empty(n, len(lay.context_slots) + len(lay.item_slots), dtype=torch.long)
     weight = torch.empty(index.shape)
-    index[:, lay.context_slots], weight[:, lay.context_slots] = context_index, context_weight
-    index[:, lay.item_slots], weight[:, lay.item_slots] = item_index, item_weight
+    index[:, lay.context_slots], weight[:, lay.context_slots] = context_index.long(), context_weight  # int32 or int64
+    index[:, lay.item_slots], weight[:, lay.item_slots] = item_index.long(), item_weight
     return index, weight
 
 

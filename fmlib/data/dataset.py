@@ -1,8 +1,11 @@
 """Encoded samples and the seeded train/valid/test split.
 
-A ``Dataset`` holds, for N samples, ``index`` (N, S) rows of the shared embedding table and
-``weight`` (N, S) the value of each slot (1 for single-valued fields, 1/len for each value of
-a multi-valued field, 0 for padding), plus the target. ``split`` re-encodes the fields from
+A ``Dataset`` holds, for N samples, ``index`` (N, S) rows of the shared embedding table (int32
+while the table fits, else int64) and ``weight`` (N, S) the value of each slot (1 for
+single-valued fields, 1/len for each value of a multi-valued field, 0 for padding), plus the
+target. MovieLens stores the weights lean: ``counts`` (N, number of multi-valued fields) uint8,
+the values of each sample in each multi-valued field; ``weight`` is then built on first read
+(and kept), and ``batch`` builds a batch's weights alone. ``split`` re-encodes the fields from
 train counts: features seen fewer than ``min_count`` times in train, and features never
 seen there, fall into their field's rare bucket (local index 0).
 """
@@ -23,8 +26,8 @@ TASKS = ("rating", "click")
 @dataclass
 class Dataset:
     schema: Schema
-    index: torch.Tensor  # (N, S) int64 rows of the shared embedding table
-    weight: torch.Tensor  # (N, S) float32 slot weights
+    index: torch.Tensor  # (N, S) rows of the shared embedding table: int32 while they fit, else int64
+    weight: torch.Tensor | None  # (N, S) float32 slot weights; None: built from ``counts`` on first read
     rating: torch.Tensor  # (N,) float32 target of the rating task
     name: str = "synthetic"
     source: str = "generated"
@@ -32,6 +35,11 @@ class Dataset:
     movies: pd.DataFrame | None = None  # movie_id, title, year, genres (MovieLens only)
     rating_range: tuple[float, float] | None = None  # predictions are clipped to it
     click_threshold: float = 4.0  # click task: rating >= threshold
+    counts: torch.Tensor | None = None  # (N, multi-valued fields) uint8 values per sample: the lean weights
+
+    def __post_init__(self):
+        if self._weight is None and self.counts is None:
+            raise ValueError("a Dataset needs its slot weights or the value counts of its multi-valued fields")
 
     def __len__(self) -> int:
         return self.index.shape[0]
@@ -44,17 +52,74 @@ class Dataset:
             return (self.rating >= self.click_threshold).float()
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
 
+    def batch(self, rows) -> tuple[torch.Tensor, torch.Tensor]:
+        """(index int64, weight float32) of the samples ``rows`` (a slice or row numbers), the
+        weights built for these rows only when they are stored lean."""
+        index = self.index[rows].long()
+        if self.counts is None:
+            return index, self.weight[rows]
+        return index, slot_weights(self.schema, self.counts[rows])
+
     def subset(self, rows) -> "Dataset":
         rows = torch.as_tensor(rows, dtype=torch.long)
         frame = None if self.frame is None else self.frame.iloc[rows.numpy()].reset_index(drop=True)
-        index, weight, rating = (t.index_select(0, rows) for t in (self.index, self.weight, self.rating))
-        return replace(self, index=index, weight=weight, rating=rating, frame=frame)
+        index, rating = (t.index_select(0, rows) for t in (self.index, self.rating))
+        return replace(self, index=index, rating=rating, frame=frame, **self._weights(rows))
+
+    def _weights(self, rows=None) -> dict:
+        """The stored form of the weights (of ``rows``), for ``replace``: reading ``weight`` of a
+        lean dataset would build the full tensor."""
+        if self.counts is None:
+            return {"weight": self.weight if rows is None else self.weight.index_select(0, rows)}
+        return {"weight": None, "counts": self.counts if rows is None else self.counts.index_select(0, rows)}
 
     def feature_counts(self) -> np.ndarray:
-        """Occurrences of every feature row (multi-valued values count once each)."""
-        present = (self.weight > 0).reshape(-1).double()  # padding slots (weight 0) do not count
-        counts = torch.bincount(self.index.reshape(-1), weights=present, minlength=self.schema.num_features)
-        return counts.long().numpy()
+        """Occurrences of every feature row (multi-valued values count once each; padding not)."""
+        counts = torch.zeros(self.schema.num_features, dtype=torch.long)
+        multi = {j: i for i, j in enumerate(j for j, f in enumerate(self.schema.fields) if f.kind == "multi")}
+        for s, (j, within) in enumerate(_slot_positions(self.schema)):
+            column = self.index[:, s]
+            if self.counts is not None and j in multi:
+                column = column[self.counts[:, multi[j]] > within]
+            elif self.counts is None:
+                column = column[self.weight[:, s] > 0]
+            counts += torch.bincount(column, minlength=self.schema.num_features)
+        return counts.numpy()
+
+
+def _slot_positions(schema: Schema) -> list[tuple[int, int]]:
+    """(field number, position within the field) of every column of the index."""
+    return [(j, p) for j, f in enumerate(schema.fields) for p in range(f.slots)]
+
+
+def slot_weights(schema: Schema, counts: torch.Tensor) -> torch.Tensor:
+    """(N, S) float32 weights from the value counts of the multi-valued fields: 1 for a single
+    slot, 1/count for each of the first ``count`` slots of a multi-valued field, 0 after them."""
+    columns, m = [], 0
+    for f in schema.fields:
+        if f.kind == "multi":
+            c = counts[:, m : m + 1].double()
+            present = torch.arange(f.slots) < c
+            columns.append(torch.where(present, 1.0 / c.clamp(min=1), 0.0).float())
+            m += 1
+        else:
+            columns.append(torch.ones(len(counts), f.slots))
+    return torch.cat(columns, 1)
+
+
+def _weight(self: Dataset) -> torch.Tensor:
+    """(N, S) float32 slot weights: the stored tensor, or, stored lean, built from ``counts`` on
+    first read and kept (callers slice it batch by batch)."""
+    if self._weight is None:
+        self._weight = slot_weights(self.schema, self.counts)
+    return self._weight
+
+
+def _set_weight(self: Dataset, value: torch.Tensor | None) -> None:
+    self._weight = value
+
+
+Dataset.weight = property(_weight, _set_weight)  # after @dataclass: the field stays an __init__ argument
 
 
 @dataclass
@@ -85,10 +150,11 @@ def split(
     train, valid, test = (data.subset(p) for p in parts)
     old_to_new, schema = _reencode(data.schema, train.feature_counts(), min_count)
 
+    old_to_new = old_to_new.to(data.index.dtype)
+
     def reencoded(part: Dataset) -> Dataset:
-        return replace(
-            part, schema=schema, index=old_to_new.index_select(0, part.index.reshape(-1)).view_as(part.index)
-        )
+        index = old_to_new.index_select(0, part.index.reshape(-1)).view_as(part.index)
+        return replace(part, schema=schema, index=index, **part._weights())
 
     return Split(reencoded(train), reencoded(valid), reencoded(test), seed, min_count)
 
