@@ -151,6 +151,37 @@ def test_every_page_renders(page):
         page.screenshot(path=str(SHOTS / f"{i:02d}-{title.replace(' ', '_')}.png"))
 
 
+def test_first_and_second_visits_are_timed(server, page):
+    """Two new readers on the default dataset, one after the other: seconds from a click in the
+    sidebar to the page drawn (the script idle). The first reader's first visits include what the
+    server computes once (data, figures, caches); the second reader's first and second visits are
+    what every later reader waits. Written to tests/screenshots/visits.json and printed — a
+    measurement to report, not a timed assertion."""
+    import json
+
+    timings = {}
+    for reader, walks in (("first reader", 1), ("second reader", 2)):
+        tab = page.context.browser.new_page(viewport={"width": 1280, "height": 900})  # a new session
+
+        def seconds_to_drawn(act, tab=tab) -> float:
+            start = time.perf_counter()
+            act()
+            tab.wait_for_timeout(50)  # the click's rerun has begun
+            tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
+            return round(time.perf_counter() - start, 2)
+
+        seen = timings[reader] = {"Home (opened)": [seconds_to_drawn(lambda tab=tab: tab.goto(server[0]))]}
+        links = tab.locator("[data-testid='stSidebarNav'] a")
+        titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
+        for _ in range(walks):
+            for title in titles[1:] + titles[:1]:
+                seen.setdefault(title, []).append(seconds_to_drawn(links.filter(has_text=title).first.click))
+                no_exception(tab, title)
+        tab.close()
+    (SHOTS / "visits.json").write_text(json.dumps(timings, indent=1))
+    print("\nseconds to drawn:", json.dumps(timings))
+
+
 def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_the_old_results(page):
     visit(page, "Train")
     epochs = page.get_by_label("Max epochs")
