@@ -182,13 +182,12 @@ def cmd_data_info(args) -> int:
     start = time.perf_counter()
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
     seconds = time.perf_counter() - start
-    frame = data.frame
+    users, rated = (data.schema.field(f).cardinality - 1 for f in ("user_id", "movie_id"))  # values that occur
     print(f"dataset: {args.dataset}")
     print(f"source:  {data.source}")
     print(
-        f"rows:    {len(data)} ratings, {frame['user_id'].nunique()} users, "
-        f"{len(data.movies)} movies ({frame['movie_id'].nunique()} rated), ratings {data.rating_range[0]:g}–"
-        f"{data.rating_range[1]:g}"
+        f"rows:    {len(data)} ratings, {users} users, {len(data.movies)} movies ({rated} rated), "
+        f"ratings {data.rating_range[0]:g}–{data.rating_range[1]:g}"
     )
     absent = movielens.absent_fields(data.schema)
     print(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .grouplens import Frames
@@ -63,7 +64,7 @@ class Encoded:
 
 def natural(v: str):
     """Sort numbers numerically, then words: hours 0..23, years in order, 'unknown' last."""
-    return (0, float(v), "") if re.fullmatch(r"-?\d+(\.\d+)?", v) else (1, 0.0, v)
+    return (0, float(v), "") if v.isdigit() or re.fullmatch(r"-?\d+(\.\d+)?", v) else (1, 0.0, v)
 
 
 class _Block:
@@ -73,8 +74,8 @@ class _Block:
         self.ids, self.rows = ids, rows
 
     def row_of(self, entity: str) -> np.ndarray:
-        sorted_ids, order = self.ids[entity]
-        return order[np.searchsorted(sorted_ids, self.ids[f"rated_{entity}"][self.rows])]
+        """The row of each rating's user or movie in its frame (a hash lookup of the id)."""
+        return self.ids[entity].get_indexer(self.ids[f"rated_{entity}"][self.rows])
 
     @cached_property
     def user(self) -> np.ndarray:
@@ -163,39 +164,28 @@ def _blocks(ids: dict, n: int):
 def encode(frames: Frames) -> Encoded:
     """The schema and index of every rating, and the value counts of its multi-valued fields."""
     r = frames.ratings
-    n = len(r)
-    timestamps = r["timestamp"].to_numpy()
-    ids = {"timestamp": timestamps}
+    ids = {"timestamp": r["timestamp"].to_numpy()}
     for entity, table, column in (("user", frames.users, "user_id"), ("movie", frames.movies, "movie_id")):
-        order = np.argsort(table[column].to_numpy(), kind="stable").astype(np.int32)
-        ids[entity] = (table[column].to_numpy()[order], order)
+        ids[entity] = pd.Index(table[column])
         ids[f"rated_{entity}"] = r[column].to_numpy()
-    fields = _fields(frames, timestamps)
-    seen = [np.zeros(len(f.labels), dtype=bool) for f in fields]
-    slots = [1] * len(fields)
-    for block in _blocks(ids, n):  # pass 1: which values occur, how many slots a multi field takes
-        for j, f in enumerate(fields):
-            keys = f.keys(block)
-            seen[j][keys[keys >= 0]] = True
-            if f.kind == "multi":
-                slots[j] = max(slots[j], int((keys >= 0).sum(1).max(initial=1)))
-    specs, values, tables, offset = [], [], [], 0
-    for f, present, width in zip(fields, seen, slots):
-        vocab = sorted(np.flatnonzero(present), key=lambda k, f=f: natural(f.labels[k]))
-        table = np.full(len(f.labels) + 1, offset, dtype=np.int64)  # key -1 (no value) reads the last: the bucket
-        table[vocab] = offset + 1 + np.arange(len(vocab))
-        specs.append((f.name, f.role, f.kind, len(vocab) + 1, width))
-        values.append(["<rare>", *(f.labels[k] for k in vocab)])
-        tables.append(table)
-        offset += len(vocab) + 1
-    schema = Schema.build(specs, values)
+    fields = _fields(frames, ids["timestamp"])
+    seen, slots = _occurring(fields, ids, len(r))
+    vocabs = [sorted(np.flatnonzero(s), key=lambda k, f=f: natural(f.labels[k])) for f, s in zip(fields, seen)]
+    schema = Schema.build(
+        [(f.name, f.role, f.kind, len(vocab) + 1, width) for f, vocab, width in zip(fields, vocabs, slots)],
+        [["<rare>", *(f.labels[k] for k in vocab)] for f, vocab in zip(fields, vocabs)],
+    )
     dtype = next(t for t in INDEX_DTYPES if schema.num_features <= torch.iinfo(t).max)
-    index = torch.empty((n, schema.num_slots), dtype=dtype)
+    index = torch.empty((len(r), schema.num_slots), dtype=dtype)
+    tables = []  # key -> table row; key -1 (no value) reads the last entry: the field's rare bucket
+    for f, field, vocab in zip(fields, schema.fields, vocabs):
+        table = np.full(len(f.labels) + 1, field.offset, dtype=index.numpy().dtype)
+        table[vocab] = field.offset + 1 + np.arange(len(vocab))
+        tables.append(table)
     multi = [j for j, f in enumerate(fields) if f.kind == "multi"]
-    counts = torch.empty((n, len(multi)), dtype=torch.uint8)
-    out, cnt = index.numpy(), counts.numpy()
-    columns = np.cumsum([0, *slots])
-    for block in _blocks(ids, n):  # pass 2: the index, block by block
+    counts = torch.empty((len(r), len(multi)), dtype=torch.uint8)
+    out, cnt, columns = index.numpy(), counts.numpy(), np.cumsum([0, *slots])
+    for block in _blocks(ids, len(r)):  # the index, block by block
         for j, f in enumerate(fields):
             keys = f.keys(block)
             if f.kind == "multi":
@@ -203,6 +193,22 @@ def encode(frames: Frames) -> Encoded:
                 cnt[block.rows, multi.index(j)] = (keys >= 0).sum(1)
             out[block.rows, columns[j] : columns[j + 1]] = tables[j][keys].reshape(len(keys), -1)
     return Encoded(schema, index, counts)
+
+
+def _occurring(fields: list[_Field], ids: dict, n: int) -> tuple[list[np.ndarray], list[int]]:
+    """Which keys of every field occur in the ratings, and the slots each field takes (a
+    multi-valued field: the most values a rating has)."""
+    seen = [np.zeros(len(f.labels), dtype=bool) for f in fields]
+    slots = [1] * len(fields)
+    for block in _blocks(ids, n):
+        for j, f in enumerate(fields):
+            keys = f.keys(block)
+            if f.kind == "multi":
+                seen[j][keys[keys >= 0]] = True
+                slots[j] = max(slots[j], int((keys >= 0).sum(1).max(initial=1)))
+            else:
+                seen[j][keys] = True
+    return seen, slots
 
 
 def save(path: Path, encoded: Encoded) -> None:

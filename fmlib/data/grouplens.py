@@ -108,7 +108,7 @@ def _movies(ids, titles, genres) -> pd.DataFrame:
 
 
 def _read_100k(d: Path) -> Frames:
-    ratings = _read_ratings(d / "u.data", sep="\t")
+    ratings = read_ratings(d / "u.data", sep="\t")
     users = pd.read_csv(
         d / "u.user", sep="|", header=None, names=["user_id", "age", "gender", "occupation", "zip"], dtype={"zip": str}
     )
@@ -140,7 +140,7 @@ def _read_1m(d: Path) -> Frames:
     )
     raw = pd.read_csv(d / "movies.dat", names=["movie_id", "title", "genres"], **read)
     return typed(
-        _read_ratings(d / "ratings.dat", sep="::"),
+        read_ratings(d / "ratings.dat", sep="::"),
         users[["user_id", "age", "gender", "occupation", "zip"]],
         _movies(raw["movie_id"], raw["title"], raw["genres"]),
         {"ratings": d / "ratings.dat", "users": d / "users.dat", "movies": d / "movies.dat"},
@@ -163,7 +163,7 @@ def _read_10m(d: Path) -> Frames:
             raise DataError(f"{d / 'movies.dat'} line {n}: expected MovieID::Title::Genres, found {line[:60]!r}")
         rows.append((int(head), title, genres))
     ids, titles, genres = zip(*rows) if rows else ((), (), ())
-    return _large(d, _read_ratings(d / "ratings.dat", sep="::"), _movies(list(ids), titles, list(genres)), "dat")
+    return _large(d, read_ratings(d / "ratings.dat", sep="::"), _movies(list(ids), titles, list(genres)), "dat")
 
 
 def _read_csv(d: Path) -> Frames:
@@ -175,13 +175,13 @@ def _read_csv(d: Path) -> Frames:
     if bad.any():
         n = int(np.flatnonzero(bad)[0])
         raise DataError(f"{d / 'movies.csv'} line {n + 2}: expected movieId,title,genres")
-    ratings = _read_ratings(d / "ratings.csv", sep=",", header="userId,movieId,rating,timestamp")
+    ratings = read_ratings(d / "ratings.csv", sep=",", header="userId,movieId,rating,timestamp")
     return _large(d, ratings, _movies(movies["movieId"].astype(np.int64), movies["title"], movies["genres"]), "csv")
 
 
 def _large(d: Path, ratings: pd.DataFrame, movies: pd.DataFrame, ext: str) -> Frames:
     """10M and later: the users are the ids that rate (no users file)."""
-    users = pd.DataFrame({"user_id": np.sort(pd.unique(ratings["user_id"]))})
+    users = pd.DataFrame({"user_id": np.unique(ratings["user_id"].to_numpy())})
     return typed(ratings, users, movies, {"ratings": d / f"ratings.{ext}", "movies": d / f"movies.{ext}"})
 
 
@@ -217,24 +217,44 @@ PARSERS = {
 }
 
 
-def _read_ratings(path: Path, sep: str, header: str | None = None) -> pd.DataFrame:
+def read_ratings(path: Path, sep: str, header: str | None = None) -> pd.DataFrame:
     """user, movie, rating, timestamp per line, read by pandas' C engine ('::' read as ':' with
-    empty fields between); a line that is not four numbers is named."""
+    empty fields between) block by block into arrays sized by the file's lines (so a 25M-line
+    file costs its arrays, not a parser's leftovers); a line that is not four numbers is named."""
     names = list(RATING_COLUMNS)
     if sep == "::":
         columns = dict(sep=":", usecols=[0, 2, 4, 6], names=[names[0], "a", names[1], "b", names[2], "c", names[3]])
     else:
         columns = dict(sep=sep, names=names)
+    skip = int(header is not None)
     if header is not None:
         with open(path, encoding="utf-8", errors="replace") as f:
             first = f.readline().strip()
         if first != header:
             raise DataError(f"{path} line 1: expected the header {header}, found {first[:60]!r}")
+    arrays = {c: np.empty(max(_count_lines(path) - skip, 0), t) for c, t in RATING_COLUMNS.items()}
+    n = 0
     try:
-        return pd.read_csv(path, header=None, skiprows=int(header is not None), dtype=RATING_COLUMNS, **columns)
+        with pd.read_csv(
+            path, header=None, skiprows=skip, dtype=RATING_COLUMNS, chunksize=1 << 21, **columns
+        ) as blocks:
+            for block in blocks:
+                for c, a in arrays.items():
+                    a[n : n + len(block)] = block[c].to_numpy()
+                n += len(block)
     except (ValueError, pd.errors.ParserError) as err:
-        line = _first_bad_line(path, sep, skip=int(header is not None))
+        line = _first_bad_line(path, sep, skip)
         raise DataError(f"{path}{line or f': {err}'}") from None
+    return pd.DataFrame({c: a[:n] for c, a in arrays.items()}, copy=False)
+
+
+def _count_lines(path: Path) -> int:
+    """Lines of a file, a last one without its newline included."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            n, last = n + chunk.count(b"\n"), chunk[-1:]
+    return n + (last != b"\n")
 
 
 def _first_bad_line(path: Path, sep: str, skip: int) -> str | None:

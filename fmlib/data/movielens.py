@@ -36,7 +36,7 @@ import torch
 from . import encoding
 from .dataset import Dataset
 from .encoding import DEMOGRAPHICS, encode
-from .grouplens import LAYOUTS, RATING_COLUMNS, DataError, Frames, detect, read, typed
+from .grouplens import LAYOUTS, RATING_COLUMNS, DataError, Frames, detect, read, read_ratings, typed
 
 ARCHIVE = "https://files.grouplens.org/datasets/movielens/{name}.zip"
 
@@ -123,8 +123,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-CACHE_COLUMNS = {  # how the cached frames read back (a title or zip of digits stays text)
-    "ratings": dict(dtype=RATING_COLUMNS),
+CACHE_COLUMNS = {  # how the cached users and movies read back (a title or zip of digits stays text)
     "users": dict(dtype={"gender": str, "occupation": str, "zip": str}),
     "movies": dict(dtype={"title": str, "genres": str}, keep_default_na=False, na_values={"year": [""]}),
 }
@@ -140,8 +139,9 @@ def read_cache(name: str, root: Path) -> tuple[Frames, str]:
     for frame, path in files.items():
         if not path.exists() or _sha256(path) != manifest["sha256"].get(frame):
             raise DataError(f"cache file {path} is missing or corrupt (checksum mismatch)")
-    frames = (pd.read_csv(path, **CACHE_COLUMNS[frame]) for frame, path in files.items())
-    return typed(*frames, files), manifest["origin"]
+    ratings = read_ratings(files["ratings"], sep=",", header=",".join(RATING_COLUMNS))
+    users, movies = (pd.read_csv(files[frame], **CACHE_COLUMNS[frame]) for frame in ("users", "movies"))
+    return typed(ratings, users, movies, files), manifest["origin"]
 
 
 def write_cache(name: str, root: Path, frames: Frames, origin: str) -> None:
