@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app_pages._keys import step_keys
 from app_pages._measured import fmgrad_verdicts
 from app_pages._ui import notebook_link
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary, title_bar
@@ -66,6 +67,10 @@ def move(delta: int, last: int):
     st.session_state.deriv_step = min(last, max(1, st.session_state.deriv_step + delta))
 
 
+def go_to(step: int):
+    st.session_state.deriv_step = step
+
+
 bar = title_bar("Checked derivations")  # short: one line at 150 % zoom beside the sidebar
 
 derivations = catalog()
@@ -103,7 +108,7 @@ row = st.container(horizontal=True, vertical_alignment="center")  # buttons as w
 row.button(
     "◀ Back",
     key="deriv_back",
-    shortcut="B",
+    help="or press B",
     on_click=move,
     args=(-1, last),
     disabled=st.session_state.deriv_step <= 1,
@@ -111,11 +116,12 @@ row.button(
 row.button(
     "Next ▶",
     key="deriv_next",
-    shortcut="N",
+    help="or press N",
     on_click=move,
     args=(1, last),
     disabled=st.session_state.deriv_step >= last,
 )
+step_keys("deriv_keys", st.session_state.deriv_step, 1, last, go_to)  # N/B: every press counts, however quick
 row.markdown(f"**{titles[key]}**")  # in full: a narrow picker may cut a long title short
 
 index = st.session_state.deriv_step - 1

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages._classroom import teacher_passcode
+from app_pages._keys import step_keys
 from app_pages._lesson import class_answers, follow_prepared_link, guesses, prepare, voter, write_url
 from app_pages._measured import scorecard_rows, verdict_table
 from app_pages._view import (
@@ -66,6 +67,10 @@ def move(delta: int):
     st.session_state.stop = min(max(st.session_state.stop + delta, 1), last)
 
 
+def go_to(stop: int):
+    st.session_state.stop = stop
+
+
 def jump():
     st.session_state.stop = st.session_state.stop_jump or st.session_state.stop
     st.session_state.stop_jump = None  # a pointer, not a value: the next jump starts from the placeholder
@@ -83,8 +88,9 @@ controls[1].selectbox(
     placeholder=f"{number}. {stop.title}",
     format_func=lambda i: f"{i}. {lesson.stops[i - 1].title}",
 )
-steps.button("◀ Back", key="lesson_back", on_click=move, args=(-1,), disabled=number <= 1, shortcut="B")
-steps.button("Next ▶", key="lesson_next", on_click=move, args=(1,), disabled=number >= last, shortcut="N")
+steps.button("◀ Back", key="lesson_back", help="or press B", on_click=move, args=(-1,), disabled=number <= 1)
+steps.button("Next ▶", key="lesson_next", help="or press N", on_click=move, args=(1,), disabled=number >= last)
+step_keys("lesson_keys", number, 1, last, go_to)  # N/B: every press counts, however quick
 
 
 @st.cache_data(show_spinner=False)

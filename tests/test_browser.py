@@ -249,11 +249,21 @@ def test_field_interactions_shows_a_learned_R_when_the_sidebar_holds_an_fm(page)
     assert "fi_run=tiny-" in page.url, "the page's own pick is in the URL"
 
 
-def test_derivations_step_toggle_and_check(page):
+def test_derivations_keys_buttons_toggle_and_check(page):
+    """N and B pressed faster than the page reruns each count (they are counted in the browser)."""
     visit(page, "Derivations")
+    choose(page, "Derivation", "FM weight gradient in O(dk)")  # 9 steps
+    page.mouse.click(700, 5)  # the page, not a text box, has the keys
+    for key in "nnnnb":
+        page.keyboard.press(key)
+        page.wait_for_timeout(30)
+    page.wait_for_timeout(600)
+    wait_idle(page)
+    assert "deriv_step=4" in page.url, f"five quick presses N N N N B from step 1 reach step 4: {page.url}"
     for _ in range(2):
-        page.get_by_role("button", name="Next ▶").click()  # its name also holds the key, N
+        page.get_by_role("button", name="Next ▶").click()
         wait_idle(page)
+    assert "deriv_step=6" in page.url
     page.get_by_text("Show the check (what sympy compared)").click()
     wait_idle(page)
     toggle = page.get_by_text("Show a wrong variant prepared for class")
