@@ -12,7 +12,7 @@ seen there, fall into their field's rare bucket (local index 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,8 @@ TASKS = ("rating", "click")
 class Dataset:
     schema: Schema
     index: torch.Tensor  # (N, S) rows of the shared embedding table: int32 while they fit, else int64
-    weight: torch.Tensor | None  # (N, S) float32 slot weights; None: built from ``counts`` on first read
+    # (N, S) float32 slot weights; None: built from ``counts`` on first read (not in repr: that would build them)
+    weight: torch.Tensor | None = field(repr=False)
     rating: torch.Tensor  # (N,) float32 target of the rating task
     name: str = "synthetic"
     source: str = "generated"
@@ -94,16 +95,17 @@ def _slot_positions(schema: Schema) -> list[tuple[int, int]]:
 
 def slot_weights(schema: Schema, counts: torch.Tensor) -> torch.Tensor:
     """(N, S) float32 weights from the value counts of the multi-valued fields: 1 for a single
-    slot, 1/count for each of the first ``count`` slots of a multi-valued field, 0 after them."""
+    slot, 1/count for each of the first ``count`` slots of a multi-valued field, 0 after them
+    (on the device of ``counts``)."""
     columns, m = [], 0
     for f in schema.fields:
         if f.kind == "multi":
             c = counts[:, m : m + 1].double()
-            present = torch.arange(f.slots) < c
+            present = torch.arange(f.slots, device=counts.device) < c
             columns.append(torch.where(present, 1.0 / c.clamp(min=1), 0.0).float())
             m += 1
         else:
-            columns.append(torch.ones(len(counts), f.slots))
+            columns.append(torch.ones(len(counts), f.slots, device=counts.device))
     return torch.cat(columns, 1)
 
 

@@ -242,7 +242,7 @@ def read_ratings(path: Path, sep: str, header: str | None = None) -> pd.DataFram
                 for c, a in arrays.items():
                     a[n : n + len(block)] = block[c].to_numpy()
                 n += len(block)
-    except (ValueError, pd.errors.ParserError) as err:
+    except (ValueError, OverflowError, pd.errors.ParserError) as err:  # a line that is no rating, an id past int32
         line = _first_bad_line(path, sep, skip)
         raise DataError(f"{path}{line or f': {err}'}") from None
     return pd.DataFrame({c: a[:n] for c, a in arrays.items()}, copy=False)
