@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .data.dataset import TASKS, Dataset, Split
+from .data.dataset import TASKS, Dataset, Split, slot_weights
 from .models import build_model, hyperparameters, model_name
 from .optim import Adam
 
@@ -121,7 +121,7 @@ def predict(model: nn.Module, data: Dataset, batch_size: int = 8192) -> torch.Te
     model.eval()
     device = next(model.parameters()).device
     out = [
-        model(data.index[i : i + batch_size].to(device), data.weight[i : i + batch_size].to(device)).cpu()
+        model(*(t.to(device) for t in data.batch(slice(i, i + batch_size)))).cpu()
         for i in range(0, len(data), batch_size)
     ]
     return torch.cat(out) if out else torch.zeros(0)
@@ -260,7 +260,10 @@ def fit(
     groups = param_groups(model, config.lr, config.weight_decay, [p for p, _ in decays])
     optimizer = Adam(groups, lr=config.lr)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
-    index, weight, y = (t.to(device) for t in (train.index, train.weight, train.target(config.task)))
+    index, y = train.index.to(device), train.target(config.task).to(device)
+    # lean data (``Dataset.counts``): each batch's slot weights are built from its value counts
+    lean = train.counts is not None
+    weight = (train.counts if lean else train.weight).to(device)
     best, best_state, stale, history = float("inf"), None, 0, []
     if resume is not None:  # a fine-tune: the weights it starts from are its epoch 0
         load_optimizer_state(model, optimizer, resume)
@@ -281,7 +284,9 @@ def fit(
             rows = perm[i : i + config.batch_size]
             optimizer.zero_grad()
             # index_select, not index[rows]: one contiguous row copy (advanced indexing costs ~1.5× more)
-            loss = criterion(model(index.index_select(0, rows), weight.index_select(0, rows)), y.index_select(0, rows))
+            w = weight.index_select(0, rows)
+            w = slot_weights(train.schema, w) if lean else w
+            loss = criterion(model(index.index_select(0, rows), w), y.index_select(0, rows))
             if extra_loss is not None:
                 loss = loss + extra_loss(criterion)
             loss.backward()

@@ -22,7 +22,7 @@ def field_scales(model, data: Dataset, batch_size: int = 8192) -> np.ndarray:
     """s_f = sqrt(mean over samples of ‖e_f‖²) for every field f, shape (m,)."""
     total = torch.zeros(model.schema.num_fields, dtype=torch.float64)
     for i in range(0, len(data), batch_size):
-        e = model.field_embeddings(data.index[i : i + batch_size], data.weight[i : i + batch_size])
+        e = model.field_embeddings(*data.batch(slice(i, i + batch_size)))
         total += e.double().pow(2).sum(-1).sum(0)
     return (total / len(data)).sqrt().numpy()
 

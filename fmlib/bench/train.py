@@ -104,8 +104,8 @@ def _check(args, models: list[str]) -> None:
     TrainConfig(device=args.device)  # a clear error when cuda is asked for and absent
 
 
-# MovieLens 100K's 12 fields (``fmlib.data.movielens.FIELDS``) with MovieLens 25M's users and
-# movies; cardinalities count the rare bucket. Genres: 19 values, 1 to GENRE_SLOTS of them a row.
+# MovieLens 100K's 12 fields (``fmlib.data.encoding.FIELDS``) with MovieLens 25M's users and movies
+# (the real 25M has 8 fields: no demographics); cardinalities count the rare bucket. Genres: 19 values, 1 to GENRE_SLOTS of them a row.
 SYNTHETIC_FIELDS = (
     ("user_id", 162_541),
     ("age", 7),
