@@ -35,12 +35,13 @@ notebook: venv
 	$(PY) -m fmlib data fetch
 	.venv/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Executed copies of the notebooks as HTML in build/notebooks/ (git-ignored): read them without running anything.
-# PLOTLY_RENDERER=notebook embeds plotly.js and each figure as HTML (the default output, plotly's own MIME type,
-# is drawn by JupyterLab but dropped by nbconvert); formulas are typeset by MathJax, loaded when a page opens.
+# Executed copies of the notebooks as HTML in build/notebooks/ (git-ignored): read them without running anything,
+# offline too (copy the folder anywhere, open a page from file://). notebooks/html/export.py runs each notebook with
+# plotly.js embedded, typesets formulas and figure labels with one MathJax, the copy it writes to build/notebooks/mathjax/
+# (from django-static-mathjax), and folds each cell tagged "solution" in a <details> that the reader opens.
 notebooks-html: venv
 	$(PY) -m fmlib data fetch
-	PLOTLY_RENDERER=notebook .venv/bin/jupyter nbconvert --execute --to html --output-dir build/notebooks notebooks/*.ipynb
+	$(PY) notebooks/html/export.py --output-dir build/notebooks notebooks/*.ipynb
 
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
