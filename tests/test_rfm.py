@@ -9,7 +9,7 @@ from fmlib.data import synthetic
 from fmlib.data.dataset import Dataset
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
-from fmlib.models.rfm import RFM, RotationLayer, RotationLogits, rotation_logits
+from fmlib.models.rfm import RFM, CosSin, RotationAttention, RotationLayer, rotation_logits
 from fmlib.train import TrainConfig, evaluate, fit
 
 
@@ -65,21 +65,50 @@ def test_rotation_logits_equal_complex_and_elementwise_forms():
     assert torch.allclose(real, naive, atol=1e-12)
 
 
-def test_rotation_logits_function_equals_the_complex_form_and_autograd():
-    """``RotationLogits`` (hand-written backward) == Re[(exp(iQ) diag(w)) exp(−iK)ᵀ] per (sample, head):
-    values, and gradients for Q, K and w against autograd through the complex form; gradcheck."""
-    gen = torch.Generator().manual_seed(0)
-    q_k = (2 * torch.randn(3, 5, 2, 4, generator=gen, dtype=torch.float64)).requires_grad_()
-    w = torch.randn(4, generator=gen, dtype=torch.float64, requires_grad=True)
-    fast = RotationLogits.apply(q_k, w)
-    naive = torch.stack([complex_logits(q_k[n, :, 0], q_k[n, :, 1], w) for n in range(3)])
+def naive_attention(theta, W_Q, W_K, W_V, w, residual):
+    """residual + σ(Re[(exp(iQ) diag(w)) exp(−iK)ᵀ]) V per sample and head, heads concatenated,
+    with Q, K, V the per-field projections: every step spelled out, autograd differentiates it."""
+    B, m, _ = theta.shape
+    c = w.numel()
+    heads = W_Q.shape[-1] // c
+    out = []
+    for b in range(B):
+        Q, K, V = (torch.stack([theta[b, f] @ W[f] for f in range(m)]) for W in (W_Q, W_K, W_V))
+        heads_out = [
+            torch.sigmoid(complex_logits(Q[:, s], K[:, s], w)) @ V[:, s]
+            for s in (slice(j * c, (j + 1) * c) for j in range(heads))
+        ]
+        out.append(residual[b] + torch.cat(heads_out, 1))
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3])
+def test_rotation_attention_equals_the_complex_form_and_autograd(heads):
+    """``RotationAttention`` (hand-written backward) == residual + σ(Re[(exp(iQ) diag(w)) exp(−iK)ᵀ]) V
+    per (sample, head): values, and gradients for θ, W_Q, W_K, W_V, w and the residual against
+    autograd through the complex form; gradcheck."""
+    gen = torch.Generator().manual_seed(heads)
+    B, m, k, c = 3, 4, 5, 2
+    h = heads * c
+
+    def rand(*shape, scale=1.0):
+        return (scale * torch.randn(*shape, generator=gen, dtype=torch.float64)).requires_grad_()
+
+    args = (rand(B, m, k, scale=2), rand(m, k, h), rand(m, k, h), rand(m, k, h), rand(c), rand(B, m, h))
+    fast = RotationAttention.apply(*args)
+    naive = naive_attention(*args)
     assert torch.allclose(fast, naive, atol=1e-12)
-    upstream = torch.randn(3, 5, 5, generator=gen, dtype=torch.float64)
-    for a, b in zip(torch.autograd.grad(fast, (q_k, w), upstream), torch.autograd.grad(naive, (q_k, w), upstream)):
+    upstream = torch.randn(B, m, h, generator=gen, dtype=torch.float64)
+    for a, b in zip(torch.autograd.grad(fast, args, upstream), torch.autograd.grad(naive, args, upstream)):
         assert torch.allclose(a, b, atol=1e-10)
-    # strided input, as the layer passes it (a transposed view of the projection)
-    strided = q_k.detach().transpose(0, 1).contiguous().transpose(0, 1).requires_grad_()
-    assert torch.autograd.gradcheck(RotationLogits.apply, (strided, w))
+    assert torch.autograd.gradcheck(RotationAttention.apply, args)
+
+
+def test_cos_sin_equals_torch_and_its_gradient():
+    """``CosSin`` = [cos x, sin x], its gradient reusing the forward's cosines and sines; gradcheck."""
+    x = (3 * torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)).requires_grad_()
+    assert torch.allclose(CosSin.apply(x), torch.stack([torch.cos(x), torch.sin(x)]), atol=1e-14)
+    assert torch.autograd.gradcheck(CosSin.apply, (x,))
 
 
 def test_rotation_layer_equals_naive_complex_form_values_and_gradients():

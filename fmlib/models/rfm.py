@@ -63,11 +63,32 @@ plug-in); each choice made here:
   kept: the first layer's Q, K, V and P θ₀ projected on the table rows (2 782) instead of the
   (sample, field) pairs (12 288 per batch), exact by linearity — about 5 % less CPU per epoch,
   most of the saving taken back by the per-row reads, for some hundred more lines.
+* **Where an epoch's time goes** (issue 27, item 4; the table above was measured before this).
+  The training step's attention is written out forward and backward (``RotationAttention``: cos
+  and sin once, every elementwise step on contiguous memory, two layout copies each way) and
+  AmpNet's group LayerNorm computed as a LayerNorm per group (``AmpNet``): the same numbers
+  (tests/test_rfm_speed_equivalence.py holds a frozen statement of the math), about 10 % less CPU
+  per training step on the 2-core EPYC under load (9 of the 10 from the attention). The floor stays far off, for a reason in the products themselves: with the data not in
+  cache, MKL runs this model's shapes at a fraction of its rate on a large product —
+  the per-field projections (12 × 1024 × 16 by 16 × 32 or × 64, and their backward) at about
+  10 G multiply-adds/s, AmpNet's 2048 × 384 by 384 × 64 at about 18 G, the per-(sample, head)
+  12 × 12 products of the attention at about 6 G, against 38 G on 1024 × 1024 — so the products
+  alone take about 3 × the floor, before cos and sin (3 M per step), dropout's random draws
+  (about 2.8 ms per step: on this CPU torch draws them one at a time, a serial kernel), the
+  LayerNorms and about 320 KiB of memory read and written per training row. Tried and not kept:
+  one product for Q, K and V together (the gradient then needs an interleaving copy that costs
+  more than the product saves); cos and sin of Q and K side by side ([x, x − π/2] under one cos)
+  so that ① is one product of inner size 2c (the interleaving pass costs more than the product
+  it saves); the readout's cos and sin and their residual summed in one buffer (no gain
+  measured); the batch in chunks of 256 or 512 rows so that each stays in cache (no gain). Not
+  tried: ``torch.compile`` (its compile would come before the app's first training, and its
+  dropout draws other random numbers than ``nn.Dropout``).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .base import FieldEmbeddingModel
@@ -112,49 +133,95 @@ class CosSin(torch.autograd.Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         d_cos, d_sin = grad.contiguous()
-        return d_sin * out[0] - d_cos * out[1]
+        return torch.addcmul(d_sin * out[0], d_cos, out[1], value=-1)
 
 
-class RotationLogits(torch.autograd.Function):
-    """① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ (RFM appendix §1.2, Remark ① by Euler's
-    formula) with its backward pass written out, so that no slice of cos and sin goes through
-    autograd (each would cost a zero-filled full-size gradient buffer, then a concatenation).
+class RotationAttention(torch.autograd.Function):
+    """The attention of a rotation layer with its residual added, written out forward and backward
+    (RFM appendix §1.2): for every sample and head, with Q, K, V the per-field projections of θ,
 
-    q_k: (N, m, 2, c) queries (index 0) and keys (index 1), w: (c,) -> ①, (N, m, m). With
-    dL = ∂/∂① and ∂①_il/∂q_ic = −w_c sin(q_ic − k_lc) = −∂①_il/∂k_lc (the appendix's PART II–V):
+        ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ        (Remark ①, by Euler's formula)
+        out = residual + G,   G = σ(①) V                      (heads concatenated)
 
-        ∂Q = w ⊙ (cos Q ⊙ dL sin K − sin Q ⊙ dL cos K)
+    θ: (B, m, k), W_Q, W_K, W_V: (m, k, h) per-field maps, w: (c,) with c = h / heads (shared by
+    the heads), residual: (B, m, h) -> (B, m, h).
+
+    Why by hand: autograd would keep a zero-filled gradient buffer for every slice of cos and sin
+    and evaluate its elementwise steps on strided slices (several times slower on a CPU). Here
+    every elementwise step runs on contiguous memory, cos and sin are evaluated once (the backward
+    reuses them), and the layout changes are few:
+
+    * the projections are one batched product per field over all samples (Q and K together), so
+      they come out field-major, (m, B, h); Q and K are copied once to sample-major (sample, head,
+      m, c) blocks for cos and sin; V stays field-major (``bmm`` reads it strided);
+    * G is added to the residual straight from its (sample, head) layout: no copy of its own.
+
+    Backward, with dL = ∂/∂① and ∂①_il/∂q_ic = −w_c sin(q_ic − k_lc) = −∂①_il/∂k_lc (the
+    appendix's PART II–V), products per (sample, head):
+
+        ∂σ = ∂G Vᵀ,  ∂V = σᵀ ∂G,  dL = ∂σ ⊙ σ (1 − σ)
+        ∂Q = cos Q diag(w) ⊙ dL sin K − sin Q diag(w) ⊙ dL cos K
         ∂K = cos K ⊙ dLᵀ (sin Q diag(w)) − sin K ⊙ dLᵀ (cos Q diag(w))
-        ∂w = Σ_{n,i} (cos Q ⊙ dL cos K + sin Q ⊙ dL sin K)
-    """
+        ∂w = Σ_{samples, heads, fields} (cos Q ⊙ dL cos K + sin Q ⊙ dL sin K)
+
+    then the per-field maps' products (∂W_Q = θᵀ ∂Q per field, ∂θ = Σ ∂Q W_Qᵀ + ...)."""
 
     @staticmethod
-    def forward(ctx, q_k, w):
-        trig = cos_sin(q_k)  # [cos, sin] of [Q, K]: (2, N, m, 2, c)
-        query = trig[:, :, :, 0] * w  # [cos Q diag(w), sin Q diag(w)]
-        key = trig[:, :, :, 1]
-        ctx.save_for_backward(trig, query, w)
-        return torch.baddbmm(torch.bmm(query[0], key[0].transpose(1, 2)), query[1], key[1].transpose(1, 2))
+    def forward(ctx, theta, W_Q, W_K, W_V, w, residual):
+        B, m, _ = theta.shape
+        h, c = W_V.shape[-1], w.numel()
+        heads = h // c
+        N = B * heads  # (sample, head) pairs
+        x = theta.transpose(0, 1)  # (m, B, k): field f's rows are the B samples' θ_f
+        qk = torch.bmm(x, torch.cat([W_Q, W_K], 2))  # (m, B, 2h): [θ_f W_Q[f] | θ_f W_K[f]]
+        v = torch.bmm(x, W_V)  # (m, B, h) = (m, N, c)
+        qk = qk.view(m, B, 2, heads, c).permute(2, 1, 3, 0, 4).reshape(2, N, m, c)  # (Q/K, N, m, c)
+        trig = cos_sin(qk)  # (cos/sin, Q/K, N, m, c)
+        query = trig[:, 0] * w  # [cos Q diag(w), sin Q diag(w)]
+        cos_k, sin_k = trig[0, 1], trig[1, 1]
+        logits = torch.baddbmm(torch.bmm(query[0], cos_k.transpose(1, 2)), query[1], sin_k.transpose(1, 2))
+        scores = torch.sigmoid(logits)  # σ(①), (N, m, m)
+        G = torch.bmm(scores, v.view(m, N, c).transpose(0, 1))  # σ(①) V, (N, m, c)
+        out = torch.empty_like(residual)
+        torch.add(residual.view(B, m, heads, c), G.view(B, heads, m, c).transpose(1, 2), out=out.view(B, m, heads, c))
+        ctx.save_for_backward(theta, W_Q, W_K, W_V, v, trig, query, scores)
+        return out
 
     @staticmethod
-    def backward(ctx, d_logits):
-        trig, query, w = ctx.saved_tensors
-        (cos_q, cos_k), (sin_q, sin_k) = trig[0].unbind(2), trig[1].unbind(2)
-        at_q_cos, at_q_sin = torch.bmm(d_logits, cos_k), torch.bmm(d_logits, sin_k)
+    def backward(ctx, d_out):
+        theta, W_Q, W_K, W_V, v, trig, query, scores = ctx.saved_tensors
+        B, m, _ = theta.shape
+        h, c = W_V.shape[-1], trig.shape[-1]
+        heads = h // c
+        N = B * heads
+        dG = d_out.view(B, m, heads, c).transpose(1, 2).reshape(N, m, c)
+        v = v.view(m, N, c).transpose(0, 1)
+        d_scores = torch.bmm(dG, v.transpose(1, 2))
+        dV = torch.bmm(scores.transpose(1, 2), dG)
+        d_logits = torch.ops.aten.sigmoid_backward(d_scores, scores)  # ∂σ ⊙ σ (1 − σ), one pass
+        cos_k, sin_k = trig[0, 1], trig[1, 1]
+        at_q = torch.empty_like(query)  # [dL cos K, dL sin K]
+        torch.bmm(d_logits, cos_k, out=at_q[0])
+        torch.bmm(d_logits, sin_k, out=at_q[1])
         d_logits_t = d_logits.transpose(1, 2)
         at_k_cos, at_k_sin = torch.bmm(d_logits_t, query[0]), torch.bmm(d_logits_t, query[1])
-        d_q = (cos_q * at_q_sin - sin_q * at_q_cos) * w
-        d_k = cos_k * at_k_sin - sin_k * at_k_cos
-        d_w = (cos_q * at_q_cos + sin_q * at_q_sin).sum((0, 1))
-        return torch.stack([d_q, d_k], 2), d_w
+        d_q = torch.addcmul(query[0] * at_q[1], query[1], at_q[0], value=-1)
+        d_k = torch.addcmul(cos_k * at_k_sin, sin_k, at_k_cos, value=-1)
+        d_w = (trig[:, 0] * at_q).sum((0, 1, 2))
+        xt = theta.permute(1, 2, 0)  # (m, k, B)
+        d_maps, d_x = [], None
+        for i, (d, W) in enumerate(((d_q, W_Q), (d_k, W_K), (dV, W_V)), start=1):
+            d = d.transpose(0, 1).reshape(m, B, h)  # back to field-major
+            d_maps.append(torch.bmm(xt, d) if ctx.needs_input_grad[i] else None)
+            if ctx.needs_input_grad[0]:  # ∂θ_f = Σ ∂Q_f W_Q[f]ᵀ + ∂K_f W_K[f]ᵀ + ∂V_f W_V[f]ᵀ
+                d_x = torch.bmm(d, W.transpose(1, 2)) if d_x is None else torch.baddbmm(d_x, d, W.transpose(1, 2))
+        return None if d_x is None else d_x.transpose(0, 1), *d_maps, d_w, d_out
 
 
 class RotationLayer(nn.Module):
-    """One self-attentive rotation layer: (B, m, k) angles -> (B, m, h) angles.
-
-    Q and K come from one batched product with the per-field maps [W_Q W_K], V from one with W_V;
-    ① = cos Q diag(w) cos Kᵀ + sin Q diag(w) sin Kᵀ (``RotationLogits``: cos and sin evaluated
-    once, two batched products over all samples and heads, a written-out backward pass)."""
+    """One self-attentive rotation layer: (B, m, k) angles -> (B, m, h) angles,
+    LayerNorm(σ(①) V + W_res · dropout(θ)) with heads concatenated (RFM appendix §1.2;
+    ``RotationAttention`` computes the attention and adds the residual)."""
 
     def __init__(self, num_fields: int, in_dim: int, hidden: int, heads: int, dropout: float):
         super().__init__()
@@ -173,24 +240,17 @@ class RotationLayer(nn.Module):
         self.norm = nn.LayerNorm(hidden)
 
     def forward(self, theta: torch.Tensor) -> torch.Tensor:
-        """G = σ(①)·V per head (RFM appendix §1.2), heads concatenated, then LayerNorm(G + W_res·dropout(θ))."""
-        B, m, _ = theta.shape
-        heads, c = self.heads, self.w.numel()
-        # per-field maps [W_Q W_K] with columns ordered (head, Q/K, angle), and W_V: every (sample, head)
-        # block of the products is a strided matrix that bmm reads in place. Q/K and V come from separate
-        # products, so neither is a slice of a shared buffer (whose backward fills a zero buffer first).
-        x = theta.transpose(0, 1)
-        W_QK = torch.stack([self.W_Q, self.W_K], 2).view(m, -1, 2, heads, c).transpose(2, 3).flatten(2)
-        q_k = torch.bmm(x, W_QK).view(m, B * heads, 2, c).transpose(0, 1)  # (B·head, m, Q/K, angle)
-        v = torch.bmm(x, self.W_V).view(m, B * heads, c).transpose(0, 1)  # (B·head, m, angle)
-        logits = RotationLogits.apply(q_k, self.w)  # ① per (sample, head)
-        G = torch.bmm(torch.sigmoid(logits), v)  # σ(①) V per head, (B·head, m, angle)
-        G = G.view(B, heads, m, c).transpose(1, 2).reshape(B, m, -1)  # heads concatenated
-        return self.norm(G + self.W_res(self.dropout(theta)))
+        residual = self.W_res(self.dropout(theta))
+        return self.norm(RotationAttention.apply(theta, self.W_Q, self.W_K, self.W_V, self.w, residual))
 
 
 class AmpNet(nn.Module):
-    """f: Linear -> ReLU -> group LayerNorm -> Linear to a scalar, (B, m, h) -> (B,)."""
+    """f: Linear -> ReLU -> group LayerNorm -> Linear to a scalar, (B, m, h) -> (B,).
+
+    The group LayerNorm is ``nn.GroupNorm``'s (its parameters, its numbers), computed as a
+    LayerNorm over each group's units followed by the per-unit scale and shift: the same
+    arithmetic, about a third of ``group_norm``'s time forward and backward on a CPU at these
+    sizes (its kernel is slow for small groups)."""
 
     def __init__(self, in_features: int, hidden: int, groups: int):
         super().__init__()
@@ -201,7 +261,11 @@ class AmpNet(nn.Module):
         )
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.net(z.flatten(1)).squeeze(-1)
+        first, relu, norm, last = self.net
+        a = relu(first(z.flatten(1)))  # (rows, units)
+        rows, units = a.shape
+        a = F.layer_norm(a.view(rows, norm.num_groups, -1), (units // norm.num_groups,), eps=norm.eps)
+        return last(torch.addcmul(norm.bias, a.view(rows, units), norm.weight)).squeeze(-1)
 
 
 class RFM(FieldEmbeddingModel):
