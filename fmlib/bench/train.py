@@ -259,6 +259,7 @@ def run(args) -> int:
 
     peak = peak_multiply_adds(device)
     per_row = {name: multiply_adds_per_row(step, first) for name, step in steps.items()}
+    alone = {name: product_seconds(step, first, device) / batch for name, step in steps.items() if per_row[name]}
 
     times = {name: [] for name in [*steps, *evals]}
     cpu_times = {name: [] for name in times}
@@ -278,7 +279,7 @@ def run(args) -> int:
     summary = {}
     for label, measured in (("wall", times), ("cpu", cpu_times)):
         summary[label] = report(measured, label, evals)
-    floor = report_floor(per_row, peak, rows, cpu_times if device.type == "cpu" else times)
+    floor = report_floor(per_row, alone, peak, rows, cpu_times if device.type == "cpu" else times)
     if rafm_cost:
         print(
             f"\nrafm evaluation, multiply-adds of the second-order term as a multiple of FM's (dim {rafm.ranks[-1]}): "
@@ -334,6 +335,48 @@ def multiply_adds_per_row(step, rows: torch.Tensor) -> float:
     return counter.get_total_flops() / 2 / len(rows)
 
 
+PRODUCTS = ("mm", "bmm", "addmm", "baddbmm")  # the matrix products FlopCounterMode counts in these models
+
+
+def product_seconds(step, rows: torch.Tensor, device: torch.device, repeats: int = 5) -> float:
+    """Seconds of the matrix products of one training ``step`` alone, at their own shapes and
+    memory layouts: every product the step runs (forward and backward) is recorded, then replayed
+    on random data of the same shapes and strides; the fastest of ``repeats`` replays. What the
+    step's products cost on this device however little else it did — a floor that small or
+    oddly shaped products, which run below the large product's rate, cannot beat."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    calls = []
+
+    def layout(a):
+        return (a.shape, a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func.overloadpacket.__name__ in PRODUCTS:
+                calls.append((func, [layout(a) for a in args], {k: layout(a) for k, a in kwargs.items()}))
+            return func(*args, **kwargs)
+
+    with Record():
+        step(rows)
+
+    def like(a):
+        if not isinstance(a, tuple):
+            return a
+        shape, stride, dtype = a
+        return torch.empty_strided(shape, stride, dtype=dtype, device=device).normal_()
+
+    replay = [(func, [like(a) for a in args], {k: like(a) for k, a in kwargs.items()}) for func, args, kwargs in calls]
+
+    def run():
+        for func, args, kwargs in replay:
+            func(*args, **kwargs)
+
+    run()
+    return min(_timed(run, device)[0] for _ in range(repeats))
+
+
 def rafm_cost_ratios(model, index: torch.Tensor, weight: torch.Tensor, dense: bool = False) -> dict:
     """Multiply-adds of RaFM's second-order term over these rows, as a multiple of D_m · slots
     (the FM of rank D_m): Corollary 4's Σ_k D_k · (slots in F_k), and fmlib's evaluation on this
@@ -352,26 +395,32 @@ def rafm_cost_ratios(model, index: torch.Tensor, weight: torch.Tensor, dense: bo
     return {"corollary 4": round(corollary / fm, 4), "fmlib": round(fmlib / fm, 4)}
 
 
-def report_floor(per_row: dict, peak: float, rows: int, measured: dict) -> dict:
+def report_floor(per_row: dict, alone: dict, peak: float, rows: int, measured: dict) -> dict:
     """Print the floor of every trained entry with matrix products: their multiply-adds per row,
-    the seconds an epoch of ``rows`` takes at the ``peak`` rate, the entry's ``measured`` epoch
-    (CPU seconds on a CPU, wall seconds on a GPU; median) as a multiple of its floor, and the
-    floor as a multiple of fmlib FM's measured epoch; return them for the JSON line."""
+    the seconds an epoch of ``rows`` takes at the ``peak`` rate (the floor), the seconds its
+    products take alone at their own shapes (``alone``, per row; ``product_seconds``), and the
+    entry's ``measured`` epoch (CPU seconds on a CPU, wall seconds on a GPU; median) as a multiple
+    of each, and the floor as a multiple of fmlib FM's measured epoch; return them for the JSON line."""
     fm = statistics.median(measured["fm"]) if "fm" in measured else None
     print(f"\nmatmul floor at {peak / 1e9:.1f} G multiply-adds/s (a large float32 matrix product, this run)")
-    print(f"{'entry':<22}{'mult-adds/row':>14}{'floor s/epoch':>15}{'measured/floor':>16}{'floor/fm':>10}")
+    print(
+        f"{'entry':<22}{'mult-adds/row':>14}{'floor s/epoch':>15}{'measured/floor':>16}"
+        f"{'products alone s':>18}{'measured/alone':>16}{'floor/fm':>10}"
+    )
     floor = {}
     for name, n in per_row.items():
         if not n:  # gathers and elementwise work only: no matrix product to bound it
             continue
-        seconds = n * rows / peak
-        to_floor = statistics.median(measured[name]) / seconds
+        seconds, own = n * rows / peak, alone[name] * rows
+        took = statistics.median(measured[name])
         floor[name] = {
             "multiply_adds_per_row": round(n),
             "seconds": round(seconds, 4),
-            "measured_to_floor": round(to_floor, 3),
+            "measured_to_floor": round(took / seconds, 3),
+            "products_alone_seconds": round(own, 4),
+            "measured_to_products_alone": round(took / own, 3),
         }
-        line = f"{name:<22}{n:>14,.0f}{seconds:>15.4f}{to_floor:>16.2f}"
+        line = f"{name:<22}{n:>14,.0f}{seconds:>15.4f}{took / seconds:>16.2f}{own:>18.4f}{took / own:>16.2f}"
         if fm:
             floor[name]["to_fm"] = round(seconds / fm, 3)
             line += f"{seconds / fm:>10.2f}"
