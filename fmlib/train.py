@@ -286,7 +286,8 @@ def fit(
             # index_select, not index[rows]: one contiguous row copy (advanced indexing costs ~1.5× more)
             w = weight.index_select(0, rows)
             w = slot_weights(train.schema, w) if lean else w
-            loss = criterion(model(index.index_select(0, rows), w), y.index_select(0, rows))
+            # int64 rows for the model: gathers by an int32 index run ~40 % slower on the CPU
+            loss = criterion(model(index.index_select(0, rows).long(), w), y.index_select(0, rows))
             if extra_loss is not None:
                 loss = loss + extra_loss(criterion)
             loss.backward()

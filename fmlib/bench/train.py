@@ -191,7 +191,7 @@ def run(args) -> int:
     local = index[:, :n_single] - torch.tensor([f.offset for f in single], device=device)
     genre_field = schema.fields[-1]
     genres = torch.where(  # EmbeddingBag input: local genre ids, padding -> its own index
-        weight[:, n_single:] > 0, index[:, n_single:] - genre_field.offset, genre_field.cardinality
+        weight[:, n_single:] > 0, index[:, n_single:].long() - genre_field.offset, genre_field.cardinality
     )
     counts = torch.bincount(index.reshape(-1), weights=(weight > 0).reshape(-1).float(), minlength=schema.num_features)
     counts = counts.long().tolist()  # occurrences n_i of every feature (RaFM eq. 17)
@@ -215,7 +215,11 @@ def run(args) -> int:
         model = build_model(name, schema, **hp).to(device).train()
         opt = Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr)
         steps[name] = adam_step(
-            model, opt, lambda r, m=model: m(index.index_select(0, r), weight.index_select(0, r)), rating, criterion
+            model,
+            opt,
+            lambda r, m=model: m(index.index_select(0, r).long(), weight.index_select(0, r)),
+            rating,
+            criterion,
         )
     plain = PlainFM([f.cardinality for f in single], genre_field.cardinality, 16).to(device)
     steps["plain FM"] = adam_step(
@@ -230,7 +234,7 @@ def run(args) -> int:
     steps["fm, 11 fields"] = adam_step(
         ours11,
         Adam(param_groups(ours11, config.lr, config.weight_decay), lr=config.lr),
-        lambda r: ours11(index11.index_select(0, r), weight11.index_select(0, r)),
+        lambda r: ours11(index11.index_select(0, r).long(), weight11.index_select(0, r)),
         click,
         nn.BCEWithLogitsLoss(),
     )
@@ -253,8 +257,8 @@ def run(args) -> int:
         rafm = build_model("rafm", schema, counts=counts).to(device).eval()
         fm_top = build_model("fm", schema, dim=rafm.ranks[-1]).to(device).eval()
         for label, model in ((f"FM, dim {rafm.ranks[-1]}", fm_top), ("rafm", rafm)):
-            evals[f"eval {label}"] = lambda m=model: _predict(m, index, weight, batch)
-            warm[f"eval {label}"] = lambda m=model: _predict(m, index[:batch], weight[:batch], batch)
+            evals[f"eval {label}"] = lambda m=model: _predict(m, index, weight)
+            warm[f"eval {label}"] = lambda m=model: _predict(m, index[:batch], weight[:batch])
         rafm_cost = rafm_cost_ratios(rafm, index, weight, dense=device.type == "cuda")
 
     peak = peak_multiply_adds(device)
@@ -309,9 +313,10 @@ def run(args) -> int:
 
 
 @torch.no_grad()
-def _predict(model, index, weight, batch: int) -> None:
+def _predict(model, index, weight, batch: int = 8192) -> None:
+    """Score every row in batches of ``fmlib.train.predict``'s size (evaluation, as users run it)."""
     for i in range(0, len(index), batch):
-        model(index[i : i + batch], weight[i : i + batch])
+        model(index[i : i + batch].long(), weight[i : i + batch])  # int64 rows, as ``Dataset.batch`` gives
 
 
 def peak_multiply_adds(device: torch.device, repeats: int = 5) -> float:

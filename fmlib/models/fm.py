@@ -27,6 +27,17 @@ def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
     return 0.5 * (e.sum(1).pow(2) - e.pow(2).sum(1)).sum(1)
 
 
+def fm_score(table, index, weight, layout):
+    """Σ_i w_i x_i + ½(‖Z‖² − Σ_f ‖e_f‖²) with Z = Σ_f e_f (DPLR eqs. 1–2) from the table [v | w] (the
+    linear weights as a last column, so one gather gives every field's (e_f, Σ_{s in f} weight_s w_s)):
+    (score, fields, sums, read), the last three kept by ``FMFunction`` for its backward pass."""
+    k = table.shape[1] - 1
+    read = FieldRead.of(index, weight, layout, table.dtype)
+    fields = gather_fields(table, read, layout)  # (B, m, k + 1)
+    sums = fields.sum(1)  # [Z | Σ_i w_i x_i], Z memoised for the backward pass
+    return sums[:, k] + 0.5 * (sums[:, :k].pow(2).sum(1) - fields[..., :k].pow(2).sum((1, 2))), fields, sums, read
+
+
 class FMFunction(torch.autograd.Function):
     """Σ_s weight_s w[index_s] + Σ_{f<g}⟨e_f, e_g⟩ with the memoised O(mk) backward pass.
 
@@ -35,19 +46,12 @@ class FMFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, table, index, weight, layout):
-        """Σ_i w_i x_i + ½(‖Z‖² − Σ_f ‖e_f‖²) with Z = Σ_f e_f (DPLR eqs. 1–2), Z kept for backward.
-
-        ``table`` is [v | w], the linear weights riding along as a last column, so one gather
-        gives every field's (e_f, Σ_{s in f} weight_s w_s) and one scatter their gradients."""
-        k = table.shape[1] - 1
-        read = FieldRead.of(index, weight, layout, table.dtype)
-        fields = gather_fields(table, read, layout)  # (B, m, k + 1)
-        e = fields[..., :k]
-        sums = fields.sum(1)  # [Z | Σ_i w_i x_i], Z memoised for the backward pass
+    def forward(ctx, linear, embedding, index, weight, layout):
+        """``fm_score`` of [v | w], Z kept for the backward pass."""
+        score, fields, sums, read = fm_score(torch.cat([embedding, linear], 1), index, weight, layout)
         ctx.save_for_backward(fields, sums)
-        ctx.read, ctx.layout, ctx.rows = read, layout, table.shape[0]
-        return sums[:, k] + 0.5 * (sums[:, :k].pow(2).sum(1) - e.pow(2).sum((1, 2)))
+        ctx.read, ctx.layout, ctx.rows = read, layout, embedding.shape[0]
+        return score
 
     @staticmethod
     def backward(ctx, grad):
@@ -58,7 +62,8 @@ class FMFunction(torch.autograd.Function):
         d = sums.unsqueeze(1) - fields  # Z − e_f in the first k columns
         d[..., -1] = 1.0
         d.mul_(grad[:, None, None])
-        return scatter_fields(d, ctx.read, ctx.layout, ctx.rows), None, None, None  # gradient of [v | w]
+        table = scatter_fields(d, ctx.read, ctx.layout, ctx.rows)  # gradient of [v | w]
+        return table[:, -1:], table[:, :-1], None, None, None
 
 
 class FM(FieldEmbeddingModel):
@@ -67,4 +72,6 @@ class FM(FieldEmbeddingModel):
         return fm_pairwise(e)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return self.bias + FMFunction.apply(self.vw_table(), index, weight, self.layout)
+        if torch.is_grad_enabled():  # training: the memoised backward pass
+            return self.bias + FMFunction.apply(self.linear.weight, self.embedding.weight, index, weight, self.layout)
+        return self.bias + fm_score(self.vw_table(), index, weight, self.layout)[0]  # evaluation: [v | w] kept
