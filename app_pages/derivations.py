@@ -121,7 +121,8 @@ row.button(
     args=(1, last),
     disabled=st.session_state.deriv_step >= last,
 )
-step_keys("deriv_keys", st.session_state.deriv_step, 1, last, go_to)  # N/B: every press counts, however quick
+with row:  # beside the buttons: the listener takes no line of its own (the formula stays above the fold)
+    step_keys("deriv_keys", st.session_state.deriv_step, 1, last, go_to)  # N/B: every press counts, however quick
 row.markdown(f"**{titles[key]}**")  # in full: a narrow picker may cut a long title short
 
 index = st.session_state.deriv_step - 1

@@ -90,7 +90,8 @@ controls[1].selectbox(
 )
 steps.button("◀ Back", key="lesson_back", help="or press B", on_click=move, args=(-1,), disabled=number <= 1)
 steps.button("Next ▶", key="lesson_next", help="or press N", on_click=move, args=(1,), disabled=number >= last)
-step_keys("lesson_keys", number, 1, last, go_to)  # N/B: every press counts, however quick
+with steps:  # beside the buttons: the listener takes no line of its own
+    step_keys("lesson_keys", number, 1, last, go_to)  # N/B: every press counts, however quick
 
 
 @st.cache_data(show_spinner=False)
