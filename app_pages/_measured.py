@@ -47,7 +47,7 @@ def result_table(name: str, columns, command: str):
     except ValueError as err:
         error(err)
         return None, None
-    st.caption(f"`{shown_path(path)}` · made by `{header['command']}` at commit {header['commit']}, {header['date']}")
+    source_caption({**header, "path": path})
     return frame, header
 
 

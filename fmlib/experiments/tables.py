@@ -58,21 +58,29 @@ def write(frame: pd.DataFrame, path: Path, command: str) -> Path:
 def read(path: Path, columns=()) -> tuple[pd.DataFrame, dict]:
     """(table, header) of a result file; a missing header key or column: ValueError naming the file."""
     path = Path(path)
-    text = path.read_text()
-    found = {}
-    lines = text.splitlines(keepends=True)
-    while lines and lines[0].startswith("# "):
-        key, _, value = lines.pop(0)[2:].partition(": ")
-        found[key] = value.strip()
+    lines = path.read_text().splitlines(keepends=True)
+    found, size = _header_lines(lines)
     missing = [k for k in HEADER_KEYS if k not in found]
     try:
-        frame = pd.read_csv(io.StringIO("".join(lines)))
+        frame = pd.read_csv(io.StringIO("".join(lines[size:])))
     except (ValueError, pd.errors.ParserError) as err:
         raise ValueError(f"{path} is not a result table ({err})") from None
     missing += [c for c in columns if c not in frame]
     if missing:
         raise ValueError(f"{path} is not a result table: it lacks {', '.join(missing)}")
     return frame, found
+
+
+def _header_lines(lines) -> tuple[dict, int]:
+    """The leading ``# key: value`` lines of a result file as a dict, and how many there were."""
+    found, size = {}, 0
+    for line in lines:
+        if not line.startswith("# "):
+            break
+        key, _, value = line[2:].partition(": ")
+        found[key] = value.strip()
+        size += 1
+    return found, size
 
 
 def mean_std(frame: pd.DataFrame) -> pd.DataFrame:
@@ -86,13 +94,8 @@ def mean_std(frame: pd.DataFrame) -> pd.DataFrame:
 def header(path: Path) -> dict:
     """The header of a result file (its leading ``# key: value`` lines), without reading the table;
     a missing key: ValueError naming the file."""
-    found = {}
     with Path(path).open() as lines:
-        for line in lines:
-            if not line.startswith("# "):
-                break
-            key, _, value = line[2:].partition(": ")
-            found[key] = value.strip()
+        found, _ = _header_lines(lines)
     missing = [k for k in HEADER_KEYS if k not in found]
     if missing:
         raise ValueError(f"{path} is not a result table: it lacks {', '.join(missing)}")
