@@ -45,6 +45,8 @@ from torch import nn
 
 from ..arguments import add_data_arguments, positive_int
 from ..data import movielens, split
+from ..data.dataset import slot_weights
+from ..data.encoding import FIELDS
 from ..data.schema import Schema
 from ..models import MODELS, build_model, hyperparameters
 from ..models.fm import fm_pairwise
@@ -104,22 +106,24 @@ def _check(args, models: list[str]) -> None:
     TrainConfig(device=args.device)  # a clear error when cuda is asked for and absent
 
 
-# MovieLens 100K's 12 fields (``fmlib.data.encoding.FIELDS``) with MovieLens 25M's users and movies
-# (the real 25M has 8 fields: no demographics); cardinalities count the rare bucket. Genres: 19 values, 1 to GENRE_SLOTS of them a row.
-SYNTHETIC_FIELDS = (
-    ("user_id", 162_541),
-    ("age", 7),
-    ("gender", 2),
-    ("occupation", 21),
-    ("zip", 10),
-    ("time_year", 25),
-    ("time_month", 12),
-    ("time_weekday", 7),
-    ("time_hour", 24),
-    ("movie_id", 62_423),
-    ("release_year", 120),
-)
-GENRES, GENRE_SLOTS = 19, 6
+# MovieLens 100K's 12 fields (``fmlib.data.encoding.FIELDS``: names, roles, kinds) with MovieLens 25M's users
+# and movies (the real 25M has 8 fields: no demographics): values per field, the rare bucket not counted.
+# Genres: 19 values, 1 to GENRE_SLOTS of them a row.
+SYNTHETIC_VALUES = {
+    "user_id": 162_541,
+    "age": 7,
+    "gender": 2,
+    "occupation": 21,
+    "zip": 10,
+    "time_year": 25,
+    "time_month": 12,
+    "time_weekday": 7,
+    "time_hour": 24,
+    "movie_id": 62_423,
+    "release_year": 120,
+    "genres": 19,
+}
+GENRE_SLOTS = 6
 
 
 @torch.no_grad()
@@ -130,24 +134,24 @@ def synthetic_rows(rows: int, device: torch.device, seed: int = 0):
     0.5–5 in half stars. Only sizes and layout matter here: the timings of a training step do
     not depend on what the ratings mean."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    specs = [
-        (name, "item" if name in ("movie_id", "release_year") else "context", "single", c + 1, 1)
-        for name, c in SYNTHETIC_FIELDS
-    ]
-    schema = Schema.build([*specs, ("genres", "item", "multi", GENRES + 1, GENRE_SLOTS)])
+    schema = Schema.build(
+        [
+            (name, role, kind, SYNTHETIC_VALUES[name] + 1, GENRE_SLOTS if kind == "multi" else 1)
+            for name, role, kind in FIELDS
+        ]
+    )
     cols = [  # local values 1 … c−1 (0 is the rare bucket), then the field's offset
         f.offset + 1 + ((f.cardinality - 1) * torch.rand(rows, generator=gen, device=device).pow(2)).long()
         for f in schema.fields[:-1]
     ]
     genre = schema.fields[-1]
-    draws = torch.rand(rows, GENRES, generator=gen, device=device).argsort(1)[:, :GENRE_SLOTS]  # distinct genres
-    lengths = torch.randint(1, GENRE_SLOTS + 1, (rows, 1), generator=gen, device=device)
+    draws = torch.rand(rows, genre.cardinality - 1, generator=gen, device=device).argsort(1)[:, :GENRE_SLOTS]
+    lengths = torch.randint(1, GENRE_SLOTS + 1, (rows, 1), generator=gen, device=device)  # distinct genres a row
     used = torch.arange(GENRE_SLOTS, device=device) < lengths
     genres = torch.where(used, genre.offset + 1 + draws, genre.offset)  # padding -> the rare bucket, weight 0
     index = torch.cat([torch.stack(cols, 1), genres], 1)
-    weight = torch.cat([torch.ones(rows, len(cols), device=device), used / lengths], 1)
     rating = torch.randint(1, 11, (rows,), generator=gen, device=device) / 2
-    return schema, index, weight, rating
+    return schema, index, slot_weights(schema, lengths), rating
 
 
 def bench_rows(args, device: torch.device):
