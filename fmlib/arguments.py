@@ -161,3 +161,15 @@ def add_data_arguments(parser, choices=None) -> None:
         default=None,
         help="directory with the original GroupLens files (default: $FMLIB_DATA_DIR, then the cache, then download)",
     )
+
+
+def add_features_argument(parser) -> None:
+    """``--features``: the feature set by field names (``fmlib.data.features``)."""
+    parser.add_argument(
+        "--features",
+        default=None,
+        help="comma-separated field names; 'all' = every field of the dataset; 'rated' (SVD++: the movies the "
+        "user rated in train) and 'raters' (the users who rated the movie there) can be added, e.g. "
+        "user_id,movie_id (matrix factorization), user_id,movie_id,rated (SVD++), all,rated,raters "
+        "(default: the preset's, else all)",
+    )

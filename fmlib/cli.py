@@ -100,11 +100,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def load_split(args, log=None):
-    """The data set named by --dataset/--data-dir, split by --seed/--min-count."""
+    """The data set named by --dataset/--data-dir, split by --seed/--min-count, with the fields
+    of --features."""
     from .data import movielens, split
+    from .data.features import with_features
 
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
-    return split(data, seed=args.seed, min_count=args.min_count)
+    return with_features(split(data, seed=args.seed, min_count=args.min_count), args.features or "all")
 
 
 def cmd_train(args) -> int:
@@ -142,6 +144,7 @@ def cmd_train(args) -> int:
         config = presets.train_config(preset, seed=args.seed)
         hp = {**presets.hyperparameters(preset), **hp}
         args.min_count = preset["min_count"]
+        args.features = args.features or preset.get("features")
 
     def log(msg):
         return print(msg, file=sys.stderr)
@@ -221,7 +224,7 @@ def cmd_data_fetch(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .arguments import add_data_arguments, add_train_arguments, int_list, positive_int
+    from .arguments import add_data_arguments, add_features_argument, add_train_arguments, int_list, positive_int
     from .models import MODELS
 
     parser = Parser(prog="python -m fmlib", description=__doc__.split("\n")[0])
@@ -230,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a model and save the run")
     p.add_argument("--model", required=True, choices=list(MODELS))
     add_data_arguments(p)
+    add_features_argument(p)
     add_train_arguments(p)
     p.add_argument("--dim", type=positive_int, default=None, help="embedding size k (default: the model's)")
     p.add_argument(

@@ -15,6 +15,8 @@ TITLES = {
     "AttnInv": "Unmasking Transformers: A Theoretical Approach to Data Recovery via Attention Weights",
     "Rendle2010": "Factorization Machines",
     "Rendle2012": "Factorization Machines with libFM",
+    "Rendle2013": "Scaling Factorization Machines to Relational Data",
+    "Koren2008": "Factorization Meets the Neighborhood: a Multifaceted Collaborative Filtering Model",
     "FwFM": "Field-weighted Factorization Machines for Click-Through Rate Prediction in Display Advertising",
 }
 

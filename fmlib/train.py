@@ -390,6 +390,6 @@ def train_model(name: str, data: Split, config: TrainConfig, callback=None, **hp
     model = build_model(name, data.schema, **hp)
     trainer = fit_by_sampling if hasattr(model, "fit_gibbs") else fit
     run = trainer(model, data.train, data.valid, config, callback)
-    run.config["split"] = {"seed": data.seed, "min_count": data.min_count}
+    run.config["split"] = {"seed": data.seed, "min_count": data.min_count, "features": data.schema.names}
     run.metrics["test"] = evaluate(run.model, data.test, config.task)
     return run

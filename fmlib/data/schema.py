@@ -5,7 +5,12 @@ contiguous block of rows in one shared embedding table, starting at ``offset``; 
 of every field is its *rare bucket* (features seen fewer than ``min_count`` times in train,
 and features never seen in train). A ``single`` field takes one slot per sample; a ``multi``
 field (genres) takes ``slots`` slots whose weights average the values' embeddings
-(DPLR paper §3.2), padding slots having weight 0.
+(DPLR paper §3.2), padding slots having weight 0. A ``block`` field is a relation block
+([Rendle2013]): a set of values shared by every sample of one entity — the movies a user rated
+(SVD++'s implicit feedback N(u), [Koren2008] eq. 15), keyed by the sample's value of the field ``key``
+— stored once per key value (``starts``, ``members``: local index j's set is
+``members[starts[j]:starts[j + 1]]``), each value weighing 1/√|set|; it takes one slot of
+``Dataset.index`` holding its rare bucket's row, which models read as "look the set up".
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 ROLES = ("context", "item")
-KINDS = ("single", "multi")
+KINDS = ("single", "multi", "block")
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,9 @@ class Field:
     offset: int  # first row of this field in the shared table
     slots: int = 1  # columns this field takes in Dataset.index
     values: tuple[str, ...] = ()  # label of each local index (values[0] is the rare bucket)
+    key: str = ""  # block fields: the field whose value picks the set
+    starts: tuple[int, ...] = ()  # block fields: CSR row starts, one per local index of ``key`` (+ 1)
+    members: tuple[int, ...] = ()  # block fields: the sets' values (local indices of this field)
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -33,6 +41,8 @@ class Field:
             raise ValueError(f"field {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
         if self.cardinality < 1 or self.slots < 1:
             raise ValueError(f"field {self.name!r}: cardinality and slots must be >= 1")
+        if (self.kind == "block") != bool(self.key) or (self.kind == "block" and self.slots != 1):
+            raise ValueError(f"field {self.name!r}: a block field, and only it, names its key field and takes one slot")
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,8 @@ class Schema:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Schema":
-        return cls(tuple(Field(**{**f, "values": tuple(f.get("values", ()))}) for f in d["fields"]))
+        tuples = ("values", "starts", "members")
+        return cls(tuple(Field(**{**f, **{t: tuple(f.get(t, ())) for t in tuples}}) for f in d["fields"]))
 
     @classmethod
     def build(cls, specs: list[tuple[str, str, str, int, int]], values=None) -> "Schema":

@@ -20,6 +20,7 @@ passes. (``sum_slots`` sums already gathered slot vectors by slices, for RaFM's 
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import torch
@@ -55,13 +56,44 @@ def sum_slots(v: torch.Tensor, weight: torch.Tensor | None, runs: tuple[tuple[in
     return parts[0] if len(parts) == 1 else torch.cat(parts, 1)
 
 
+class Block(NamedTuple):
+    """A relation block ([Rendle2013]; ``Field`` kind "block"): field ``f`` holds, for every sample,
+    the set of values its key (the sample's user, or movie) has, e_f = Σ_{j in set} v_j / √|set|.
+    ``key_column`` is the key field's slot in the index, ``key_offset`` its first table row,
+    ``start`` the block's first table row and ``size`` its number of rows; ``X`` (keys × size, sparse
+    CSR) holds 1/√|set| at (key, j) for every j of the key's set, ``XT`` its transpose."""
+
+    f: int
+    key_column: int
+    key_offset: int
+    start: int
+    size: int
+    X: torch.Tensor
+    XT: torch.Tensor
+
+    def keys(self, index: torch.Tensor) -> torch.Tensor:
+        """(B,) each sample's key: its local index in the key field."""
+        return index[:, self.key_column] - self.key_offset
+
+    def sums(self, table: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """(B, k): Σ_{j in set} v_j / √|set| of every sample's set. Every key's sum is computed once,
+        X V_block, one sparse product (the relation-block trick, [Rendle2013] §4), then read by key."""
+        return (self.X @ table[self.start : self.start + self.size])[keys]
+
+    def scatter(self, d: torch.Tensor, keys: torch.Tensor, grad: torch.Tensor) -> None:
+        """The adjoint of ``sums``: adds Xᵀ (Σ of ``d`` over each key's samples) to the block's rows of ``grad``."""
+        per_key = d.new_zeros(self.X.shape[0], d.shape[1]).index_add_(0, keys, d)
+        grad[self.start : self.start + self.size] += self.XT @ per_key
+
+
 class SlotLayout(NamedTuple):
-    """Where each field's slots are: ``first`` (m,), the column of every field's first slot, and
+    """Where each field's slots are: ``first`` (m,), the column of every field's first slot;
     ``multi``, (field f, first column a, stop b, first table row, number of values |f|) of every
-    multi-valued field."""
+    multi-valued field; ``blocks``, every relation block (``Block``)."""
 
     first: torch.Tensor
     multi: tuple[tuple[int, int, int, int, int], ...]
+    blocks: tuple[Block, ...] = ()
 
     @classmethod
     def of(cls, schema: Schema) -> SlotLayout:
@@ -71,7 +103,31 @@ class SlotLayout(NamedTuple):
             for j, f in enumerate(schema.fields)
             if f.kind == "multi"
         )
-        return cls(starts[:-1].contiguous(), multi)
+        blocks = tuple(
+            Block(
+                j,
+                int(starts[schema.names.index(f.key)]),
+                schema.field(f.key).offset,
+                f.offset,
+                f.cardinality,
+                *block_matrices(f),
+            )
+            for j, f in enumerate(schema.fields)
+            if f.kind == "block"
+        )
+        return cls(starts[:-1].contiguous(), multi, blocks)
+
+
+def block_matrices(field) -> tuple[torch.Tensor, torch.Tensor]:
+    """(X, Xᵀ) of a block field as sparse CSR float32 matrices: row j of X holds 1/√|set| at the
+    members of local key j's set ([Koren2008] eq. 15's |N(u)|^{-1/2})."""
+    starts, members = torch.tensor(field.starts), torch.tensor(field.members, dtype=torch.long)
+    sizes = starts.diff()
+    x = sizes.float().clamp(min=1).rsqrt().repeat_interleave(sizes)
+    with warnings.catch_warnings():  # torch calls its sparse CSR support beta; the products used here are tested
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta state")
+        X = torch.sparse_csr_tensor(starts, members, x, (len(sizes), field.cardinality), check_invariants=False)
+        return X, X.t().to_sparse_csr()
 
 
 def first_rows(index: torch.Tensor, layout: SlotLayout) -> torch.Tensor:
@@ -91,20 +147,24 @@ def field_values(index: torch.Tensor, weight: torch.Tensor, multi: tuple, dtype:
 class FieldRead(NamedTuple):
     """A batch's slots as ``gather_fields`` and ``scatter_fields`` use them, read once per batch:
     ``cols`` (B, m), the table row in every field's first slot (the slots themselves when every
-    field is single-valued), and ``values``, x_f of every multi-valued field (``field_values``)."""
+    field is single-valued), ``values``, x_f of every multi-valued field (``field_values``), and
+    ``keys``, every sample's key of every relation block (``Block.keys``)."""
 
     cols: torch.Tensor
     values: tuple[torch.Tensor, ...]
+    keys: tuple[torch.Tensor, ...] = ()
 
     @classmethod
     def of(cls, index: torch.Tensor, weight: torch.Tensor, layout: SlotLayout, dtype: torch.dtype) -> FieldRead:
         if not layout.multi:  # one slot per field, of weight 1: slots are fields
-            return cls(index, ())
-        return cls(first_rows(index, layout), tuple(field_values(index, weight, f, dtype) for f in layout.multi))
+            return cls(index, (), tuple(b.keys(index) for b in layout.blocks))
+        values = tuple(field_values(index, weight, f, dtype) for f in layout.multi)
+        return cls(first_rows(index, layout), values, tuple(b.keys(index) for b in layout.blocks))
 
     def take(self, rows: torch.Tensor) -> FieldRead:
         """The read of the samples ``rows`` only."""
-        return FieldRead(self.cols.index_select(0, rows), tuple(x.index_select(0, rows) for x in self.values))
+        keys = tuple(k.index_select(0, rows) for k in self.keys)
+        return FieldRead(self.cols.index_select(0, rows), tuple(x.index_select(0, rows) for x in self.values), keys)
 
 
 def gather_fields(table: torch.Tensor, read: FieldRead, layout: SlotLayout) -> torch.Tensor:
@@ -115,6 +175,8 @@ def gather_fields(table: torch.Tensor, read: FieldRead, layout: SlotLayout) -> t
     e = table.index_select(0, read.cols.reshape(-1)).view(*read.cols.shape, -1)
     for (f, _, _, start, values), x in zip(layout.multi, read.values):  # overwrites the first slot's row
         e[:, f] = x @ table[start : start + values]
+    for block, keys in zip(layout.blocks, read.keys):  # overwrites the block's bucket row
+        e[:, block.f] = block.sums(table, keys)
     return e
 
 
@@ -122,12 +184,15 @@ def scatter_fields(d: torch.Tensor, read: FieldRead, layout: SlotLayout, rows: i
     """The adjoint of ``gather_fields``: (B, m, k) field gradients ∂/∂e_f -> (rows, k) table
     gradient, slot s of field f adding weight_s · ∂/∂e_f to row index_s (the chain rule through
     e_f = Σ_{s in f} weight_s v_s); for a multi-valued field that is x_fᵀ ∂/∂e_f on its block.
-    Overwrites the multi-valued fields' columns of ``d`` with zeros."""
+    Overwrites the multi-valued fields' and blocks' columns of ``d`` with zeros."""
     k = d.shape[-1]
     grad = d.new_zeros(rows, k)
     for (f, _, _, start, values), x in zip(layout.multi, read.values):
         grad[start : start + values] = x.t() @ d[:, f]  # the field's own block: nothing else adds there
         d[:, f].zero_()  # so that the row gathered in its column (``read.cols``) gets nothing below
+    for block, keys in zip(layout.blocks, read.keys):
+        block.scatter(d[:, block.f], keys, grad)
+        d[:, block.f].zero_()
     return grad.index_add_(0, read.cols.reshape(-1), d.reshape(-1, k))
 
 
@@ -142,7 +207,7 @@ class FieldSum(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        d = grad.clone() if ctx.layout.multi else grad  # scatter_fields overwrites multi-valued columns
+        d = grad.clone() if ctx.layout.multi or ctx.layout.blocks else grad  # scatter_fields overwrites those columns
         return scatter_fields(d, ctx.read, ctx.layout, ctx.rows), None, None, None
 
 
@@ -193,11 +258,19 @@ class FieldEmbeddingModel(KeptTables):
         layout = SlotLayout.of(schema)
         self.register_buffer("first_slot", layout.first, persistent=False)  # (m,)
         self.multi = layout.multi
+        for i, block in enumerate(layout.blocks):  # the sets travel with the model (``.to``), rebuilt from the schema
+            self.register_buffer(f"block{i}_X", block.X, persistent=False)
+            self.register_buffer(f"block{i}_XT", block.XT, persistent=False)
+        self.blocks = tuple(b._replace(X=None, XT=None) for b in layout.blocks)
 
     @property
     def layout(self) -> SlotLayout:
         """Where each field's slots are (on the model's device), for ``gather_fields``."""
-        return SlotLayout(self.first_slot, self.multi)
+        blocks = tuple(
+            b._replace(X=getattr(self, f"block{i}_X"), XT=getattr(self, f"block{i}_XT"))
+            for i, b in enumerate(self.blocks)
+        )
+        return SlotLayout(self.first_slot, self.multi, blocks)
 
     @property
     def slot_to_field(self) -> torch.Tensor:

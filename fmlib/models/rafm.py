@@ -69,6 +69,11 @@ class RaFM(KeptTables):
                 "(eq. 17): pass counts=split.train.feature_counts()"
             )
         counts = check_counts(counts, schema.num_features)
+        if any(f.kind == "block" for f in schema.fields):
+            raise ValueError(
+                "RaFM takes the fields of any feature set but not the relation blocks rated and raters: "
+                "its ranks follow each feature's count in the samples (eq. 17), which a set shared by a user's ratings has not"
+            )
         if not consistency >= 0:
             raise ValueError(f"consistency must be >= 0, got {consistency}")
         self.schema, self.consistency = schema, float(consistency)
