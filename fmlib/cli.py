@@ -41,6 +41,12 @@ TOPIC_COMMANDS = [
     ),
     (
         "reproduce",
+        "features",
+        "one FM as MF, SVD++ and a context-aware model by its feature set, beside Surprise SVD/SVD++: test RMSE, s/epoch",
+        "fmlib.experiments.features",
+    ),
+    (
+        "reproduce",
         "rfm",
         "the rotative FM vs the tuned FM over seeds: valid/test MSE, RMSE, MAE, paired interval",
         "fmlib.experiments.rfm",
@@ -114,9 +120,12 @@ def cmd_train(args) -> int:
 
     from .arguments import train_config
     from .models import hyperparameters
+    from .models.bfm import SWEEPS
     from .runs import RunStore
-    from .train import check_field_decay, train_model
+    from .train import TrainConfig, check_field_decay, train_model
 
+    if args.epochs is None:
+        args.epochs = SWEEPS if args.model == "bfm" else TrainConfig.epochs
     config = train_config(args)
 
     try:
@@ -226,6 +235,8 @@ def cmd_data_fetch(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .arguments import add_data_arguments, add_features_argument, add_train_arguments, int_list, positive_int
     from .models import MODELS
+    from .models.bfm import SWEEPS
+    from .train import TrainConfig
 
     parser = Parser(prog="python -m fmlib", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -234,7 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, choices=list(MODELS))
     add_data_arguments(p)
     add_features_argument(p)
-    add_train_arguments(p)
+    add_train_arguments(p, skip=("epochs",))
+    p.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=None,
+        help=f"epochs (Adam models, default: {TrainConfig.epochs}) or Gibbs sweeps (bfm, default: {SWEEPS})",
+    )
     p.add_argument("--dim", type=positive_int, default=None, help="embedding size k (default: the model's)")
     p.add_argument(
         "--min-count", type=positive_int, default=1, help="features seen fewer times in train go to the rare bucket"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from fmlib import peers
 from fmlib.bench import quality
 from fmlib.cli import main
 from fmlib.data import movielens, split, synthetic
@@ -25,7 +26,7 @@ def small_movielens(*_args, **_kwargs):
 def test_design_matrix_rows_are_the_weighted_slots():
     """X w = Σ_s weight_s w[index_s] (the FM's first-order term) for the multi-valued MovieLens encoding."""
     data = split(movielens.load("ml-100k"), seed=0).valid
-    X = quality.design_matrix(data)
+    X = peers.design_matrix(data)
     w = torch.randn(data.schema.num_features, dtype=torch.float64)
     want = (w[data.index] * data.weight.double()).sum(1)
     np.testing.assert_allclose(X @ w.numpy(), want.numpy(), rtol=1e-9, atol=1e-9)
@@ -44,7 +45,7 @@ def run_bench(monkeypatch, capsys, tmp_path):
 def test_a_missing_extra_is_named_and_the_rest_runs(monkeypatch, capsys, tmp_path, missing):
     monkeypatch.setitem(sys.modules, missing, None)  # import fails as if not installed
     out, result = run_bench(monkeypatch, capsys, tmp_path)
-    assert f"skipping {missing}" in out and f"pip install {quality.EXTRAS[missing]}" in out
+    assert f"skipping {missing}" in out and f"pip install {peers.EXTRAS[missing]}" in out
     present = {"myfm": "Surprise SVD (valid-tuned)", "surprise": "myFM Bayesian FM"}[missing]
     assert set(result["methods"]) == {"fmlib FM (defaults)", "fmlib BFM (Gibbs)", present}
     for row in result["methods"].values():

@@ -7,7 +7,7 @@ import torch
 from fmlib.data import split, synthetic
 from fmlib.data.schema import Schema
 from fmlib.models import build_model, hyperparameters
-from fmlib.models.bfm import ALPHA0, BETA0, GAMMA0, MU0, GibbsSampler, fm_predict, normal_gamma_conditional
+from fmlib.models.bfm import ALPHA0, BETA0, GAMMA0, MU0, GibbsSampler, designs, fm_predict, normal_gamma_conditional
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, evaluate, predict, train_model
 
@@ -150,10 +150,9 @@ def test_run_store_roundtrip_and_history(tmp_path):
     assert records[-1]["valid_rmse"] == pytest.approx(run.metrics["valid"]["rmse"], rel=1e-4)
     # forward is the mean over kept samples of each sample's FM prediction (not the FM of the mean sample)
     m = run.model
-    starts = np.cumsum([0] + [f.slots for f in data.schema.fields[:-1]])
-    index, x = data.test.index.numpy(), data.test.weight.numpy().astype(np.float64)
+    fields = designs(data.schema, data.test.index.numpy(), data.test.weight.numpy().astype(np.float64))
     per_sample = [
-        fm_predict(float(m.w0[s]), m.w[s].double().numpy(), m.V[s].double().numpy(), index, x, starts) for s in range(4)
+        fm_predict(float(m.w0[s]), m.w[s].double().numpy(), m.V[s].double().numpy(), fields) for s in range(4)
     ]
     np.testing.assert_allclose(predict(m, data.test).numpy(), np.mean(per_sample, 0), rtol=1e-5, atol=1e-5)
     store = RunStore(tmp_path)

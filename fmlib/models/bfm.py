@@ -35,9 +35,11 @@ from scipy import sparse
 from torch import nn
 
 from ..data.schema import Schema
+from .base import SlotLayout
 
 # hyperprior constants of libFM's MCMC ([Rendle2012]): Γ(α0/2, β0/2) for α and every λ, μ | λ ~ N(μ0, 1/(γ0 λ))
 ALPHA0, BETA0, GAMMA0, MU0 = 1.0, 1.0, 1.0, 0.0
+SWEEPS = 300  # the Gibbs sweeps ``train --model bfm`` runs by default (the Adam models' epochs are another count)
 SAMPLE_CHUNK = 16  # posterior samples per step of the forward pass: bounds its memory to 16·B·S·k floats
 
 
@@ -69,12 +71,80 @@ class FieldDesign:
             self.pair_x = np.concatenate([values[r, s] * values[r, t] for s, t, r in pairs])
             self.pair_row = np.concatenate([r for _, _, r in pairs])
 
+    def times(self, theta: np.ndarray) -> np.ndarray:
+        """X_f θ, (N,)."""
+        return self.X @ theta
+
+    def transposed_times(self, r: np.ndarray) -> np.ndarray:
+        """X_fᵀ r, (F,)."""
+        return self.XT @ r
+
     def gram(self, d: np.ndarray) -> np.ndarray:
         """HᵀH for h_n = X_n d_n: its diagonal (F,) for a single-valued field, else (F, F)."""
         if self.single:
             return self.XT_squared @ (d * d)
         weights = self.pair_x * (d * d)[self.pair_row]
         return np.bincount(self.pair_code, weights, minlength=self.size**2).reshape(self.size, self.size)
+
+
+class BlockDesign:
+    """The columns of a relation block ([Rendle2013]; ``Field`` kind "block") in the design matrix,
+    never formed: sample n's row is row ``keys[n]`` of the block's own matrix B (keys × F, CSR:
+    1/√|set| at each member of a key's set, [Koren2008] eq. 15), so X_f = P B with P the 0/1
+    matrix sending each sample to its key. Every product goes through B once per key:
+    X_f θ = (Bθ)[keys], X_fᵀ r = Bᵀ (Pᵀ r) — the cost of the sets, not of one set per sample.
+    The block's features co-occur, and a joint draw over its F features (1,683 movies) would
+    cost O(F³) per factor column; ``draw`` samples them one at a time instead, as libFM does."""
+
+    single = False
+
+    def __init__(self, g: int, field, key_column: np.ndarray, key_offset: int, offset: int):
+        self.g, self.size = g, field.cardinality
+        self.features = slice(offset, offset + field.cardinality)
+        self.keys = key_column - key_offset
+        starts, members = np.asarray(field.starts), np.asarray(field.members)
+        sizes = np.diff(starts)
+        x = np.repeat(1 / np.sqrt(np.maximum(sizes, 1)), sizes)
+        self.B = sparse.csr_matrix((x, members, starts), shape=(len(sizes), self.size))
+        self.BT = self.B.T.tocsr()
+
+    def per_key(self, values: np.ndarray) -> np.ndarray:
+        """Pᵀ values: the sum of ``values`` over each key's samples."""
+        return np.bincount(self.keys, values, minlength=self.B.shape[0])
+
+    def times(self, theta: np.ndarray) -> np.ndarray:
+        return (self.B @ theta)[self.keys]
+
+    def transposed_times(self, r: np.ndarray) -> np.ndarray:
+        return self.BT @ self.per_key(r)
+
+    def draw(self, theta, d, r, alpha, lam, mu, rng) -> np.ndarray:
+        """θ after single-site Gibbs draws of each of the block's features in turn ([Rendle2012],
+        the MCMC update of one θ): for feature j, h_n = B_{u(n)j} d_n, so with per-key sums
+        a_u = Σ_{n of u} d_n² and c_u = Σ_{n of u} d_n r_n, Σ_n h_n² = Σ_u B_uj² a_u and
+        Σ_n h_n r_n = Σ_u B_uj c_u; after θ_j moves by δ, c_u falls by B_uj δ a_u."""
+        a, c, theta = self.per_key(d * d), self.per_key(d * r), theta.copy()
+        z = rng.standard_normal(len(theta))
+        for j in range(len(theta)):
+            keys = self.BT.indices[self.BT.indptr[j] : self.BT.indptr[j + 1]]
+            b = self.BT.data[self.BT.indptr[j] : self.BT.indptr[j + 1]]
+            gram = (b * b) @ a[keys]
+            mean, var = gaussian_conditional(gram, b @ c[keys], theta[j], alpha, lam, mu)
+            new = mean + np.sqrt(var) * z[j]
+            c[keys] -= b * (new - theta[j]) * a[keys]
+            theta[j] = new
+        return theta
+
+
+def designs(schema: Schema, index: np.ndarray, x: np.ndarray) -> list:
+    """The design of every field: ``BlockDesign`` for a relation block, else ``FieldDesign``."""
+    starts = np.cumsum([0] + [f.slots for f in schema.fields[:-1]])
+    return [
+        BlockDesign(g, f, index[:, starts[schema.names.index(f.key)]], schema.field(f.key).offset, f.offset)
+        if f.kind == "block"
+        else FieldDesign(g, f, index, x, starts)
+        for g, f in enumerate(schema.fields)
+    ]
 
 
 def gaussian_conditional(gram, hr, theta, alpha, lam, mu):
@@ -98,19 +168,17 @@ def normal_gamma_conditional(theta: np.ndarray, mu):
     return (ALPHA0 + n + 1) / 2, rate, (GAMMA0 * MU0 + theta.sum(0)) / (GAMMA0 + n), GAMMA0 + n
 
 
-def field_embeddings(V: np.ndarray, index: np.ndarray, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """e_f = Σ_{s in f} x_s v_{i_s} for every sample and field: (N, m, k) (fields are contiguous slots)."""
-    ends = [*starts[1:], index.shape[1]]
-    e = np.empty((len(index), len(starts), V.shape[1]))
-    for g, (a, b) in enumerate(zip(starts, ends)):
-        e[:, g] = (V[index[:, a:b]] * x[:, a:b, None]).sum(1)
-    return e
+def field_embeddings(V: np.ndarray, fields: list) -> np.ndarray:
+    """e_f = X_f V_f for every sample and field (the field's columns of the design times its block
+    of V): (N, m, k)."""
+    return np.stack([f.times(V[f.features]) for f in fields], 1)
 
 
-def fm_predict(w0, w, V, index, x, starts) -> np.ndarray:
-    """ŷ = w0 + Σ_s x_s w_{i_s} + ½(‖Σ_f e_f‖² − Σ_f ‖e_f‖²) (DPLR eqs. 1–2) for one parameter sample."""
-    e = field_embeddings(V, index, x, starts)
-    return w0 + (w[index] * x).sum(1) + 0.5 * ((e.sum(1) ** 2).sum(1) - (e**2).sum((1, 2)))
+def fm_predict(w0, w, V, fields: list) -> np.ndarray:
+    """ŷ = w0 + Σ_f X_f w_f + ½(‖Σ_f e_f‖² − Σ_f ‖e_f‖²) (DPLR eqs. 1–2) for one parameter sample,
+    over the samples of the designs ``fields`` (``designs``)."""
+    e = field_embeddings(V, fields)
+    return w0 + sum(f.times(w[f.features]) for f in fields) + 0.5 * ((e.sum(1) ** 2).sum(1) - (e**2).sum((1, 2)))
 
 
 class GibbsSampler:
@@ -119,9 +187,8 @@ class GibbsSampler:
 
     def __init__(self, schema: Schema, index, weight, y, dim: int, init_std: float, seed: int):
         self.rng = np.random.default_rng(seed)
-        self.index, self.x, self.y = np.asarray(index), np.asarray(weight, np.float64), np.asarray(y, np.float64)
-        self.starts = np.cumsum([0] + [f.slots for f in schema.fields[:-1]])
-        self.fields = [FieldDesign(g, f, self.index, self.x, self.starts) for g, f in enumerate(schema.fields)]
+        self.schema, self.y = schema, np.asarray(y, np.float64)
+        self.fields = designs(schema, np.asarray(index), np.asarray(weight, np.float64))
         m, n = schema.num_fields, schema.num_features
         self.w0, self.w = 0.0, np.zeros(n)
         self.V = self.rng.normal(0.0, init_std, (n, dim))
@@ -132,12 +199,13 @@ class GibbsSampler:
 
     def refresh(self):
         """Recompute the caches from the state: e (k, m, N), q (k, N), r (N,)."""
-        self.e = np.ascontiguousarray(field_embeddings(self.V, self.index, self.x, self.starts).transpose(2, 1, 0))
+        self.e = np.ascontiguousarray(field_embeddings(self.V, self.fields).transpose(2, 1, 0))
         self.q = self.e.sum(1)
-        self.r = self.y - self.predict(self.index, self.x)
+        self.r = self.y - fm_predict(self.w0, self.w, self.V, self.fields)
 
-    def predict(self, index, x) -> np.ndarray:
-        return fm_predict(self.w0, self.w, self.V, index, np.asarray(x, np.float64), self.starts)
+    def predict(self, fields: list) -> np.ndarray:
+        """ŷ of the current sample on the samples of ``fields`` (``designs``)."""
+        return fm_predict(self.w0, self.w, self.V, fields)
 
     def _normal(self, mean, cov):
         z = self.rng.standard_normal(np.shape(mean))
@@ -160,14 +228,17 @@ class GibbsSampler:
                     f, self.V[f.features, c], d, self.lam_v[f.g, c], self.mu_v[f.g, c], c
                 )
 
-    def conditional(self, f: FieldDesign, theta, d, lam, mu):
+    def conditional(self, f, theta, d, lam, mu):
         """Mean and covariance of a field's block θ | rest when h_n = X_n d_n (d = 1 for w)."""
         d = np.broadcast_to(d, self.r.shape)
-        return gaussian_conditional(f.gram(d), f.XT @ (d * self.r), theta, self.alpha, lam, mu)
+        return gaussian_conditional(f.gram(d), f.transposed_times(d * self.r), theta, self.alpha, lam, mu)
 
-    def _draw_block(self, f: FieldDesign, theta, d, lam, mu, c: int | None = None):
-        new = self._normal(*self.conditional(f, theta, d, lam, mu))
-        change = f.X @ (new - theta)
+    def _draw_block(self, f, theta, d, lam, mu, c: int | None = None):
+        if isinstance(f, BlockDesign):
+            new = f.draw(theta, np.broadcast_to(d, self.r.shape), self.r, self.alpha, lam, mu, self.rng)
+        else:
+            new = self._normal(*self.conditional(f, theta, d, lam, mu))
+        change = f.times(new - theta)
         self.r -= d * change
         if c is not None:  # a factor column moved: its field embedding and q move with it
             self.e[c, f.g] += change
@@ -202,6 +273,8 @@ class BayesianFM(nn.Module):
         n = schema.num_features
         self._set_samples(torch.zeros(0), torch.zeros(0, n), torch.zeros(0, n, dim))
         self.register_buffer("slot_to_field", torch.tensor(schema.slot_fields()), persistent=False)
+        layout = SlotLayout.of(schema)
+        self.blocks, self.block_columns = layout.blocks, [int(layout.first[b.f]) for b in layout.blocks]
 
     def hparams(self) -> dict:
         return {"dim": self.dim, "burn_in": self.burn_in}
@@ -220,12 +293,20 @@ class BayesianFM(nn.Module):
         samples = self.V.shape[0]
         if samples == 0:
             raise RuntimeError("bfm has no posterior samples: train it with train_model (Gibbs sampling) first")
-        first = self.w0.mean() + (self.w.mean(0)[index] * weight).sum(1)
+        blocks = [(b, b.keys(index)) for b in self.blocks]
+        if blocks:  # a block's slot holds its bucket row: its sets are read by key instead (``base.Block``)
+            weight = weight.clone()
+            weight[:, self.block_columns] = 0
+        w = self.w.mean(0)
+        first = self.w0.mean() + (w[index] * weight).sum(1) + sum(b.sums(w[:, None], keys)[:, 0] for b, keys in blocks)
         fields = self.schema.num_fields
         pair = torch.zeros(index.shape[0], device=index.device)
         for start in range(0, samples, SAMPLE_CHUNK):
-            v = self.V[start : start + SAMPLE_CHUNK][:, index] * weight[None, :, :, None]  # (c, B, S, k)
+            V = self.V[start : start + SAMPLE_CHUNK]
+            v = V[:, index] * weight[None, :, :, None]  # (c, B, S, k)
             e = v.new_zeros(v.shape[0], v.shape[1], fields, self.dim).index_add_(2, self.slot_to_field, v)
+            for b, keys in blocks:
+                e[:, :, b.f] = torch.stack([b.sums(V_s, keys) for V_s in V])
             pair += 0.5 * (e.sum(2).pow(2) - e.pow(2).sum(2)).sum((0, 2))
         return first + pair / samples
 
@@ -256,16 +337,12 @@ class BayesianFM(nn.Module):
             self.init_std,
             config.seed,
         )
-        valid_index, valid_x, valid_y = (
-            valid.index.numpy(),
-            valid.weight.numpy().astype(np.float64),
-            valid.rating.numpy(),
-        )
+        valid_fields, valid_y = designs(valid.schema, valid.index.numpy(), valid.weight.numpy()), valid.rating.numpy()
         low, high = valid.rating_range or (-np.inf, np.inf)
         kept, valid_sum, history = [], np.zeros(len(valid_y)), []
         for sweep in range(1, config.epochs + 1):
             sampler.sweep()
-            prediction = sampler.predict(valid_index, valid_x)
+            prediction = sampler.predict(valid_fields)
             if sweep > self.burn_in:
                 kept.append((sampler.w0, sampler.w.copy(), sampler.V.copy()))
                 valid_sum += prediction
