@@ -31,7 +31,10 @@ all entries so machine load hits them alike, and each timing starts after a few 
 its own entry (as in training, where epochs follow each other: its tables are in the cache). Two tables, wall-clock seconds and the CPU seconds
 of this process (steadier on a shared machine), and the JSON line give the median and the
 min–max of the seconds, and of each ratio taken repeat by repeat; "fm, 12 / 11 fields" is the
-cost of the multi-valued genres field, fmlib's FM on the 12 fields against it on the 11.
+cost of the multi-valued genres field, fmlib's FM on the 12 fields against it on the 11; "fm,
+blocks / 12 fields" the cost of the relation blocks rated and raters ([Rendle2013]; SVD++'s
+implicit feedback, ``fmlib.data.features``): fmlib's FM on ``all,rated,raters`` against it on the
+12 fields (MovieLens only: the blocks are built from the training split's pairs).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from ..arguments import add_data_arguments, positive_int
 from ..data import movielens, split
 from ..data.dataset import slot_weights
 from ..data.encoding import FIELDS
+from ..data.features import with_features
 from ..data.schema import Schema
 from ..models import MODELS, build_model, hyperparameters
 from ..models.fm import fm_pairwise
@@ -54,6 +58,8 @@ from ..optim import Adam
 from ..train import BATCH_SIZE, DEVICES, TrainConfig, loss_fn, param_groups
 
 WARM_STEPS = 3  # untimed steps of an entry right before its timed epoch
+BLOCKS = "all,rated,raters"  # the feature set of the relation-block entry (``fmlib.data.features``)
+BLOCKS_ENTRY = "fm + rated, raters"
 
 
 def add_arguments(p):
@@ -155,12 +161,21 @@ def synthetic_rows(rows: int, device: torch.device, seed: int = 0):
 
 
 def bench_rows(args, device: torch.device):
-    """(schema, index, weight, rating) of the rows to time, on ``device``: the training split of
-    the data set, or ``--synthetic`` rows."""
+    """(schema, index, weight, rating) of the rows to time, on ``device``, and the same rows with
+    the relation blocks added (``all,rated,raters``: schema, index, weight; None for
+    ``--synthetic``, which has no training pairs to build them from): the training split of the
+    data set, or ``--synthetic`` rows."""
     if args.synthetic:
-        return synthetic_rows(args.rows or 1_000_000, device)
-    train = split(movielens.load(args.dataset, data_dir=args.data_dir), seed=0).train
-    return train.schema, train.index.to(device), train.weight.to(device), train.target("rating").to(device)
+        return *synthetic_rows(args.rows or 1_000_000, device), None
+    parts = split(movielens.load(args.dataset, data_dir=args.data_dir), seed=0)
+    train, blocks = parts.train, with_features(parts, BLOCKS).train
+    return (
+        train.schema,
+        train.index.to(device),
+        train.weight.to(device),
+        train.target("rating").to(device),
+        (blocks.schema, blocks.index.to(device), blocks.weight.to(device)),
+    )
 
 
 def _timed(fn, device) -> tuple[float, float]:
@@ -183,7 +198,7 @@ def run(args) -> int:
     device = torch.device(args.device)
     batch = args.batch_size or BATCH_SIZE[args.device]
     torch.manual_seed(0)
-    schema, index, weight, rating = bench_rows(args, device)
+    schema, index, weight, rating, with_blocks = bench_rows(args, device)
     rows = len(index)
     if batch > rows:
         raise ValueError(f"--batch-size {batch} is larger than the {rows} training rows")
@@ -222,6 +237,16 @@ def run(args) -> int:
             model,
             opt,
             lambda r, m=model: m(index.index_select(0, r).long(), weight.index_select(0, r)),
+            rating,
+            criterion,
+        )
+    if with_blocks is not None and "fm" in models:  # the relation blocks' cost: the same FM, two fields more
+        block_schema, block_index, block_weight = with_blocks
+        fm_blocks = build_model("fm", block_schema).to(device).train()
+        steps[BLOCKS_ENTRY] = adam_step(
+            fm_blocks,
+            Adam(param_groups(fm_blocks, config.lr, config.weight_decay), lr=config.lr),
+            lambda r: fm_blocks(block_index.index_select(0, r).long(), block_weight.index_select(0, r)),
             rating,
             criterion,
         )
@@ -453,6 +478,9 @@ def report(times: dict, label: str, evals: dict) -> dict:
     if "fm" in times:  # the multi-valued genres field against the same FM on the 11 single-valued fields
         ratios["fm, 12 / 11 fields"] = [t / b for t, b in zip(times["fm"], times["fm, 11 fields"])]
         to["fm, 12 / 11 fields"] = "fm, 11 fields"
+    if BLOCKS_ENTRY in times:  # the blocks' epoch against the 12-field FM's (issue: at most 2x)
+        ratios["fm, blocks / 12 fields"] = [t / b for t, b in zip(times[BLOCKS_ENTRY], times["fm"])]
+        to["fm, blocks / 12 fields"] = "fm"
     if len(evals) == 2:
         fm_top, rafm = evals
         ratios["eval rafm"] = [r / f for r, f in zip(times[rafm], times[fm_top])]

@@ -77,13 +77,21 @@ class Block(NamedTuple):
 
     def sums(self, table: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """(B, k): Σ_{j in set} v_j / √|set| of every sample's set. Every key's sum is computed once,
-        X V_block, one sparse product (the relation-block trick, [Rendle2013] §4), then read by key."""
-        return (self.X @ table[self.start : self.start + self.size])[keys]
+        X V_block (the relation-block trick, [Rendle2013] §4), then read by key."""
+        return bag(self.X, table[self.start : self.start + self.size])[keys]
 
     def scatter(self, d: torch.Tensor, keys: torch.Tensor, grad: torch.Tensor) -> None:
         """The adjoint of ``sums``: adds Xᵀ (Σ of ``d`` over each key's samples) to the block's rows of ``grad``."""
         per_key = d.new_zeros(self.X.shape[0], d.shape[1]).index_add_(0, keys, d)
-        grad[self.start : self.start + self.size] += self.XT @ per_key
+        grad[self.start : self.start + self.size] += bag(self.XT, per_key)
+
+
+def bag(X: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """X @ table for a sparse CSR X, as one ``embedding_bag`` over X's rows (a weighted sum of
+    table rows per row of X; torch's sparse product on the CPU runs slower)."""
+    return nn.functional.embedding_bag(
+        X.col_indices(), table, X.crow_indices(), mode="sum", per_sample_weights=X.values(), include_last_offset=True
+    )
 
 
 class SlotLayout(NamedTuple):
