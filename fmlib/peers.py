@@ -48,23 +48,56 @@ def clipped_metrics(prediction: np.ndarray, data: Dataset) -> dict:
 
 
 def design_matrix(data: Dataset) -> sparse.csr_matrix:
-    """X (N × n): X[n, index[n, s]] += weight[n, s] — the 12 fields as one sparse row per sample."""
+    """X (N × n): X[n, index[n, s]] += weight[n, s] — the fields as one sparse row per sample (a
+    relation block's slot, its bucket, left out: ``relation_blocks`` gives its columns)."""
     n, slots = data.index.shape
     rows = np.repeat(np.arange(n), slots)
-    values = data.weight.numpy().ravel().astype(np.float64)
-    X = sparse.csr_matrix((values, (rows, data.index.numpy().ravel())), shape=(n, data.schema.num_features))
+    weight = data.weight.numpy().astype(np.float64)
+    weight[:, [s for s, j in enumerate(data.schema.slot_fields()) if data.schema.fields[j].kind == "block"]] = 0
+    X = sparse.csr_matrix((weight.ravel(), (rows, data.index.numpy().ravel())), shape=(n, data.schema.num_features))
     X.eliminate_zeros()
     return X
 
 
+def relation_blocks(myfm, data: Dataset) -> list:
+    """myFM's ``RelationBlock`` of every block field ([Rendle2013]): each sample's key picks a row
+    of the block's matrix (1/√|set| at each member of the key's set, [Koren2008] eq. 15)."""
+    blocks, first = [], np.cumsum([0] + [f.slots for f in data.schema.fields])
+    for f in data.schema.fields:
+        if f.kind == "block":
+            key = data.schema.field(f.key)
+            keys = data.index[:, first[data.schema.names.index(f.key)]].numpy() - key.offset
+            starts, members = np.asarray(f.starts), np.asarray(f.members)
+            x = np.repeat(1 / np.sqrt(np.maximum(np.diff(starts), 1)), np.diff(starts))
+            matrix = sparse.csr_matrix((x, members, starts), shape=(len(starts) - 1, f.cardinality))
+            blocks.append(myfm.RelationBlock(keys.tolist(), matrix))
+    return blocks
+
+
 def myfm_method(myfm, dim: int, iterations: int, seed: int):
+    """myFM's Bayesian FM on the same fields, one prior group per field; a relation block of fmlib
+    (rated, raters) is one of myFM's, its own group."""
+
     def fit(data: Split) -> Fitted:
-        groups = [g for g, f in enumerate(data.schema.fields) for _ in range(f.cardinality)]
+        schema = data.schema
+        groups = [g for g, f in enumerate(schema.fields) for _ in range(f.cardinality)]
+        groups += [g for g, f in enumerate(schema.fields) if f.kind == "block" for _ in range(f.cardinality)]
         start = time.perf_counter()
         model = myfm.MyFMRegressor(rank=dim, random_seed=seed)
-        model.fit(design_matrix(data.train), data.train.rating.numpy(), n_iter=iterations, grouping=groups)
+        model.fit(
+            design_matrix(data.train),
+            data.train.rating.numpy(),
+            X_rel=relation_blocks(myfm, data.train),
+            n_iter=iterations,
+            grouping=groups,
+        )
         seconds = time.perf_counter() - start
-        return Fitted(lambda: clipped_metrics(model.predict(design_matrix(data.test)), data.test), seconds)
+
+        def test():
+            prediction = model.predict(design_matrix(data.test), relation_blocks(myfm, data.test))
+            return clipped_metrics(prediction, data.test)
+
+        return Fitted(test, seconds)
 
     return fit
 
