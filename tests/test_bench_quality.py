@@ -47,7 +47,9 @@ def test_a_missing_extra_is_named_and_the_rest_runs(monkeypatch, capsys, tmp_pat
     out, result = run_bench(monkeypatch, capsys, tmp_path)
     assert f"skipping {missing}" in out and f"pip install {peers.EXTRAS[missing]}" in out
     present = {"myfm": "Surprise SVD (valid-tuned)", "surprise": "myFM Bayesian FM"}[missing]
-    assert set(result["methods"]) == {"fmlib FM (defaults)", "fmlib BFM (Gibbs)", present}
+    bayesian = {"fmlib BFM (Gibbs)", *({"myFM Bayesian FM"} & {present})}  # the methods run with the blocks too
+    expected = {"fmlib FM (defaults)", "fmlib BFM (Gibbs)", present, *(m + " + rated, raters" for m in bayesian)}
+    assert set(result["methods"]) == expected
     for row in result["methods"].values():
         assert len(row["rmse"]) == 2 and row["rmse_mean"] == pytest.approx(np.mean(row["rmse"]), abs=1e-4)
 
@@ -56,15 +58,18 @@ def test_all_methods_side_by_side(monkeypatch, capsys, tmp_path):
     out, result = run_bench(monkeypatch, capsys, tmp_path)
     assert "skipping" not in out and "BFM − myFM test RMSE per split" in out and "BFM fit seconds / myFM" in out
     assert "Surprise SVD (valid-tuned) chose n_factors" in out
+    assert "BFM − myFM + rated, raters test RMSE per split" in out
+    bayesian = ["fmlib BFM (Gibbs)", "myFM Bayesian FM"]
     assert set(result["methods"]) == {
         "fmlib FM (defaults)",
-        "fmlib BFM (Gibbs)",
         "Surprise SVD (valid-tuned)",
-        "myFM Bayesian FM",
+        *bayesian,
+        *(m + " + rated, raters" for m in bayesian),
     }
-    # on a planted FM the two Bayesian FMs, same rank and sweeps, land close together
-    bfm, myfm = result["methods"]["fmlib BFM (Gibbs)"], result["methods"]["myFM Bayesian FM"]
-    assert abs(bfm["rmse_mean"] - myfm["rmse_mean"]) < 0.05
+    # on a planted FM the two Bayesian FMs, same rank and sweeps, land close together, with the blocks too
+    for suffix in ("", " + rated, raters"):
+        bfm, myfm = (result["methods"][m + suffix] for m in bayesian)
+        assert abs(bfm["rmse_mean"] - myfm["rmse_mean"]) < 0.05
 
 
 def test_bad_splits_flag_exits_2(capsys):
