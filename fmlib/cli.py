@@ -149,11 +149,10 @@ def cmd_train(args) -> int:
         from . import presets
 
         size = presets.RANK_HP.get(args.model)
-        preset = presets.load(args.dataset, args.model, hp.get(size), args.task)
+        preset = presets.load(args.dataset, args.model, hp.get(size), args.task, presets.features_root(args.features))
         config = presets.train_config(preset, seed=args.seed)
         hp = {**presets.hyperparameters(preset), **hp}
         args.min_count = preset["min_count"]
-        args.features = args.features or preset.get("features")
 
     def log(msg):
         return print(msg, file=sys.stderr)

@@ -37,6 +37,14 @@ def protocol_root(protocol: str = "ours", root=None) -> Path:
     return base if protocol == "ours" else base / protocol
 
 
+def features_root(features: str | None, root=None) -> Path:
+    """Where the presets tuned on a feature set (``fmlib.data.features``) live: the presets folder
+    for every field of the dataset (``all``, the default), else its subfolder ``features-<set>``
+    (``all,rated,raters`` -> ``features-all+rated+raters``): a recipe is tuned for its inputs."""
+    base = Path(root or default_root())
+    return base if features in (None, "all") else base / ("features-" + features.replace(",", "+"))
+
+
 def rank_label(rank) -> str:
     """8 -> "8", (8, 32) -> "8,32"."""
     return ",".join(map(str, rank)) if isinstance(rank, (tuple, list)) else str(rank)

@@ -30,7 +30,8 @@ from pathlib import Path
 import torch
 
 from .. import presets
-from ..arguments import add_data_arguments, add_train_arguments, int_list, positive_int
+from ..arguments import add_data_arguments, add_features_argument, add_train_arguments, int_list, positive_int
+from ..data.features import with_features
 from ..models import build_model, hyperparameters
 from ..models.rafm_ranks import check_thresholds
 from ..runs import default_root as runs_root
@@ -256,6 +257,7 @@ def add_arguments(p) -> None:
 
     p.add_argument("--model", required=True, choices=list(MODELS))
     add_data_arguments(p)
+    add_features_argument(p)
     size = p.add_mutually_exclusive_group()
     size.add_argument(
         "--rank", type=positive_int, default=None, help="fix the size: FM/FwFM/RFM embedding size k, DPLR's ρ"
@@ -322,6 +324,7 @@ def tune_command(args) -> str:
         "patience",
         "batch_size",
         "task",
+        "features",
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -338,11 +341,13 @@ def run(args) -> int:
     fixed, rank = fixed_sizes(args)
     base = train_config(args, lr=1e-3)  # lr is drawn per trial; this value is never used
     protocol = "" if args.protocol == "ours" else f"-{args.protocol}"
-    name = presets.preset_name(args.model, rank, base.task) + f"{protocol}-seed{base.seed}"
+    features = "" if args.features in (None, "all") else "-" + args.features.replace(",", "+")
+    name = presets.preset_name(args.model, rank, base.task) + f"{protocol}{features}-seed{base.seed}"
     path = study_path(args.dataset, name, args.runs_dir)
     settings = {
         "fixed": fixed,
         "min_count": args.min_count,
+        "features": args.features or "all",
         "space": json.loads(json.dumps(search_space(args.model, fixed, protocol=args.protocol))),  # as stored
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
     }
@@ -352,12 +357,15 @@ def run(args) -> int:
         seed=base.seed,
         min_count=args.min_count,
     )
+    data = with_features(data, args.features or "all")
     params, value = tune(args.model, data, args.trials, base, fixed, study, args.timeout, protocol=args.protocol)
     command = tune_command(args)
     preset = make_preset(
         args.model, args.dataset, rank, base, fixed, params, value, study, args.min_count, command, args.trials
     )
-    root = presets.protocol_root(args.protocol, args.presets_dir)
+    if args.features not in (None, "all"):
+        preset["features"] = args.features
+    root = presets.features_root(args.features, presets.protocol_root(args.protocol, args.presets_dir))
     target = presets.preset_path(args.dataset, args.model, rank, base.task, root)
     key = f"best_valid_{MONITOR[base.task]}"
     better = recorded_better(target, key, value, settings["space"])
