@@ -24,10 +24,16 @@ from fmlib.runs import RunError, RunStore
 PAGES = [
     ("app_pages/home.py", "Home", ":material/home:", ""),
     (
+        "app_pages/playground.py",
+        "Playground",
+        ":material/touch_app:",
+        "Move a toy FM's embeddings by hand and watch every score and pairwise term change; then edit an FwFM's R and a DPLR's U and e; and a map of what a trained model learned about movies.",
+    ),
+    (
         "app_pages/lesson.py",
         "Lesson",
         ":material/school:",
-        "A 50-minute class in eight stops: goal, a guess before each answer, and a link to the page that shows it.",
+        "A 50-minute class in nine stops: goal, a guess before each answer, and a link to the page that shows it.",
     ),
     (
         "app_pages/train.py",

@@ -24,6 +24,8 @@ same formulas in the browser while a point is dragged, and ``tests/test_toy.py``
 module and the page's defaults against ``fmlib.models``' FM, FwFM and DPLR on the same numbers.
 A state is a dict of lists (JSON, as the browser sends it): ``V`` (7×2), ``R`` (3×3), ``U``
 (ρ×3) and ``e`` (ρ); ``check_state`` refuses anything else with a message naming the entry.
+``e`` is [DPLR]'s name for the vector that weighs U's rows, as in ``fmlib.models.dplr``; pages and
+messages call it ω, as ``fmlib.glossary`` does (there e_f is a field's embedding).
 """
 
 from __future__ import annotations
@@ -48,15 +50,15 @@ BIAS = {"Ann": 0.1, "Bob": -0.1, "Alien": 0.2, "Titanic": 0.0, "Star Wars": 0.3,
 # it along that direction, so ⟨v_Ann, v_Alien + v_Sci-Fi⟩ (and Ann's score for Alien) goes down.
 EMBEDDING = {
     "Ann": (1.2, 0.4),
-    "Bob": (-0.5, 0.8),
+    "Bob": (-0.5, 0.9),
     "Alien": (0.6, 0.1),
-    "Titanic": (-0.6, 0.5),
-    "Star Wars": (0.3, 0.6),
-    "Sci-Fi": (0.5, -0.2),
-    "Romance": (-0.4, 0.5),
+    "Titanic": (-0.8, 0.3),
+    "Star Wars": (0.2, 0.8),
+    "Sci-Fi": (0.5, -0.3),
+    "Romance": (-0.3, 0.6),
 }
 
-COORDINATE_RANGE = 2.0  # every coordinate of an embedding in [-2, 2] (the plane the page draws)
+COORDINATE_RANGE = 1.5  # every coordinate of an embedding in [-1.5, 1.5] (the plane the page draws)
 R_RANGE = 3.0  # every R_fg in [-3, 3]
 U_RANGE = 2.0  # every U_rf in [-2, 2]
 E_RANGE = 3.0  # every e_r in [-3, 3]
@@ -214,8 +216,18 @@ def check_state(raw) -> State:
     if rank not in RANKS:
         raise ValueError(f"U: ρ = {rank} rows; use ρ = 1 or 2 (ρ ≤ m − 1)")
     U = _matrix(raw["U"], "U", (rank, 3), U_RANGE, lambda i, j: f"U[{i + 1}, {FIELDS[j]}]")
-    e = _matrix([raw["e"]], "e", (1, rank), E_RANGE, lambda i, j: f"e[{j + 1}]")[0]
+    e = _matrix([raw["e"]], "ω", (1, rank), E_RANGE, lambda i, j: f"ω[{j + 1}]")[0]
     return State(V, R, U, e)
+
+
+def moved(before: State, after: State) -> list[str]:
+    """The entries a move changed, by name: a feature (its point), R[f, g], ρ, U[r, f] or ω[r] (``e``'s entries)."""
+    names = [name for i, name in enumerate(FEATURES) if not np.array_equal(before.V[i], after.V[i])]
+    names += [f"R[{FIELDS[f]}, {FIELDS[g]}]" for f, g in PAIRS if before.R[f, g] != after.R[f, g]]
+    if before.U.shape != after.U.shape:
+        return [*names, "ρ"]
+    names += [f"U[{r + 1}, {FIELDS[f]}]" for r, f in zip(*np.nonzero(before.U != after.U))]
+    return names + [f"ω[{r + 1}]" for r in np.flatnonzero(before.e != after.e)]
 
 
 def changes(before: State, after: State, model: str) -> list[tuple[str, str, float, float]]:

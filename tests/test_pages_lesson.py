@@ -25,8 +25,8 @@ def lesson_page(stop: str | None = None, **state):
     return at
 
 
-def test_lesson_is_the_first_page_after_home():
-    assert [p[0] for p in PAGES[:2]] == ["app_pages/home.py", LESSON]
+def test_the_playground_then_the_lesson_follow_home():
+    assert [p[0] for p in PAGES[:3]] == ["app_pages/home.py", "app_pages/playground.py", LESSON]
 
 
 def test_every_stop_links_to_a_page_of_the_app():
@@ -37,44 +37,44 @@ def test_every_stop_links_to_a_page_of_the_app():
 
 
 def test_the_stop_comes_from_the_url_and_next_back_move_it():
-    at = lesson_page(stop="3")
-    assert at.session_state["stop"] == 3 and "Stop 3 of 8" in at.get("progress")[0].proto.text
+    at = lesson_page(stop="4")
+    assert at.session_state["stop"] == 4 and "Stop 4 of 9" in at.get("progress")[0].proto.text
     at.button(key="lesson_next").click().run()
-    assert at.session_state["stop"] == 4 and at.query_params["stop"] == "4"
+    assert at.session_state["stop"] == 5 and at.query_params["stop"] == "5"
     at.button(key="lesson_back").click().run()
     at.button(key="lesson_back").click().run()
-    assert at.session_state["stop"] == 2 and not at.exception
+    assert at.session_state["stop"] == 3 and not at.exception
 
 
 def test_last_stop_disables_next_and_first_disables_back():
-    at = lesson_page(stop="8")
+    at = lesson_page(stop="9")
     assert at.button(key="lesson_next").disabled and not at.button(key="lesson_back").disabled
     at = lesson_page()
     assert at.button(key="lesson_back").disabled
 
 
 def test_reveal_needs_a_guess_then_shows_the_answer_and_a_prepared_link():
-    at = lesson_page(stop="3")
-    assert at.button(key="reveal_intro_3").disabled, "no guess yet: nothing to reveal"
-    assert not [b for b in at.button if b.key == "open_intro_3"], "no link before the reveal"
-    at.radio(key="guess_intro_3").set_value(66).run()
-    at.button(key="reveal_intro_3").click().run()
+    at = lesson_page(stop="4")
+    assert at.button(key="reveal_intro_4").disabled, "no guess yet: nothing to reveal"
+    assert not [b for b in at.button if b.key == "open_intro_4"], "no link before the reveal"
+    at.radio(key="guess_intro_4").set_value(66).run()
+    at.button(key="reveal_intro_4").click().run()
     assert not at.exception
     assert "the answer is **26**" in at.warning[0].value
     assert any("ρ(m+1) = 2·13 = 26" in m.value for m in at.markdown), "the answer is computed by fmlib"
-    assert at.button(key="open_intro_3").label == "Open the field interactions page, prepared"
+    assert at.button(key="open_intro_4").label == "Open the field interactions page, prepared"
 
 
 def test_a_right_guess_is_confirmed():
-    at = lesson_page(stop="4")
-    at.radio(key="guess_intro_4").set_value("once").run()
-    at.button(key="reveal_intro_4").click().run()
+    at = lesson_page(stop="5")
+    at.radio(key="guess_intro_5").set_value("once").run()
+    at.button(key="reveal_intro_5").click().run()
     assert "Your guess, once, is right." in at.success[0].value
 
 
 def test_a_malformed_lesson_file_shows_a_message_naming_file_and_field(tmp_path, monkeypatch):
     bad = tmp_path / "broken.toml"
-    bad.write_text(load_lesson(lesson_files()[0]).path.read_text().replace("minutes = 6", "minutes = -1", 1))
+    bad.write_text(load_lesson(lesson_files()[0]).path.read_text().replace("minutes = 5", "minutes = -1", 1))
     monkeypatch.setenv("FMLIB_LESSONS", str(tmp_path))
     at = lesson_page()
     assert len(at.error) == 1
@@ -85,18 +85,18 @@ def test_a_malformed_lesson_file_shows_a_message_naming_file_and_field(tmp_path,
 def test_a_stop_out_of_range_in_the_url_falls_back_without_an_exception():
     for stop in ("99", "-3", "x"):
         at = lesson_page(stop=stop)
-        assert 1 <= at.session_state["stop"] <= 8
+        assert 1 <= at.session_state["stop"] <= 9
 
 
 def test_start_over_returns_to_stop_1_and_clears_the_guesses():
-    at = lesson_page(stop="4")
-    at.radio(key="guess_intro_4").set_value("once").run()
-    at.button(key="reveal_intro_4").click().run()
-    assert "stop=4" in at.code[0].value, "the link to this view names the stop"
+    at = lesson_page(stop="5")
+    at.radio(key="guess_intro_5").set_value("once").run()
+    at.button(key="reveal_intro_5").click().run()
+    assert "stop=5" in at.code[0].value, "the link to this view names the stop"
     at.button(key="lesson_reset").click().run()
     assert at.session_state["stop"] == 1 and "guesses" not in at.query_params and "revealed" not in at.query_params
-    at.selectbox(key="stop_jump").set_value(4).run()
-    assert at.radio(key="guess_intro_4").value is None and at.button(key="reveal_intro_4").disabled
+    at.selectbox(key="stop_jump").set_value(5).run()
+    assert at.radio(key="guess_intro_5").value is None and at.button(key="reveal_intro_5").disabled
 
 
 def test_reset_to_defaults_opens_the_first_lesson_at_its_first_stop():

@@ -75,62 +75,62 @@ def test_a_prepared_link_keeps_a_named_run_only_where_the_server_has_it(monkeypa
 
 
 def test_a_guess_survives_another_page_and_a_reload():
-    at = lesson(3)
-    at.radio(key="guess_intro_3").set_value(66).run()
-    assert at.query_params["guesses"] == ",,2"
+    at = lesson(4)
+    at.radio(key="guess_intro_4").set_value(66).run()
+    assert at.query_params["guesses"] == ",,,2"
     at.switch_page("app_pages/home.py").run()
     at.switch_page(LESSON).run()
-    assert at.radio(key="guess_intro_3").value == 66, "back from another page"
-    reloaded = lesson(3, voter="s2", guesses=",,2", revealed="3")  # a fresh session on the same URL
-    assert reloaded.radio(key="guess_intro_3").value == 66
+    assert at.radio(key="guess_intro_4").value == 66, "back from another page"
+    reloaded = lesson(4, voter="s2", guesses=",,,2", revealed="4")  # a fresh session on the same URL
+    assert reloaded.radio(key="guess_intro_4").value == 66
     assert "Your guess was 66; the answer is **26**." in reloaded.warning[0].value
 
 
 def test_bad_guesses_in_the_url_are_ignored():
-    at = lesson(3, guesses="x,9,,,", revealed="a,99")
-    assert at.radio(key="guess_intro_3").value is None and at.button(key="reveal_intro_3").disabled
+    at = lesson(4, guesses="x,9,,,", revealed="a,99")
+    assert at.radio(key="guess_intro_4").value is None and at.button(key="reveal_intro_4").disabled
 
 
 def test_the_teacher_sees_the_class_answer_counted_once_per_browser(monkeypatch):
     monkeypatch.setenv("FMLIB_TEACHER_PASSCODE", "pass")
-    one, two = lesson(3, voter="a"), lesson(3, voter="b")
-    one.radio(key="guess_intro_3").set_value(12).run()
-    one.radio(key="guess_intro_3").set_value(26).run()  # changed, not counted twice
-    two.radio(key="guess_intro_3").set_value(66).run()
-    assert class_answers().counts("intro", 3, 3) == [0, 1, 1]
-    teacher = lesson(3, teacher=True)
+    one, two = lesson(4, voter="a"), lesson(4, voter="b")
+    one.radio(key="guess_intro_4").set_value(12).run()
+    one.radio(key="guess_intro_4").set_value(26).run()  # changed, not counted twice
+    two.radio(key="guess_intro_4").set_value(66).run()
+    assert class_answers().counts("intro", 4, 3) == [0, 1, 1]
+    teacher = lesson(4, teacher=True)
     bars = teacher.get("plotly_chart")[0].proto.spec
     assert "The class's answers (2 so far)" in bars
 
 
 def test_paced_students_wait_then_see_the_teachers_reveal_and_late_answers_are_not_counted(monkeypatch):
     monkeypatch.setenv("FMLIB_TEACHER_PASSCODE", "pass")
-    teacher = lesson(3, teacher=True)
+    teacher = lesson(4, teacher=True)
     teacher.toggle(key="paced_intro").set_value(True).run()
-    student = lesson(3, voter="a")
-    assert not [b for b in student.button if b.key == "reveal_intro_3"], "no own reveal in paced mode"
-    student.radio(key="guess_intro_3").set_value(26).run()
+    student = lesson(4, voter="a")
+    assert not [b for b in student.button if b.key == "reveal_intro_4"], "no own reveal in paced mode"
+    student.radio(key="guess_intro_4").set_value(26).run()
     assert any("Waiting for the teacher" in i.value for i in student.info)
-    teacher.button(key="class_reveal_intro_3").click().run()
+    teacher.button(key="class_reveal_intro_4").click().run()
     student.run()
     assert "Your guess, 26, is right." in student.success[0].value
-    late = lesson(3, voter="b")
-    late.radio(key="guess_intro_3").set_value(12).run()
+    late = lesson(4, voter="b")
+    late.radio(key="guess_intro_4").set_value(12).run()
     assert any("answers are closed" in i.value for i in late.info)
-    assert class_answers().counts("intro", 3, 3) == [0, 1, 0]
-    teacher.button(key="hide_intro_3").click().run()
+    assert class_answers().counts("intro", 4, 3) == [0, 1, 0]
+    teacher.button(key="hide_intro_4").click().run()
     student.run()
     assert any("hidden the answer again" in i.value for i in student.info) and not student.success
 
 
 def test_the_summary_lists_every_stop_with_its_takeaway():
-    at = lesson(4)
-    at.radio(key="guess_intro_4").set_value("once").run()
+    at = lesson(5)
+    at.radio(key="guess_intro_5").set_value("once").run()
     at.button(key="lesson_summary").click().run()
     assert not at.exception
     table = at.dataframe[0].value
     assert len(table) == len(STOPS) and list(table["what we learned"]) == [s.takeaway for s in STOPS]
-    assert table["your guess"].iloc[3] == "once ✓" and table["your guess"].iloc[0] == "—"
+    assert table["your guess"].iloc[4] == "once ✓" and table["your guess"].iloc[0] == "—"
 
 
 def test_class_answers_count_a_voter_once_and_close_after_the_reveal():

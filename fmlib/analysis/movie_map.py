@@ -79,7 +79,7 @@ class MovieMap:
 
     def extremes(self, n: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The ``n`` movies with the highest bias w_m and the ``n`` with the lowest (each sorted outward)."""
-        columns = ["title", "genres", "ratings", "bias"]
+        columns = ["title", "bias", "ratings", "genres"]
         ranked = self.frame.sort_values("bias", ascending=False)[columns]
         return ranked.head(n).reset_index(drop=True), ranked.tail(n).iloc[::-1].reset_index(drop=True)
 
