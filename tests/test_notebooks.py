@@ -78,3 +78,19 @@ def test_readme_gives_the_reading_order():
     readme = (ROOT / "README.md").read_text()
     positions = [readme.find(f"{name}.ipynb") for name in NAMES]
     assert all(p >= 0 for p in positions) and positions == sorted(positions)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS[:6], ids=NAMES[:6])
+def test_room_to_experiment_and_evidence(path):
+    """Issue 25: a marked cell to change, a slider, the glossary's notation, a reference list, the app page's URL."""
+    nb = cells(path)
+    code = "\n".join(source(c) for c in nb if c["cell_type"] == "code")
+    text = "\n".join(source(c) for c in nb if c["cell_type"] == "markdown")
+    marked = "# change this and re-run" in code and re.search(r"\*\*Change this and\s+re-run", text)
+    assert marked, f"{path.name}: no cell marked 'change this and re-run' with what to look for"
+    assert "widgets.interact(" in code and "Slider(" in code, f"{path.name}: no ipywidgets slider"
+    assert "markdown_table(" in code, f"{path.name}: no notation cell printing the glossary"
+    assert "## References" in text, f"{path.name}: no reference list"
+    for key in set(re.findall(r"\[(\w+)\]", text)) & set(__import__("fmlib.references").references.TITLES):
+        assert f"**[{key}]**" in text, f"{path.name}: cites [{key}] without listing it under References"
+    assert re.search(r"http://localhost:8501/\w+", source(nb[0])), f"{path.name}: the first cell links no app page"
