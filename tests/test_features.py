@@ -225,3 +225,14 @@ def test_bfm_runs_its_own_sweeps_by_default():
 
     assert SWEEPS == 300
     assert build_parser().parse_args(["train", "--model", "bfm"]).epochs is None  # cmd_train fills in SWEEPS
+
+
+def test_a_run_with_blocks_is_saved_and_loaded_with_its_sets(parts, tmp_path):
+    from fmlib.runs import RunStore
+    from fmlib.train import TrainConfig, predict, train_model
+
+    run = train_model("fm", parts, TrainConfig(epochs=2, batch_size=32, seed=0), dim=3)
+    store = RunStore(tmp_path)
+    loaded = store.load(store.save(run))
+    assert loaded.model.schema == parts.schema and loaded.config["split"]["features"][-2:] == ["rated", "raters"]
+    torch.testing.assert_close(predict(loaded.model, parts.test), predict(run.model, parts.test))
