@@ -43,9 +43,10 @@ notebooks-html: venv
 	$(PY) -m fmlib data fetch
 	$(PY) notebooks/html/export.py --output-dir build/notebooks notebooks/*.ipynb
 
+# Two workers (the machine's two cores), one test file each at a time: a file's fixtures are built once.
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Style (ruff) and the layers of the README's architecture section (import-linter, pyproject.toml).
 lint: venv
