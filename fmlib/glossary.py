@@ -254,6 +254,13 @@ GLOSSARY: dict[str, Term] = _terms(
     # --- RaFM ([RaFM])
     ("n_i", "n_i", "occurrences", "How many training samples feature $i$ occurs in.", "[RaFM] eq. 17"),
     (
+        "N(u)",
+        "N(u)",
+        "implicit feedback of user u",
+        "The movies user $u$ rated in the training split; the block `rated` puts $1/\\sqrt{|N(u)|}$ on each of them.",
+        "[Koren2008] eq. 15",
+    ),
+    (
         "D_p",
         "D_p",
         "rank of level p",

@@ -24,7 +24,7 @@ def source(cell: dict) -> str:
     return "".join(cell["source"])
 
 
-def test_there_are_six_notebooks():
+def test_there_are_seven_notebooks():
     assert NAMES == [
         "01_fm_from_scratch",
         "02_field_interactions",
@@ -32,6 +32,7 @@ def test_there_are_six_notebooks():
         "04_rotations_and_gradients",
         "05_derivations",
         "06_attention_inversion",
+        "07_feature_sets",
     ]
 
 
@@ -80,7 +81,7 @@ def test_readme_gives_the_reading_order():
     assert all(p >= 0 for p in positions) and positions == sorted(positions)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS[:6], ids=NAMES[:6])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
 def test_room_to_experiment_and_evidence(path):
     """Issue 25: a marked cell to change, a slider, the glossary's notation, a reference list, the app page's URL."""
     nb = cells(path)

@@ -39,7 +39,7 @@ def gradient_growth_figure(df: pd.DataFrame, log_y: bool = True) -> go.Figure:
     fig.update_layout(
         title="Gradient size as the number of fields grows",
         xaxis_title="number of fields m",
-        yaxis_title="‖∂y/∂X‖∞ (largest gradient entry" + (", log scale)" if log_y else ")"),
+        yaxis_title="‖∂y/∂X‖∞ (largest row sum of |∂y/∂X|" + (", log scale)" if log_y else ")"),
         yaxis_type="log" if log_y else "linear",
         legend=dict(orientation="h", y=-0.25),
         margin=dict(t=50),
