@@ -6,12 +6,14 @@ import pandas as pd
 import streamlit as st
 
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
+from app_pages._feature_sets import SECTION, features_box, features_section
 from app_pages._measured import scorecard_rows
 from app_pages._ui import bounded_number, dataset_name, fail, load_split, notebook_link
 from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of, title_bar
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
+from fmlib.data.features import with_features
 from fmlib.experiments import bfm as bfm_experiment
 from fmlib.experiments import fm_ablation, tables
 from fmlib.experiments.claims import Threshold, measure_all
@@ -41,6 +43,7 @@ def widget_default(value):
 
 VIEW = {
     "model": next(iter(MODELS)),
+    "train_features": "all",
     "task": defaults.task,
     "seed": defaults.seed,
     "epochs": defaults.epochs,
@@ -60,7 +63,8 @@ def apply_preset():
     """Fill the widgets from the chosen preset (or the defaults); they stay editable."""
     model, task, choice = st.session_state["model"], st.session_state["task"], st.session_state["preset"]
     try:
-        preset = presets.load_named(name, choice, model, task) if choice != "defaults" else None
+        root = presets.features_root(st.session_state.get("train_features"))
+        preset = presets.load_named(name, choice, model, task, root) if choice != "defaults" else None
     except ValueError as err:
         st.session_state["preset_error"] = str(err)
         return
@@ -97,7 +101,9 @@ with left:
         horizontal=True,
         help="rating: predict the 1–5 stars (RMSE). click: predict rating ≥ 4 (logloss, AUC).",
     )
-    tuned = presets.available(name, model, task)
+    features = features_box(lambda: load_split(name, 0).schema)
+    root = presets.features_root(features)
+    tuned = presets.available(name, model, task, root)
     st.selectbox(
         "Preset",
         ["defaults", *tuned],
@@ -183,7 +189,9 @@ if st.button("Train", type="primary"):
             average_from=average_from,
             **grouped_decay,
         )
-        data = load_split(name, seed)
+        if features is None:
+            raise ValueError("the feature set above names a field this dataset lacks")
+        data = with_features(load_split(name, seed), features)
     except Exception as err:  # bad settings or no data source: say why, no traceback
         fail(str(err))
     submit_training(model, data, config, hp)
@@ -352,3 +360,8 @@ else:
         st.markdown("**The scorecard's claims on this page**, from the same result tables:")
         columns = ["claim", *(c for c in ("protocol", "recipes") if c in rows), "measured", "verdict"]
         st.dataframe(rows[columns], hide_index=True)
+
+st.divider()
+st.subheader(SECTION)
+notebook_link("07_feature_sets")
+features_section()
