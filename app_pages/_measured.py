@@ -2,7 +2,10 @@
 scorecard itself (Home), its rows for one page (a lesson's stop), [FMGrad]'s memoised gradient
 (Derivations, fm-gradient) and [AttnInv]'s success vs γ (Attention inversion)."""
 
+from collections.abc import Callable
+
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages._view import chart, error, shown_path
@@ -14,10 +17,11 @@ from fmlib.plots.verdicts import threshold_figure
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _measured(path: str, mtime: int, columns: tuple, page: str, name: str, dataset: str, task: str):
-    """(table, header with the file's ``path``, verdicts) of one version (``mtime``) of a result file:
+    """(table, header with the file's ``path`` and ``mtime``, verdicts) of one version of a result file:
     read and measured once per server, not on every rerun of the page that shows it."""
     frame, header = tables.read(path, columns=columns)
-    return frame, {**header, "path": path}, measure_all(*claims_of(page, name, dataset, task)(frame, task))
+    header = {**header, "path": path, "mtime": mtime}
+    return frame, header, measure_all(*claims_of(page, name, dataset, task)(frame, task))
 
 
 def measured_table(name: str, columns, page: str, dataset: str, task: str):
@@ -27,6 +31,18 @@ def measured_table(name: str, columns, page: str, dataset: str, task: str):
     if path is None:
         return None
     return _measured(str(path), path.stat().st_mtime_ns, tuple(columns), page, name, dataset, task)
+
+
+def drawn_once(header: dict, name: str, draw: Callable[[], go.Figure]) -> go.Figure:
+    """The figure ``name`` of the result table of ``measured_table``'s ``header``: ``draw()`` runs once per
+    version of the file and server, not on every rerun of the page that shows it (a plotly figure takes
+    longer to build than the page's other lines together)."""
+    return _drawn(header["path"], header["mtime"], name, draw)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _drawn(path: str, mtime: int, name: str, _draw: Callable[[], go.Figure]) -> go.Figure:
+    return _draw()
 
 
 def source_caption(header: dict) -> None:
@@ -109,12 +125,17 @@ def inversion_verdicts() -> None:
         return
     frame, header, rows = found
     source_caption(header)
-    rates = inversion_rates(frame)
-    bound = float(rates.loc[rates["regulariser"] == inversion.BOUND, "gamma"].max())
-    by_start = {f"{kind} start": part for kind, part in rates.groupby("start_kind")}
-    title = "Newton's attack by regulariser γ: rate over instances, 95 % Wilson interval"
-    chart(success_figure(by_start, {label: bound for label in by_start}, title), key="inversion_committed_rates")
-    chart(threshold_figure(rows, "Theorems 4.2–4.4 at their γ, checked"), key="inversion_verdicts")
+
+    def rates_figure() -> go.Figure:
+        rates = inversion_rates(frame)
+        bound = float(rates.loc[rates["regulariser"] == inversion.BOUND, "gamma"].max())
+        by_start = {f"{kind} start": part for kind, part in rates.groupby("start_kind")}
+        title = "Newton's attack by regulariser γ: rate over instances, 95 % Wilson interval"
+        return success_figure(by_start, {label: bound for label in by_start}, title)
+
+    chart(drawn_once(header, "rates", rates_figure), key="inversion_committed_rates")
+    verdicts = drawn_once(header, "verdicts", lambda: threshold_figure(rows, "Theorems 4.2–4.4 at their γ, checked"))
+    chart(verdicts, key="inversion_verdicts")
     verdict_table(rows)
     st.caption(
         "Notice: at the theorem's γ every start ends at the same point, as convexity promises, and that "

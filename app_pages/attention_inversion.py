@@ -45,6 +45,13 @@ def run_trials(n, d, R, count, start_noise):
     return table, attack.success_rates(table)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def pair_figure(n, d, R, gamma, start, seed, steps, lr):
+    """The convergence figure of these settings, drawn once per server (every student asks for the same few)."""
+    _, gd, newton = run_pair(n, d, R, gamma, start, seed, steps, lr)
+    return plots.convergence_figure({"gd": gd, "newton": newton})
+
+
 STARTS = ["random N(0, 1)", r"near the secret ($X_\text{true}$ + 0.3·noise)"]
 CHOICES = {  # the page's select sliders: key -> (options, default)
     "inv_R": ([0.3, 0.5, 1.0, 2.0, 3.0], 1.0),
@@ -85,7 +92,7 @@ except ValueError as err:
 
 for note in gd.notes + newton.notes:
     st.warning(note)
-chart(plots.convergence_figure({"gd": gd, "newton": newton}))
+chart(pair_figure(n, d, R, float(gamma), start, int(seed), steps, lr))
 norm = inst.X_true.norm().item()
 cols = st.columns(4)
 DISTANCE_HELP = (

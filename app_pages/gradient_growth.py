@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 
-from app_pages._measured import measured_table, source_caption
+from app_pages._measured import drawn_once, measured_table, source_caption
 from app_pages._ui import bounded_number, notebook_link
 from app_pages._view import (
     chart,
@@ -247,7 +247,8 @@ else:
         st.info("No comparison saved yet: run `python -m fmlib reproduce rfm` (it uses the tuned presets fm and rfm).")
     else:
         frame, header, verdicts = found
-        chart(verdict_figure(verdicts, "RFM vs FM: paired per-seed difference of test MSE, 95 % interval"))
+        title = "RFM vs FM: paired per-seed difference of test MSE, 95 % interval"
+        chart(drawn_once(header, "verdicts", lambda: verdict_figure(verdicts, title)))
         st.dataframe(verdicts[["claim", "measured", "verdict", "recipes"]], hide_index=True)
         st.code(rfm_experiment.format_table(frame), language=None)
         source_caption(header)
