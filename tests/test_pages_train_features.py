@@ -47,5 +47,5 @@ def test_the_section_draws_the_committed_table(tmp_path, monkeypatch):
     assert fig["layout"]["title"]["text"].startswith("One FM, four inputs")
     assert {t["name"] for t in fig["data"]} == {features.ADAM, features.BFM, *features.PEERS.values()}
     text = "\n".join(m.value for m in at.markdown)
-    assert "MF 0.9005 → context + rated + raters **0.8705**" in text
+    assert "MF 0.9005 → context + rated + raters **0.8705**; paired split by split, 0.0300 lower" in text
     assert "Surprise SVD++ (defaults) 0.8845" in text

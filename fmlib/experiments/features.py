@@ -39,7 +39,7 @@ from ..peers import optional_module, svd_method, svdpp_method
 from ..results import results_dir
 from ..train import TrainConfig, train_model
 from . import tables
-from .verdict import mean_interval
+from .verdict import mean_interval, paired_interval
 
 STEPS = {  # label -> --features
     "MF": "user_id,movie_id",
@@ -138,6 +138,13 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     out["order"] = out["features"].map(list(STEPS).index)
     return out.sort_values(["order", "model"], kind="stable").drop(columns="order").reset_index(drop=True)
+
+
+def gain(frame: pd.DataFrame, model: str, start: str, end: str):
+    """How much lower ``model``'s test RMSE is on feature set ``end`` than on ``start``, paired
+    split by split, with its 95 % t-interval (``verdict.paired_interval``: > 0 favours ``end``)."""
+    rmse = frame[frame["model"] == model].pivot(index="seed", columns="features", values="rmse")
+    return paired_interval(rmse[end], rmse[start], lower_is_better=True)
 
 
 def format_table(frame: pd.DataFrame) -> str:
