@@ -80,6 +80,7 @@ def test_bench_train_times_models_and_baselines_and_ends_with_json(capsys):
     assert set(out["seconds"]) == {
         "fm",
         "rafm",
+        "fm + rated, raters",
         "plain FM",
         "fm, 11 fields",
         "torchfm, 11 fields",
@@ -90,6 +91,7 @@ def test_bench_train_times_models_and_baselines_and_ends_with_json(capsys):
     assert out["ratios"]["fm"]["median"] == pytest.approx(fm["median"] / plain["median"], rel=0.01)
     assert out["floor"]["fm"]["multiply_adds_per_row"] > 0  # the genres field's x_f V_f products
     assert out["floor"]["fm"]["seconds"] < fm["median"]
+    assert out["ratios"]["fm, blocks / 12 fields"]["median"] > 0  # the relation blocks' epoch against the 12 fields
     assert 0 < out["floor"]["fm"]["products_alone_seconds"] < fm["median"]  # the products replayed alone
     assert out["rafm_eval_multiply_adds"]["corollary 4"] > 1
     assert cli(capsys, "bench", "train", "--models", "bfm")[0] == 2
