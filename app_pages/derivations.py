@@ -130,7 +130,9 @@ step = derivation.steps[index]
 with st.spinner("sympy is checking this line…"):  # only the line shown: a derivation opens in about a second
     result = one_step(key, index, None)
 
-st.subheader(f"Step {index + 1} of {last}: {math(step.name)}")
+st.markdown(
+    f"**Step {index + 1} of {last}: {math(step.name)}**"
+)  # not a heading: the line stays above the fold at 150 %
 st.latex(step.latex)
 if result.status == "slip":  # said under the line, so that the line itself stays above the fold
     st.markdown("**Corrected line** (sympy accepts it); the line as printed is further down.")

@@ -117,14 +117,17 @@ def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(
     from playwright.sync_api import expect
 
     tab = opened(browser, f"{server}/{STEP}" + ("&projector=true" if projector else ""), screen)
+    # waits: on a busy machine a rerun (the step bound to the URL) can redraw the page after the first idle look,
+    # so the layout is measured once the step's buttons are back and the page is idle again
+    expect(tab.get_by_role("button", name="◀ Back")).to_be_visible(timeout=30_000)
+    tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
+    tab.wait_for_timeout(300)
     tab.screenshot(path=str(tmp_path / f"derivation {screen} {'projector' if projector else 'plain'}.png"))
     formula = tab.locator("[data-testid='stMain'] .katex-display").first.bounding_box()
     assert formula is not None, "no formula on the page"
     bottom = formula["y"] + formula["height"]
     assert bottom < SCREENS[screen][0]["height"], f"the step's formula ends at {bottom:.0f} px, below the fold"
     assert not cut_buttons(tab)
-    # waits: on a busy machine a rerun (the step bound to the URL) can redraw the buttons after the first idle look
-    expect(tab.get_by_role("button", name="◀ Back")).to_be_visible(timeout=30_000)
 
 
 @pytest.mark.parametrize("projector", [True, False], ids=["projector", "plain"])
