@@ -18,6 +18,7 @@ import pandas as pd
 from scipy import sparse
 
 from .data.dataset import Dataset, Split
+from .data.features import first_slots, set_matrix
 
 EXTRAS = {"surprise": "scikit-surprise==1.1.5", "myfm": "myfm==0.4.0 setuptools==80.9.0"}
 SVD_GRID = {"n_factors": (50, 100), "n_epochs": (30, 60), "reg_all": (0.05, 0.1), "lr_all": (0.005,)}
@@ -62,15 +63,12 @@ def design_matrix(data: Dataset) -> sparse.csr_matrix:
 def relation_blocks(myfm, data: Dataset) -> list:
     """myFM's ``RelationBlock`` of every block field ([Rendle2013]): each sample's key picks a row
     of the block's matrix (1/√|set| at each member of the key's set, [Koren2008] eq. 15)."""
-    blocks, first = [], np.cumsum([0] + [f.slots for f in data.schema.fields])
+    blocks, first = [], first_slots(data.schema)
     for f in data.schema.fields:
         if f.kind == "block":
             key = data.schema.field(f.key)
             keys = data.index[:, first[data.schema.names.index(f.key)]].numpy() - key.offset
-            starts, members = np.asarray(f.starts), np.asarray(f.members)
-            x = np.repeat(1 / np.sqrt(np.maximum(np.diff(starts), 1)), np.diff(starts))
-            matrix = sparse.csr_matrix((x, members, starts), shape=(len(starts) - 1, f.cardinality))
-            blocks.append(myfm.RelationBlock(keys.tolist(), matrix))
+            blocks.append(myfm.RelationBlock(keys.tolist(), set_matrix(f)))
     return blocks
 
 

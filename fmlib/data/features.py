@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 import torch
+from scipy import sparse
 
 from .dataset import Dataset, Split
 from .schema import Field, Schema
@@ -78,7 +79,7 @@ def with_features(data: Split, text: str) -> Split:
 def _block(train: Dataset, key: Field, source: Field) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """CSR of the sets: for every local index of ``key``, the distinct local indices of
     ``source`` that occur with it in ``train`` (sorted). The key's rare bucket gets no set."""
-    column = {f.name: s for s, f in zip(_first_slots(train.schema), train.schema.fields)}
+    column = {f.name: s for s, f in zip(first_slots(train.schema), train.schema.fields)}
     keys = train.index[:, column[key.name]].long().numpy() - key.offset
     values = train.index[:, column[source.name]].long().numpy() - source.offset
     pairs = np.unique(keys * source.cardinality + values)
@@ -87,14 +88,24 @@ def _block(train: Dataset, key: Field, source: Field) -> tuple[tuple[int, ...], 
     return tuple(starts.tolist()), tuple((pairs % source.cardinality).tolist())
 
 
-def _first_slots(schema: Schema) -> list[int]:
+def first_slots(schema: Schema) -> list[int]:
+    """The column of every field's first slot in ``Dataset.index``."""
     return np.cumsum([0] + [f.slots for f in schema.fields])[:-1].tolist()
+
+
+def set_matrix(field: Field) -> sparse.csr_matrix:
+    """A block field's sets as a matrix (keys × values, CSR, float64): row j holds 1/√|set| at the
+    members of local key j's set ([Koren2008] eq. 15's |N(u)|^{-1/2})."""
+    starts, members = np.asarray(field.starts), np.asarray(field.members)
+    sizes = np.diff(starts)
+    x = np.repeat(1 / np.sqrt(np.maximum(sizes, 1)), sizes)
+    return sparse.csr_matrix((x, members, starts), shape=(len(sizes), field.cardinality))
 
 
 def _select(part: Dataset, old: Schema, new: Schema) -> Dataset:
     """``part`` laid out in ``new``: each kept field's slots moved to its new rows, each block a
     slot holding its rare bucket's row (weight 1; the models look the set up by the key)."""
-    first = dict(zip(old.names, _first_slots(old)))
+    first = dict(zip(old.names, first_slots(old)))
     columns, weights, counts = [], [], []
     multi = [f.name for f in old.fields if f.kind == "multi"]
     for f in new.fields:

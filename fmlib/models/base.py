@@ -23,9 +23,11 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
+from ..data.features import set_matrix
 from ..data.schema import Schema
 
 
@@ -127,14 +129,12 @@ class SlotLayout(NamedTuple):
 
 
 def block_matrices(field) -> tuple[torch.Tensor, torch.Tensor]:
-    """(X, Xᵀ) of a block field as sparse CSR float32 matrices: row j of X holds 1/√|set| at the
-    members of local key j's set ([Koren2008] eq. 15's |N(u)|^{-1/2})."""
-    starts, members = torch.tensor(field.starts), torch.tensor(field.members, dtype=torch.long)
-    sizes = starts.diff()
-    x = sizes.float().clamp(min=1).rsqrt().repeat_interleave(sizes)
+    """(X, Xᵀ) of a block field as sparse CSR float32 tensors (``features.set_matrix``)."""
+    B = set_matrix(field)
+    parts = (torch.from_numpy(a) for a in (B.indptr.astype(np.int64), B.indices.astype(np.int64), B.data))
     with warnings.catch_warnings():  # torch calls its sparse CSR support beta; the products used here are tested
         warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta state")
-        X = torch.sparse_csr_tensor(starts, members, x, (len(sizes), field.cardinality), check_invariants=False)
+        X = torch.sparse_csr_tensor(*parts, B.shape, dtype=torch.float32, check_invariants=False)
         return X, X.t().to_sparse_csr()
 
 

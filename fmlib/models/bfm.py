@@ -34,6 +34,7 @@ import torch
 from scipy import sparse
 from torch import nn
 
+from ..data.features import first_slots, set_matrix
 from ..data.schema import Schema
 from .base import SlotLayout
 
@@ -102,10 +103,7 @@ class BlockDesign:
         self.g, self.size = g, field.cardinality
         self.features = slice(offset, offset + field.cardinality)
         self.keys = key_column - key_offset
-        starts, members = np.asarray(field.starts), np.asarray(field.members)
-        sizes = np.diff(starts)
-        x = np.repeat(1 / np.sqrt(np.maximum(sizes, 1)), sizes)
-        self.B = sparse.csr_matrix((x, members, starts), shape=(len(sizes), self.size))
+        self.B = set_matrix(field)
         self.BT = self.B.T.tocsr()
 
     def per_key(self, values: np.ndarray) -> np.ndarray:
@@ -138,7 +136,7 @@ class BlockDesign:
 
 def designs(schema: Schema, index: np.ndarray, x: np.ndarray) -> list:
     """The design of every field: ``BlockDesign`` for a relation block, else ``FieldDesign``."""
-    starts = np.cumsum([0] + [f.slots for f in schema.fields[:-1]])
+    starts = first_slots(schema)
     return [
         BlockDesign(g, f, index[:, starts[schema.names.index(f.key)]], schema.field(f.key).offset, f.offset)
         if f.kind == "block"
