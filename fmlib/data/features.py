@@ -15,10 +15,13 @@ training set (which never holds the rating itself), so nothing leaks from the ro
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from scipy import sparse
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 from .dataset import Dataset, Split
 from .schema import Field, Schema
@@ -96,6 +99,8 @@ def first_slots(schema: Schema) -> list[int]:
 def set_matrix(field: Field) -> sparse.csr_matrix:
     """A block field's sets as a matrix (keys × values, CSR, float64): row j holds 1/√|set| at the
     members of local key j's set ([Koren2008] eq. 15's |N(u)|^{-1/2})."""
+    from scipy import sparse  # imported here: training without blocks never needs scipy
+
     starts, members = np.asarray(field.starts), np.asarray(field.members)
     sizes = np.diff(starts)
     x = np.repeat(1 / np.sqrt(np.maximum(sizes, 1)), sizes)
