@@ -9,6 +9,14 @@
 A job's function gets the ``Job`` itself; calling ``job.report(record)`` publishes progress
 (``job.records``) and is where a cancelled job stops (it raises ``Cancelled``).
 
+A running job can be paused between reports (a training: between epochs): ``job.pause()`` holds it
+at its next ``report`` (``job.held`` is then True), ``job.step()`` lets it run to the report after
+and hold again (one more epoch), ``job.resume()`` lets it run on. A held job still ends when it is
+cancelled, and so by the orphan rule below; and it gives way by itself (it resumes) once it has been
+held ``orphan_seconds`` while other jobs wait in line, so a pause never keeps a class's worker.
+``submit(fn, live=...)`` attaches what the job's function fills while it runs (``job.live``: a
+training's snapshots so far), for whoever follows it.
+
 A job submitted with ``watched=True`` belongs to someone who follows it (a browser session):
 ``queue.find(job.token)`` finds it again (after a reload), each look at it calls ``job.seen()``,
 and once nobody has seen it for ``orphan_seconds`` it is cancelled and forgotten, so a job whose
@@ -67,7 +75,15 @@ class Job:
         self.started: float | None = None
         self.finished: float | None = None
         self.last_seen = time.monotonic()
+        self.live: Any = None  # what the job's function shares while it runs (``submit(live=...)``)
+        self.gave_way = False  # a pause ended by itself because other jobs waited in line
         self._cancel = threading.Event()
+        self._turn = threading.Condition()  # guards the pause state below; notified on pause, step, resume, cancel
+        self._pause = False
+        self._steps = 0
+        self._held_since: float | None = None
+        self._hold_limit = float("inf")  # held this long while others wait: resume (set by JobQueue.submit)
+        self._others_waiting: Callable[[], int] = lambda: 0
 
     @property
     def done(self) -> bool:
@@ -87,11 +103,68 @@ class Job:
         """Someone follows this job now (a watched job nobody sees for ``orphan_seconds`` is cancelled)."""
         self.last_seen = time.monotonic()
 
+    @property
+    def paused(self) -> bool:
+        """A pause is asked for: the job holds (or will hold) at its next report until ``step``/``resume``."""
+        return self._pause
+
+    @property
+    def held(self) -> bool:
+        """The job sits at a report, paused: it holds its worker but computes nothing."""
+        return self._held_since is not None
+
+    def pause(self) -> None:
+        """Hold the job at its next report (after the current epoch of a training)."""
+        with self._turn:
+            if not self.done:
+                self._pause, self._steps, self.gave_way = True, 0, False
+                self._turn.notify_all()
+
+    def step(self) -> None:
+        """While paused: run to the next report (one more epoch), then hold again."""
+        with self._turn:
+            if self._pause:
+                self._steps += 1
+                self._turn.notify_all()
+
+    def resume(self) -> None:
+        """Run on without holding."""
+        with self._turn:
+            self._pause, self._steps = False, 0
+            self._turn.notify_all()
+
+    def _request_cancel(self) -> None:
+        with self._turn:
+            self._cancel.set()
+            self._turn.notify_all()
+
     def report(self, record) -> None:
-        """Publish one progress record; stop here if the job was cancelled."""
+        """Publish one progress record; stop here if the job was cancelled; hold here while paused."""
         if self._cancel.is_set():
             raise Cancelled
         self.records.append(record)
+        self._hold()
+
+    def _hold(self) -> None:
+        with self._turn:
+            if not self._pause:
+                return
+            if self._steps:  # a step asked for before this report: it is this one
+                self._steps -= 1
+                return
+            self._held_since = time.monotonic()
+            try:
+                while self._pause and not self._steps and not self._cancel.is_set():
+                    self._turn.wait(0.25)
+                    held = time.monotonic() - self._held_since
+                    if held > self._hold_limit and self._others_waiting():
+                        self._pause, self.gave_way = False, True
+                if self._cancel.is_set():
+                    raise Cancelled
+                if self._steps:
+                    self._steps -= 1
+            finally:
+                self._held_since = None
 
 
 class JobQueue:
@@ -106,11 +179,15 @@ class JobQueue:
         self._numbers = itertools.count(1)
         self._watched: dict[str, Job] = {}  # token -> watched job, until nobody has seen it for orphan_seconds
         self._watchdog: threading.Thread | None = None
+        self._running: set[Job] = set()
 
-    def submit(self, fn: Callable[[Job], Any], watched: bool = False) -> Job:
-        """Queue ``fn(job)``; ``watched``: cancel it once nobody has called ``job.seen()`` for ``orphan_seconds``."""
+    def submit(self, fn: Callable[[Job], Any], watched: bool = False, live: Any = None) -> Job:
+        """Queue ``fn(job)``; ``watched``: cancel it once nobody has called ``job.seen()`` for ``orphan_seconds``.
+        ``live``: kept as ``job.live`` for followers (what ``fn`` fills while it runs)."""
         with self._lock:
             job = Job(next(self._numbers), fn)
+            job.live = live
+            job._hold_limit, job._others_waiting = self.orphan_seconds, self.waiting
             self._waiting.append(job)
             if watched:
                 self._watched[job.token] = job
@@ -149,6 +226,7 @@ class JobQueue:
                 return
             self._waiting.remove(job)
             job.state, job.started = "running", time.monotonic()
+            self._running.add(job)
         try:
             job.result, state = job.fn(job), "done"
         except Cancelled:
@@ -157,6 +235,8 @@ class JobQueue:
             job.error, state = str(err) or type(err).__name__, "failed"
         job.finished = time.monotonic()
         job.state = state
+        with self._lock:
+            self._running.discard(job)
 
     def position(self, job: Job) -> int:
         """1-based place in line while waiting; 0 once it has started (or ended)."""
@@ -174,13 +254,16 @@ class JobQueue:
                 self._waiting.remove(job)
                 job.state, job.finished = "cancelled", time.monotonic()
                 return
-        job._cancel.set()
+        job._request_cancel()
 
     def shutdown(self) -> None:
-        """Cancel everything and wait for the running jobs to stop."""
+        """Cancel everything and wait for the running jobs to stop (each at its next report; a held one at once)."""
         with self._lock:
             waiting, self._waiting = self._waiting, []
             self._watched.clear()  # the watchdog stops at its next look
             for job in waiting:
                 job.state = "cancelled"
+            running = list(self._running)
+        for job in running:
+            job._request_cancel()
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,10 +1,12 @@
 """Run store: trained runs on disk, one directory each.
 
     <root>/<run_id>/model.safetensors   weights (safetensors: no pickle)
-    <root>/<run_id>/run.json            config, schema, history, metrics, seconds, author
+    <root>/<run_id>/run.json            config, schema, history, metrics, seconds, author, snapshots
+    <root>/<run_id>/snapshots.safetensors  per-epoch R and movie embeddings (``fmlib.snapshots``), if kept
 
 A run is written into a temporary directory and renamed into place, so a crash never leaves
-a half-written run. ``load`` rebuilds the model from the saved schema and hyperparameters.
+a half-written run. ``load`` rebuilds the model from the saved schema and hyperparameters. A run
+saved before runs kept snapshots (no ``snapshots`` entry in run.json) loads with ``snapshots`` None.
 
 Runs shared by a class: a run saved with an ``author`` is that author's; a run saved without
 one (the command line, the teacher) is shared. A session's default run is its author's newest,
@@ -28,6 +30,7 @@ from safetensors.torch import load_file, save_file
 
 from .data.schema import Schema
 from .models import build_model
+from .snapshots import Snapshots
 from .train import Run
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
@@ -114,6 +117,9 @@ class RunStore:
         try:
             state = {k: v.contiguous() for k, v in run.model.state_dict().items()}
             save_file(state, tmp / "model.safetensors")
+            snapshots = run.snapshots if run.snapshots is not None and run.snapshots.count else None
+            if snapshots is not None and snapshots.tensors():
+                save_file(snapshots.tensors(), tmp / "snapshots.safetensors")
             meta = {
                 "run_id": base,
                 "author": author,
@@ -123,6 +129,7 @@ class RunStore:
                 "metrics": run.metrics,
                 "seconds": run.seconds,
                 "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "snapshots": None if snapshots is None else snapshots.meta(),
             }
             (tmp / "run.json").write_text(json.dumps(meta, indent=1))
             size, used = _bytes(tmp), sum(self.size(i) for i in held if (self.root / i).exists())
@@ -211,5 +218,21 @@ class RunStore:
             raise RunError(f"run {run_id!r}: weights cannot be loaded ({err})") from None
         model.eval()
         return Run(
-            model=model, config=config, history=meta["history"], metrics=meta["metrics"], seconds=meta["seconds"]
+            model=model,
+            config=config,
+            history=meta["history"],
+            metrics=meta["metrics"],
+            seconds=meta["seconds"],
+            snapshots=self._snapshots(run_id, meta.get("snapshots")),
         )
+
+    def _snapshots(self, run_id: str, meta: dict | None) -> Snapshots | None:
+        """The run's per-epoch snapshots; None for a run saved without them."""
+        if meta is None:
+            return None
+        path = self.root / run_id / "snapshots.safetensors"
+        try:
+            tensors = load_file(path) if path.exists() else {}
+            return Snapshots.from_saved(meta, tensors)
+        except Exception as err:
+            raise RunError(f"run {run_id!r}: its snapshots cannot be loaded ({err})") from None

@@ -2,7 +2,9 @@
 
 Rating task: MSE loss; RMSE and MAE of predictions clipped to the rating range [1, 5].
 Click task (rating >= 4): logistic loss on the score as a logit; logloss and AUC.
-``fit`` calls ``callback(record)`` after every epoch (the app and the CLI draw progress from it).
+``fit`` calls ``callback(record)`` after every epoch (the app and the CLI draw progress from it), and
+keeps per-epoch snapshots of what the pages draw (``fmlib.snapshots``: R, a few dozen movie
+embeddings) in ``Run.snapshots``, so that a run can be replayed epoch by epoch.
 
 Weight averaging (``TrainConfig.average_from``): from that epoch on, the model that is evaluated
 and kept is the running mean of the end-of-epoch weights — Polyak–Ruppert averaging over epochs,
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -29,6 +32,7 @@ from torch import nn
 from .data.dataset import TASKS, Dataset, Split, slot_weights
 from .models import build_model, hyperparameters, model_name
 from .optim import Adam
+from .snapshots import Snapshots
 
 MONITOR = {"rating": "rmse", "click": "logloss"}  # early-stopping metric, lower is better
 DEVICES = ("cpu", "cuda")
@@ -89,6 +93,7 @@ class Run:
     metrics: dict = field(default_factory=dict)  # {"valid": {...}, "test": {...}}
     seconds: float = 0.0
     optimizer_state: dict = field(default_factory=dict, repr=False)  # parameter name -> Adam's (m, v, t) at the end
+    snapshots: Snapshots | None = field(default=None, repr=False)  # per epoch: R, movie embeddings (fmlib.snapshots)
 
 
 def optimizer_state(model: nn.Module, optimizer: Adam) -> dict:
@@ -219,19 +224,31 @@ class WeightAverage:
                 self.mean[k] = v.detach().clone()
 
 
-@torch.no_grad()
-def evaluate_with(model: nn.Module, state: dict, data: Dataset, task: str) -> dict:
-    """``evaluate`` with the weights ``state`` loaded; the model's own weights are put back after."""
+@contextmanager
+def weights_of(model: nn.Module, state: dict):
+    """Within the block ``model`` holds the weights ``state``; its own weights are put back after."""
     own = {k: v.clone() for k, v in model.state_dict().items()}
     model.load_state_dict(state)
     try:
-        return evaluate(model, data, task)
+        yield model
     finally:
         model.load_state_dict(own)
 
 
+def evaluate_with(model: nn.Module, state: dict, data: Dataset, task: str) -> dict:
+    """``evaluate`` with the weights ``state`` loaded; the model's own weights are put back after."""
+    with weights_of(model, state):
+        return evaluate(model, data, task)
+
+
 def fit(
-    model: nn.Module, train: Dataset, valid: Dataset, config: TrainConfig, callback=None, resume: dict | None = None
+    model: nn.Module,
+    train: Dataset,
+    valid: Dataset,
+    config: TrainConfig,
+    callback=None,
+    resume: dict | None = None,
+    snapshots: bool | Snapshots = True,
 ) -> Run:
     """Train with Adam on ``config.device``; stop when the validation metric has not improved for
     ``patience`` epochs and restore the best weights. Deterministic for a given ``config.seed``.
@@ -244,6 +261,11 @@ def fit(
     the restored weights are those of the running mean of the end-of-epoch weights (``WeightAverage``).
     With ``config.field_decay`` or ``config.linear_decay`` set, the tables w and v take the grouped
     L2 of ``row_decay`` instead of ``weight_decay``.
+
+    ``snapshots``: keep ``fmlib.snapshots.Snapshots`` of epoch 0 (the weights training starts from) and
+    of every epoch's evaluated weights in ``Run.snapshots`` (True); fill the given, empty ``Snapshots``,
+    which another thread may read while training goes on (the app's live view); or keep none (False).
+    The snapshot is taken before ``callback`` sees the epoch's record.
 
     The step loop never waits on a number: the epoch's loss is summed on the device and read
     once per epoch. A training loss that is not finite stops training with a message."""
@@ -274,6 +296,11 @@ def fit(
             model.bias.fill_(float(y.mean()))
     # RaFM: Algorithm 1's consistency terms (eq. 12b); FwFM: L2 of R toward R_FM
     extra_loss = getattr(model, "extra_loss", None)
+    snap = None
+    if snapshots is not False:
+        snap = snapshots if isinstance(snapshots, Snapshots) else Snapshots()
+        snap.start(model, train)
+        snap.take(model, 0)
     average = WeightAverage()
     start = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
@@ -304,10 +331,15 @@ def fit(
         if config.average_from and epoch >= config.average_from:
             average.update(model.state_dict())
             state = average.mean
-            metrics = evaluate_with(model, state, valid, config.task)
+            with weights_of(model, state):
+                metrics = evaluate(model, valid, config.task)
+                if snap is not None:
+                    snap.take(model, epoch)
         else:
             state = model.state_dict()
             metrics = evaluate(model, valid, config.task)
+            if snap is not None:
+                snap.take(model, epoch)
         record = {
             "epoch": epoch,
             "epochs": config.epochs,
@@ -348,6 +380,7 @@ def fit(
         metrics={"valid": valid_metrics},
         seconds=time.perf_counter() - start,
         optimizer_state=optimizer_state(model, optimizer),
+        snapshots=snap,
     )
 
 
@@ -382,14 +415,19 @@ def quick_settings(dataset: str) -> tuple[TrainConfig, dict]:
     return TrainConfig(epochs=4, lr=1e-2, patience=2), {"dim": 8}
 
 
-def train_model(name: str, data: Split, config: TrainConfig, callback=None, **hp) -> Run:
-    """Build model ``name`` (seeded), fit it and add test metrics: what the CLI and the Train page do."""
+def train_model(
+    name: str, data: Split, config: TrainConfig, callback=None, *, snapshots: bool | Snapshots = True, **hp
+) -> Run:
+    """Build model ``name`` (seeded), fit it and add test metrics: what the CLI and the Train page do.
+    ``snapshots``: as ``fit`` takes them (a model trained by sampling keeps none)."""
     torch.manual_seed(config.seed)
     if "counts" in hyperparameters(name) and hp.get("counts") is None:  # RaFM: ranks from train counts
         hp["counts"] = data.train.feature_counts().tolist()
     model = build_model(name, data.schema, **hp)
-    trainer = fit_by_sampling if hasattr(model, "fit_gibbs") else fit
-    run = trainer(model, data.train, data.valid, config, callback)
+    if hasattr(model, "fit_gibbs"):
+        run = fit_by_sampling(model, data.train, data.valid, config, callback)
+    else:
+        run = fit(model, data.train, data.valid, config, callback, snapshots=snapshots)
     run.config["split"] = {"seed": data.seed, "min_count": data.min_count, "features": data.schema.names}
     run.metrics["test"] = evaluate(run.model, data.test, config.task)
     return run

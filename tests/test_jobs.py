@@ -165,3 +165,95 @@ def test_the_grace_period_is_read_from_the_environment(monkeypatch):
         monkeypatch.setenv("FMLIB_ORPHAN_SECONDS", bad)
         with pytest.raises(ValueError, match="FMLIB_ORPHAN_SECONDS must be a number of seconds"):
             default_orphan_seconds()
+
+
+def epochs(n: int, done: list, start: threading.Event | None = None):
+    """A job of ``n`` "epochs", each reported when it ends (as ``fit`` does), begun once ``start`` is set."""
+
+    def fn(job):
+        if start is not None:
+            start.wait(10)
+        for epoch in range(1, n + 1):
+            done.append(epoch)
+            job.report({"epoch": epoch, "epochs": n})
+        return "finished"
+
+    return fn
+
+
+def test_a_paused_job_holds_after_its_epoch_steps_one_epoch_at_a_time_and_resumes(queue):
+    done, start = [], threading.Event()
+    job = queue.submit(epochs(6, done, start))
+    job.pause()  # before its first epoch ends: it holds at its first report
+    start.set()
+    wait_for(lambda: job.held)
+    time.sleep(0.1)
+    assert done == [1] and job.state == "running" and [r["epoch"] for r in job.records] == [1]
+    job.step()
+    wait_for(lambda: len(done) == 2 and job.held)
+    time.sleep(0.1)
+    assert done == [1, 2] and len(job.records) == 2, "one step runs exactly one more epoch"
+    job.step()
+    job.step()  # a second step asked for while the first runs: it is the report after
+    wait_for(lambda: len(done) == 4 and job.held)
+    time.sleep(0.1)
+    assert done == [1, 2, 3, 4]
+    job.resume()
+    wait_for(lambda: job.done)
+    assert job.state == "done" and job.result == "finished" and done == list(range(1, 7)) and not job.held
+
+
+def test_a_held_job_is_cancelled_at_once_and_so_is_a_held_orphan():
+    q = JobQueue(workers=1, orphan_seconds=0.3)
+    try:
+        start = threading.Event()
+        held = q.submit(epochs(100, [], start))
+        held.pause()
+        start.set()
+        wait_for(lambda: held.held)
+        q.cancel(held)
+        wait_for(lambda: held.done, timeout=2)
+        assert held.state == "cancelled" and len(held.records) == 1
+        start = threading.Event()
+        orphan = q.submit(epochs(100, [], start), watched=True)
+        orphan.pause()
+        start.set()
+        wait_for(lambda: orphan.held)
+        wait_for(lambda: orphan.done, timeout=5)  # nobody calls seen(): the grace period ends it
+        assert orphan.state == "cancelled" and q.find(orphan.token) is None
+    finally:
+        q.shutdown()
+
+
+def test_a_held_job_gives_way_when_others_wait_in_line_but_not_when_none_do():
+    q = JobQueue(workers=1, orphan_seconds=0.5)
+    try:
+        done, start = [], threading.Event()
+        held = q.submit(epochs(3, done, start), watched=True)
+        held.pause()
+        start.set()
+        wait_for(lambda: held.held)
+        for _ in range(8):  # followed, alone on the server: it stays held
+            held.seen()
+            time.sleep(0.1)
+        assert held.held and done == [1]
+        later = q.submit(epochs(1, []))
+        while not held.done:  # another job waits: after orphan_seconds held, the pause ends by itself
+            held.seen()
+            time.sleep(0.05)
+        wait_for(lambda: later.done)
+        assert held.state == "done" and held.gave_way and done == [1, 2, 3] and later.state == "done"
+    finally:
+        q.shutdown()
+
+
+def test_live_data_is_attached_and_shutdown_ends_a_held_job():
+    q = JobQueue(workers=1)
+    live, start = [], threading.Event()
+    job = q.submit(lambda job: [start.wait(10), job.live.append(1), job.report({})], live=live)
+    job.pause()
+    start.set()
+    wait_for(lambda: job.held)
+    assert job.live is live and live == [1]
+    q.shutdown()  # does not hang on the held job
+    assert job.state == "cancelled"
