@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from app_pages._intuition import block, short, vector
 from app_pages._measured import inversion_rates, inversion_table, inversion_verdicts
 from app_pages._queue import job_queue, show_job
 from app_pages._ui import bounded_number, fail, load_data, notebook_link
@@ -15,6 +16,7 @@ from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.inversion.outcome import describe
 from fmlib.plots import inversion as plots
+from fmlib.worked import attention_row
 
 bar = title_bar("Attention inversion")
 notebook_link("06_attention_inversion")
@@ -26,6 +28,43 @@ st.markdown(
 )
 
 GAMMAS = [0.0, 1e-4, 1e-2, 1.0, 100.0]
+TRACED = {"n": 3, "d": 2, "seed": 0}  # the traced row's layer: three tokens of length two
+
+
+@st.cache_data(show_spinner=False)
+def traced_row() -> dict:
+    return attention_row(**TRACED)
+
+
+def worked_example() -> None:
+    """One output row of a tiny layer traced, and its weights read back from it, before any attack."""
+    row = traced_row()
+    n, d = TRACED["n"], TRACED["d"]
+    keys = ["X [AttnInv]", "n", "d [AttnInv]", "W", "V [AttnInv]", "D(X)", "B"]
+    with block("inversion", f"One output row, traced: n = {n} tokens of length d = {d}", keys):
+        st.markdown(
+            "Token 1 scores every token, $s_{1j} = x_1^\\top W x_j$; the softmax (the row of $D(X)^{-1}\\exp(X^\\top W X)$) "
+            f"turns the scores into weights $\\alpha_{{1j}}$; the output row is $b_1 = \\alpha_1 X^\\top V = {vector(row['b'])}$."
+        )
+        st.table(
+            pd.DataFrame(
+                {
+                    "token xⱼ": [short(x) for x in row["X"].T],
+                    "score s₁ⱼ": row["scores"],
+                    "weight α₁ⱼ": row["weights"],
+                    "α₁ⱼ read back from b₁": row["recovered"],
+                },
+                index=pd.Index(range(1, n + 1), name="j"),
+            ).style.format(precision=3)
+        )
+        st.markdown(
+            f"Undo $V$ and $b_1 V^{{-1}} = \\sum_j \\alpha_{{1j}} x_j^\\top = {vector(row['average'])}$ is a weighted "
+            "average of the tokens: knowing them, the weights come back from $b_1$ alone (the last column). The "
+            f"attacker does not know $X$: $B$ gives {row['equations']} numbers for the {row['unknowns']} unknowns of "
+            "$X$ — as many equations as unknowns, but each weight depends on $X$ through the softmax, so the "
+            "equations are not linear and $L(X)$ may have minima other than $X_\\text{true}$. Below: one attack, "
+            "then how often it works."
+        )
 
 
 @st.cache_data(show_spinner=False)
@@ -71,6 +110,7 @@ def choice(container, label: str, key: str):
     return container.select_slider(label, options, default, key=key, bind="query-params")
 
 
+worked_example()
 left, right = st.columns(2)
 link_check("inv_n", in_range(2, 8, integer=True), "2 to 8")
 n = left.slider("tokens n", 2, 8, 4, key="inv_n", bind="query-params")

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from app_pages._intuition import block
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
@@ -16,6 +17,7 @@ from fmlib.models.rafm_ranks import check_ranks
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.train import TrainConfig
+from fmlib.worked import example_rows, rank_example
 
 bar = title_bar("Rank-aware FM")
 notebook_link("03_rank_aware_fm")
@@ -55,12 +57,29 @@ except ValueError as err:
     fail(f"Rank set: {err}")
 
 
+def example_field(schema) -> str:
+    """The field the worked example draws its features from: movies, else the field with the most features."""
+    names = [f.name for f in schema.fields]
+    return "movie_id" if "movie_id" in names else max(schema.fields, key=lambda f: f.cardinality).name
+
+
+def example_labels(data, field, rows) -> list[str]:
+    """Each example row's name: a movie's title on MovieLens, else ``field = value``."""
+    values = [field.values[r - field.offset] if field.values else str(r - field.offset) for r in rows]
+    if field.name == "movie_id" and data.movies is not None:
+        titles = data.movies.set_index("movie_id")["title"]
+        return [str(titles.get(int(v), v)) if v.isdigit() else v for v in values]
+    return [f"{field.name} = {v}" for v in values]
+
+
 @st.cache_resource(show_spinner=False)
 def frequencies(name: str, ranks: tuple) -> dict:
     """Section 1 for this dataset and rank set: the same for every student, so computed once per server."""
     data = load_split(name, 0)
     counts = data.train.feature_counts()
     summary = parameter_summary(counts, ranks)
+    field = data.schema.field(example_field(data.schema))
+    rows = example_rows(counts, range(field.offset, field.offset + field.cardinality))
     table = rank_table(counts, ranks, data.schema)
     return {
         "summary": summary,
@@ -73,6 +92,8 @@ def frequencies(name: str, ranks: tuple) -> dict:
             title=f"{name}: occurrences per feature in the training split",
         ),
         "shares": rank_share_figure(table, title="features per rank, by field"),
+        "example": rank_example(counts, ranks, rows, example_labels(data.train, field, rows)),
+        "example_field": field.name,
     }
 
 
@@ -141,6 +162,52 @@ def table_row(result, ranks) -> dict | None:
 
 
 result, no_result = shown_comparison(name)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def worked_example(example, ranks, thresholds, field: str) -> None:
+    """Eq. 17 on five features of ``field``, from the most to the least frequent, before any evidence."""
+    what = "movies" if field == "movie_id" else f"features of {field}"
+    top = ranks[-1]
+    with block("rafm", f"Eq. 17 on five {what}, from the most to the least seen", ["n_i", "D_p", "k_i", "n̄_p"]):
+        shown = example.rename(
+            columns={"feature": what, "n_i": "nᵢ (train)", "k_i": "kᵢ", "D_k_i": "D_kᵢ"}
+            | {f"n_i / {top}": f"nᵢ per number, D = {top}", "n_i / D_k_i": "nᵢ per number, D_kᵢ"}
+            | {f"|log n_i − log {D}|": f"|log nᵢ − log {D}|" for D in ranks}
+        )
+        st.table(shown.set_index(what).style.format(precision=2))
+        rare, frequent = example.iloc[-1], example.iloc[0]
+        if rare.n_i < top:
+            why = (
+                f"*{rare.feature}*, seen {plural(rare.n_i, 'time')}, would fit the {top} numbers of a rank-{top} "
+                f"embedding from {plural(rare.n_i, 'equation')}, {rare[f'n_i / {top}']:.2g} per number: it "
+                "over-fits (§1)."
+            )
+        else:
+            why = f"even the least seen here, *{rare.feature}*, has {rare.n_i} ≥ {top} of them."
+        cuts = ", ".join(
+            f"$\\bar n_{p} = \\sqrt{{{a}\\cdot{b}}} = {t:.3g}$"
+            for p, (a, b, t) in enumerate(zip(ranks, ranks[1:], thresholds), 1)
+        )
+        close = example[(example.k_i == len(ranks)) & (example.n_i < top)]
+        caveat = (
+            f" A log-scale rule, not one of at least one sample per number: *{close.iloc[-1].feature}* "
+            f"({close.iloc[-1].n_i} times) still gets D = {top}."
+            if not close.empty
+            else ""
+        )
+        st.markdown(
+            f"Each sample a feature occurs in is one equation for its embedding: {why} Eq. 17 gives each feature "
+            f"the $D_p$ closest to $n_i$ on a log scale (the smallest distance in its row): *{rare.feature}* keeps "
+            f"$D_{{{rare.k_i}}} = {rare.D_k_i}$ numbers, *{frequent.feature}* ({frequent.n_i} times) "
+            f"$D_{{{frequent.k_i}}} = {frequent.D_k_i}$. The cut between neighbouring ranks: {cuts}.{caveat}"
+        )
+
+
+worked_example(seen["example"], ranks, summary["thresholds"], seen["example_field"])
 
 st.subheader("1 · How often does each feature occur?")
 chart(seen["histogram"])

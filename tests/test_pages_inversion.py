@@ -2,11 +2,14 @@
 
 import time
 
+import pytest
 import torch
 from apptest import app_page, figure
+from page_order import block_tables, of_type, position, starts
 
 from fmlib.experiments import inversion, tables
 from fmlib.inversion import invert, planted_instance
+from fmlib.worked import attention_row
 
 PAGE = "app_pages/attention_inversion.py"
 
@@ -19,7 +22,7 @@ def test_page_runs_and_shows_gd_vs_newton():
     names = {t["name"] for t in fig["data"] if t.get("showlegend", True) is not False}
     assert {"gradient descent", "damped Newton"} <= names
     assert fig["layout"]["yaxis"]["type"] == "log" and fig["layout"]["yaxis2"]["type"] == "log"
-    slips = at.table[0].value
+    slips = next(t.value for t in at.table if t.value.index.name == "where")
     assert len(slips) == 2 and "Lemma A.17" in " ".join(slips.index)
 
 
@@ -115,3 +118,23 @@ def test_movielens_twist_section():
         assert any(w in notice for w in ("beats the attack", "the attack beats", "no difference from the popularity"))
     gap = next(i.value for i in at.info if i.value.startswith("The attack recovers"))
     assert "of held-out users'" in gap and "popularity guess" in gap
+
+
+def test_the_page_opens_with_one_attention_row_traced_before_any_attack():
+    """The worked example's numbers are fmlib.worked.attention_row's, and it comes before the controls and charts."""
+    at = app_page(PAGE, timeout=60)
+    at.run()
+    assert not at.exception
+    title = "One output row, traced: n = 3 tokens of length d = 2"
+    row = attention_row(n=3, d=2, seed=0)
+    [table] = block_tables(at, title)
+    assert list(table.index) == [1, 2, 3]
+    assert table["score s₁ⱼ"].tolist() == pytest.approx(row["scores"].tolist())
+    assert table["weight α₁ⱼ"].tolist() == pytest.approx(row["weights"].tolist())
+    assert table["α₁ⱼ read back from b₁"].tolist() == pytest.approx(row["weights"].tolist())
+    assert f"{row['b'][0]:.2f}" in next(m.value for m in at.markdown if "the output row is $b_1" in m.value)
+    sentence = next(m.value for m in at.markdown if "The attacker does not know" in m.value)
+    assert "gives 6 numbers for the 6 unknowns" in sentence
+    opens = position(at, starts(f"**{title}"))
+    assert position(at, starts("**Question.**")) < opens < position(at, of_type("slider"))
+    assert opens < position(at, of_type("plotly_chart")) < position(at, starts("How often does the attack work"))

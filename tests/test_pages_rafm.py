@@ -2,6 +2,7 @@
 
 import pytest
 from apptest import app_page, figure, wait_for_training
+from page_order import block_tables, of_type, position, starts
 
 from fmlib.experiments import rafm as rafm_experiment
 
@@ -126,3 +127,49 @@ def test_the_parameter_share_reads_the_tables_number_and_nothing_rounds_to_100()
             assert 0.999 < share < 1
         elif share < 1:
             assert float(text.split()[0]) == pytest.approx(100 * share, abs=0.05), text
+
+
+def example_for(name, ranks):
+    """What the page's worked example shows, straight from fmlib: eq. 17 on five movies (or five features of the
+    largest field) spanning the training counts."""
+    from app_pages._ui import load_split
+    from fmlib.worked import example_rows, rank_example
+
+    data = load_split(name, 0)
+    names = [f.name for f in data.schema.fields]
+    field = data.schema.field(
+        "movie_id" if "movie_id" in names else max(data.schema.fields, key=lambda f: f.cardinality).name
+    )
+    counts = data.train.feature_counts()
+    rows = example_rows(counts, range(field.offset, field.offset + field.cardinality))
+    return rank_example(counts, ranks, rows, [str(r) for r in rows])
+
+
+@pytest.mark.parametrize("name", ["synthetic", "ml-100k"])
+def test_the_page_opens_with_eq_17_on_five_features_before_the_histogram(name):
+    at = page(name)
+    title = "Eq. 17 on five movies" if name == "ml-100k" else "Eq. 17 on five features of"
+    [table] = block_tables(at, title)
+    expected = example_for(name, (8, 32))
+    assert table["nᵢ (train)"].tolist() == expected["n_i"].tolist()
+    assert table["kᵢ"].tolist() == expected["k_i"].tolist() and table["D_kᵢ"].tolist() == expected["D_k_i"].tolist()
+    assert table["|log nᵢ − log 32|"].tolist() == pytest.approx(expected["|log n_i − log 32|"].tolist())
+    assert table["nᵢ per number, D = 32"].tolist() == pytest.approx(expected["n_i / 32"].tolist())
+    if name == "ml-100k":
+        assert table.index[0] == "Star Wars"  # the most rated movie in the training split, by its title
+    opens = position(at, starts(f"**{title}"))
+    assert position(at, starts("**Should a movie")) < opens < position(at, starts("1 · How often"))
+    assert opens < position(at, of_type("plotly_chart"))
+    sentence = next(m.value for m in at.markdown if m.value.startswith("Each sample a feature occurs in"))
+    rare = expected.iloc[-1]
+    assert f"keeps $D_{{{rare.k_i}}} = {rare.D_k_i}$ numbers" in sentence and "\\sqrt{8\\cdot32} = 16" in sentence
+
+
+def test_the_worked_example_follows_the_rank_set():
+    at = page()
+    at.text_input(key="rafm_ranks").set_value("4,16,64").run()
+    assert not at.exception
+    [table] = block_tables(at, "Eq. 17 on five features of")
+    expected = example_for("synthetic", (4, 16, 64))
+    assert table["kᵢ"].tolist() == expected["k_i"].tolist()
+    assert {"|log nᵢ − log 4|", "|log nᵢ − log 16|", "|log nᵢ − log 64|"} <= set(table.columns)
