@@ -2,15 +2,26 @@
 
 import streamlit as st
 
+from app_pages._intuition import block
 from app_pages._keys import step_keys
 from app_pages._measured import fmgrad_verdicts
 from app_pages._ui import notebook_link
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, secondary, title_bar
+from app_pages._view import (
+    chart,
+    copy_link_and_reset,
+    in_range,
+    link_check,
+    one_of,
+    projector,
+    secondary,
+    title_bar,
+)
 from fmlib.derivations import catalog, check_derivations, check_step, get, run_check
 from fmlib.derivations.display import Line, outcome, summary
 from fmlib.notation import unicode_math
 from fmlib.plots.derivations import s3_slack_figure
 from fmlib.references import with_titles
+from fmlib.worked import rendle_example
 
 BADGES = {
     "passed": ("green", "✓ passed"),
@@ -71,7 +82,47 @@ def go_to(step: int):
     st.session_state.deriv_step = step
 
 
+QUESTION = "Does each line of a paper really follow from the one before?"
+NUMBERS_SEED = 4  # Rendle's identity on numbers: this seed's three features have no zero vector and mixed x_i
+
+
+def number(value: float) -> str:
+    return f"{value:g}"
+
+
+def rendle_in_numbers(container) -> None:
+    """Rendle's identity evaluated on three features with small integers, before any line is checked."""
+    ex = rendle_example(seed=NUMBERS_SEED)
+    x, V = ex["x"], ex["V"]
+    vectors = ", ".join(f"$v_{i} = ({', '.join(number(c) for c in v)})$" for i, v in enumerate(V, 1))
+    squares = " + ".join(f"{number(v @ v)} \\cdot {number(xi)}^2" for v, xi in zip(V, x))
+    with block("derivations", "Rendle's identity on three features, in numbers", ["x_i", "v_i", "k"], container):
+        st.markdown(
+            f"$x = ({', '.join(number(v) for v in x)})$, {vectors} ($k = {V.shape[1]}$; Rendle's derivation below "
+            "writes the embeddings $\\boldsymbol w_i$, as [DPLR] eq. 1 does).\n"
+            f"* Pair by pair: $\\sum_{{i<j}} \\langle v_i, v_j\\rangle x_i x_j = "
+            + " + ".join(f"({number(t)})" if t < 0 else number(t) for _, _, t in ex["pairs"])
+            + f" = {number(ex['pair_sum'])}$, one inner product per pair.\n"
+            f"* Rendle's identity: $s = \\sum_i v_i x_i = ({', '.join(number(c) for c in ex['s'])})$ and "
+            f"$\\tfrac12\\big(\\lVert s\\rVert^2 - \\sum_i \\lVert v_i\\rVert^2 x_i^2\\big) = \\tfrac12"
+            f"\\big({number(ex['square_of_sum'])} - ({squares})\\big) = {number(ex['identity'])}$.\n\n"
+            f"The same number: {ex['pair_products']} pair products against {ex['identity_products']} squared norms "
+            "here; with n features, n(n − 1)/2 against n + 1. The steps below show why this holds for every n, each "
+            "line checked by sympy."
+        )
+
+
 bar = title_bar("Checked derivations")  # short: one line at 150 % zoom beside the sidebar
+# A first visit opens with the question and the identity in numbers; a link to a step (a lesson stop, a shared
+# view) or projector mode opens on the step, its formula above the fold, with the numbers one click away beside
+# the Back/Next buttons. Decided once per session, so the page does not jump while stepping.
+if "deriv_numbers_first" not in st.session_state:
+    linked = any(key in st.query_params for key in ("deriv_derivation", "deriv_step"))
+    st.session_state["deriv_numbers_first"] = not linked and not projector()
+numbers_first = st.session_state["deriv_numbers_first"]
+if numbers_first:
+    st.markdown(f"**{QUESTION}** First one identity on numbers, then its derivation line by line.")
+    rendle_in_numbers(st)
 
 derivations = catalog()
 titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plain text
@@ -121,6 +172,8 @@ row.button(
     args=(1, last),
     disabled=st.session_state.deriv_step >= last,
 )
+if not numbers_first:  # beside the buttons: no line of its own above the step
+    rendle_in_numbers(row.popover("In numbers", icon=":material/calculate:", key="deriv_numbers"))
 with row:  # beside the buttons: the listener takes no line of its own (the formula stays above the fold)
     step_keys("deriv_keys", st.session_state.deriv_step, 1, last, go_to)  # N/B: every press counts, however quick
 row.markdown(f"**{titles[key]}**")  # in full: a narrow picker may cut a long title short
@@ -237,7 +290,7 @@ st.write(
     "with the corrected line that sympy accepts. A wrong variant always fails, and the badge says where."
 )
 secondary(
-    "Does each line of a paper really follow from the one before? Step through a derivation: "
+    f"{QUESTION} Step through a derivation: "
     "every line shows the rule that justifies it, where it comes from, and how sympy checked it.",
     st.write,
 )

@@ -5,10 +5,12 @@ import json
 
 import pytest
 from apptest import app_page
+from page_order import in_order, position, starts
 from test_derivations import katex_problems
 
 from fmlib.derivations import catalog
 from fmlib.notation import unicode_math
+from fmlib.worked import rendle_example
 
 PAGE = "app_pages/derivations.py"
 
@@ -128,3 +130,42 @@ def test_another_size_falls_back_to_numeric_then_refuses(at):
 def step_line(at) -> str:
     """The page's "Step i of n: ..." line (bold text, not a heading: it keeps the formula above the fold)."""
     return next(m.value for m in at.markdown if m.value.startswith("**Step "))
+
+
+NUMBERS = "**Rendle's identity on three features, in numbers"
+
+
+def numbers_line(at) -> str:
+    return next(m.value for m in at.markdown if "Pair by pair" in m.value)
+
+
+def test_a_first_visit_opens_with_the_question_and_the_identity_in_numbers(at):
+    """No link, no projector: the question and Rendle's identity on fmlib.worked's numbers come before the picker."""
+    ex = rendle_example(seed=4)
+    line = numbers_line(at)
+    assert f"= {ex['pair_sum']:g}$, one inner product per pair" in line
+    assert f"\\big) = {ex['identity']:g}$" in line and f"{ex['square_of_sum']:g} - (" in line
+    assert f"$x = ({', '.join(f'{v:g}' for v in ex['x'])})$" in line
+    order = in_order(at)
+    opens = position(at, starts(NUMBERS))
+    assert position(at, starts("**Does each line of a paper")) < opens
+    assert opens < order.index(at.selectbox(key="deriv_derivation")) < position(at, starts("**Step 1 of"))
+    assert not any(getattr(e, "type", None) == "popover" and "In numbers" in str(e.proto) for e in order)
+    at.button(key="deriv_next").click().run()  # stepping keeps the page as it opened: nothing jumps
+    assert position(at, starts(NUMBERS)) < position(at, starts("**Step 2 of"))
+
+
+@pytest.mark.parametrize("params", [{"deriv_derivation": "fm-gradient", "deriv_step": "7"}, {"projector": "true"}])
+def test_a_step_link_or_projector_mode_opens_on_the_step_with_the_numbers_beside_the_buttons(params):
+    """The lesson's links and the projector keep the step's formula above the fold: nothing is added above it; the
+    same numbers sit in a popover beside Back and Next."""
+    at = app_page(PAGE)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    step = position(at, starts("**Step "))
+    assert position(at, starts(NUMBERS)) > position(at, lambda e: getattr(e, "key", None) == "deriv_next")
+    assert position(at, starts(NUMBERS)) < step  # inside the button row's popover, drawn before the step
+    assert not any(starts("**Does each line of a paper")(e) for e in in_order(at)[:step])
+    assert f"= {rendle_example(seed=4)['pair_sum']:g}$" in numbers_line(at)

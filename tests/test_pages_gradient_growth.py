@@ -5,6 +5,10 @@ import base64
 import numpy as np
 import pytest
 from apptest import app_page, figure
+from page_order import block_tables, of_type, position, starts
+
+from fmlib.analysis.gradient_growth import ProductBounds
+from fmlib.worked import gradient_example
 
 PAGE = "app_pages/gradient_growth.py"
 
@@ -110,3 +114,23 @@ def test_bad_layout_gives_a_clear_error(at, text, message):
     at.text_input(key="layout").set_value(text).run()
     assert not at.exception
     assert message in errors(at)
+
+
+def test_the_page_opens_with_one_example_traced_before_the_measured_chart(at):
+    """The traced ∂y/∂X₁ and the table of its largest entry are fmlib.worked.gradient_example's (the page's default
+    M and ε), and they come after the question and before the slider and the chart."""
+    title = "One example, traced: ∂y/∂X₁ as fields are added"
+    bounds = ProductBounds()
+    example = gradient_example(m_values=(2, 4, 8, 16, 32), d=2, M=bounds.M, eps=bounds.eps)
+    [table] = block_tables(at, title)
+    assert list(table.columns) == ["m = 2", "m = 4", "m = 8", "m = 16", "m = 32"]
+    assert table.iloc[0].tolist() == pytest.approx(example["table"]["fm"].tolist())
+    assert table.iloc[1].tolist() == pytest.approx(example["table"]["product"].tolist())
+    traced = next(m.value for m in at.markdown if m.value.startswith("Field embeddings $X_j"))
+    fm, product = example["fm"][4], example["product"][4]
+    assert f"= ({fm[0]:.2f},\\ {fm[1]:.2f})$, a **sum**" in traced
+    assert f"= ({product[0]:.2f},\\ {product[1]:.2f})$, a **product**" in traced
+    opens = position(at, starts(f"**{title}"))
+    assert position(at, starts("**Question.**")) < opens < position(at, of_type("slider"))
+    assert opens < position(at, of_type("plotly_chart"))
+    assert figure(at, 0)["data"][0]["name"].startswith("one m-way product term")  # the measured chart stays first

@@ -2,6 +2,7 @@
 
 import pytest
 from apptest import app_page, figure, wait_for_training
+from page_order import block_tables, position, starts
 
 from fmlib.bench.ranking import ranking_benchmark, sweep_schemas
 from fmlib.data import movielens, split, synthetic
@@ -10,6 +11,7 @@ from fmlib.ranking import agreement, catalogue, query_rows, recipe, seed_noise_v
 from fmlib.results import write_csv
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
+from fmlib.worked import context_split
 
 COMMITTED = tables.committed_root
 
@@ -155,3 +157,23 @@ def test_models_are_compared_with_one_recipe_trained_with_two_seeds():
     assert sorted(pairs.overlap) == pytest.approx(sorted(expected.overlap.round(3)))
     notice = next(m.value for m in at.markdown if m.value.startswith("**Notice:**"))
     assert notice == f"**Notice:** {seed_noise_verdict(expected, 10)['sentence']}"
+
+
+def test_the_page_opens_with_one_users_scores_split_into_once_and_per_movie(tmp_path, monkeypatch):
+    """fmlib.worked.context_split's numbers, shown after the question and before the per-item cost charts."""
+    monkeypatch.setattr("fmlib.experiments.tables.committed_root", COMMITTED)
+    at = page()
+    assert not at.error
+    title = "One user, three movies, traced: Ann on a Friday at 20 h"
+    split = context_split()
+    [table] = block_tables(at, title)
+    movies = split["movies"]
+    assert list(table.index) == movies["movie"].tolist()
+    assert table["ŷ"].tolist() == pytest.approx(movies["score"].tolist())
+    assert table["pairs, eq. 2c"].tolist() == pytest.approx(movies["pairwise"].tolist())
+    once = next(m.value for m in at.markdown if "**Once** for Ann" in m.value)
+    assert f"{split['norms_C']:.2f}" in once and f"{split['bias_C']:.2f}" in once
+    assert any("instead of all 10 pairs of m = 5 fields" in m.value for m in at.markdown)
+    opens = position(at, starts(f"**{title}"))
+    assert position(at, starts("**Question.**")) < opens < position(at, starts("Per-item cost as the number"))
+    assert opens < position(at, lambda e: getattr(e, "type", None) == "plotly_chart")
