@@ -2,9 +2,11 @@
 
 import streamlit as st
 
+from app_pages._intuition import block
 from app_pages._measured import scorecard_card
 from app_pages._ui import PAGES
 from app_pages._view import copy_link_and_reset, error, title_bar
+from fmlib import toy
 from fmlib.experiments import scorecard
 
 bar = title_bar("fmlib explainer")
@@ -17,6 +19,30 @@ st.markdown(
     "reproduced on MovieLens or honestly shown not to hold."
 )
 st.latex(r"\hat y(x) = w_0 + \sum_i w_i x_i + \sum_{i<j} \langle v_i, v_j\rangle x_i x_j")
+
+
+def one_prediction(user: str = toy.USERS[0], movie: str = toy.MOVIES[0]) -> None:
+    """One score of the Playground's toy FM, term by term (fmlib.toy), before the scorecard's evidence."""
+    V = toy.default_state()["V"]
+    [genre] = toy.MOVIE_GENRES[movie]  # a movie of one genre: every term is one named pair
+    names = {"user": user, "movie": movie, "genre": genre}
+    biases = " + ".join(f"{toy.BIAS[name]:g}" for name in (user, movie, genre)).replace("+ -", "- ")
+    pairs = " + ".join(
+        f"\\langle v_{{\\text{{{names[toy.FIELDS[f]]}}}}}, v_{{\\text{{{names[toy.FIELDS[g]]}}}}}\\rangle"
+        for f, g in toy.PAIRS
+    )
+    terms = " + ".join(f"{t:.2f}" for t in toy.pair_terms(V, user, movie)).replace("+ -", "- ")
+    with block("home", f"One prediction, traced: {user} rates {movie}", ["ŷ", "w_0", "w_i", "v_i"]):
+        st.markdown(
+            f"The Playground's toy FM (2-D embeddings): {user}, {movie} and its genre {genre} are the active features, "
+            f"so $\\hat y = w_0 + w_{{\\text{{{user}}}}} + w_{{\\text{{{movie}}}}} + w_{{\\text{{{genre}}}}} + {pairs}$ "
+            f"$= {toy.W0:g} + {biases} + {terms} = {toy.score(V, user, movie):.2f}$: "
+            "one inner product per pair of features. Move the points on the [Playground](playground) and watch "
+            "each term change."
+        )
+
+
+one_prediction()
 st.subheader("Scorecard: the papers' claims on MovieLens 100K")
 st.markdown(
     "Each model with its own tuned preset, 5 seeds; the paired per-seed difference (> 0 favours the claim) "
