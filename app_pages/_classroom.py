@@ -14,11 +14,13 @@ import os
 import streamlit as st
 
 from app_pages._queue import job_queue, progress_of
+from app_pages._replay import training_controls
 from app_pages._ui import run_store
 from app_pages._view import link_check
 from fmlib.jobs import Job
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
+from fmlib.snapshots import Snapshots
 from fmlib.train import MONITOR, train_model
 
 
@@ -29,7 +31,10 @@ def submit_training(model: str, data, config, hp: dict) -> None:
     if previous is not None:
         job_queue().cancel(previous)
     st.session_state.pop("train_message", None)
-    job = job_queue().submit(lambda job: train_model(model, data, config, job.report, **hp), watched=True)
+    live = Snapshots()  # filled epoch by epoch: what the page shows while the training is paused
+    job = job_queue().submit(
+        lambda job: train_model(model, data, config, job.report, snapshots=live, **hp), watched=True, live=live
+    )
     st.session_state["train_job"] = job
     st.query_params["training"] = job.token
 
@@ -127,6 +132,7 @@ def _training_status() -> None:
         st.plotly_chart(learning_curves(list(job.records)), key="live_curves")
     else:
         st.progress(0.0, text="starting ...")
+    training_controls(job)  # pause after an epoch, one more epoch, resume; the epochs so far while paused
     st.button("Cancel training", key="cancel_training", on_click=queue.cancel, args=(job,))
 
 

@@ -8,7 +8,8 @@ import streamlit as st
 from app_pages._classroom import author, follow_training, save_message, save_run, submit_training
 from app_pages._feature_sets import SECTION, features_box, features_section
 from app_pages._measured import scorecard_rows
-from app_pages._ui import bounded_number, dataset_name, fail, load_split, notebook_link
+from app_pages._replay import replay_choice
+from app_pages._ui import bounded_number, dataset_name, fail, load_run, load_split, notebook_link, selected_run_id
 from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of, title_bar
 from fmlib import presets
 from fmlib.arguments import int_list
@@ -20,7 +21,9 @@ from fmlib.experiments.claims import Threshold, measure_all
 from fmlib.experiments.verdict import HOLDS
 from fmlib.models import MODELS, hyperparameters
 from fmlib.plots.fm_ablation import ablation_figure
+from fmlib.plots.trace import trace_figure
 from fmlib.plots.training import learning_curves
+from fmlib.runs import RunError
 from fmlib.train import TrainConfig
 
 bar = title_bar("Train a model")
@@ -31,6 +34,12 @@ st.markdown(
     "validation metric has not improved for a few epochs, and keeps the best weights. "
     "Settings live in the URL: share the link to share a preset."
 )
+st.markdown(
+    "What it learns are the numbers of one formula. Here is a single prediction, term by term: a global "
+    "bias, one weight per feature, and one inner product ⟨v, v⟩ per pair of fields. Training nudges every "
+    "w and every v so that such sums match the ratings in the data."
+)
+chart(trace_figure(), key="trace")
 
 name = dataset_name()
 defaults = TrainConfig()
@@ -207,6 +216,7 @@ if run is not None and (run.config["model"], run.config["train"]["task"]) != (mo
 if run is not None:
     st.subheader(f"{run.config['model']} on {run.config['dataset']}")
     chart(learning_curves(run.history), key="final_curves")
+    replay_choice(run)
     st.table({split: {k: round(v, 4) for k, v in m.items()} for split, m in run.metrics.items()})
     shown_hp = {
         k: (f"<{len(v)} numbers>" if isinstance(v, list) and len(v) > 8 else v) for k, v in run.config["hp"].items()
@@ -220,6 +230,18 @@ if run is not None:
         st.text_input("Your name", value=author() or "", key="save_author", help="Your saved runs are listed under it.")
         st.form_submit_button("Save run", on_click=save_run, args=(run,))
     save_message()
+elif selected_run_id() is not None and "train_job" not in st.session_state:
+    st.subheader(f"Watch a saved run learn: {selected_run_id()}")
+    try:
+        saved = load_run(selected_run_id())
+    except RunError as err:  # a damaged run: say which, keep the page
+        st.error(str(err))
+    else:
+        st.caption(
+            f"{saved.config['model']} on {saved.config['dataset']}, the run picked in the sidebar; "
+            "train your own above to watch it instead."
+        )
+        replay_choice(saved, key="saved_replay_what")
 
 st.divider()
 

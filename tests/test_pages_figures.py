@@ -25,8 +25,9 @@ def visit(path, **state):
 
 def test_train_page_charts(data):
     run = train_model("fm", data, TrainConfig(epochs=2), dim=2)
-    # the learning curves and the lesson's ablation and feature-set charts (from the committed results tables)
-    assert assert_figures_labelled(visit("app_pages/train.py", trained=run)) == 3
+    # the opening trace of one rating, the learning curves, their replay (an FM on synthetic data has no R and
+    # no movies), and the lesson's ablation and feature-set charts (from the committed results tables)
+    assert assert_figures_labelled(visit("app_pages/train.py", trained=run)) == 5
 
 
 def test_field_interaction_charts(data):
