@@ -1,4 +1,5 @@
-"""Field interactions: learned R, pruned R vs DPLR at equal budget, spectra, Table 1 (DPLR paper)."""
+"""Field interactions: a toy R first, then the learned R, pruned R vs DPLR at equal budget, one pair's term in one
+rating's score (a cell pointed at in any heatmap is outlined in all of them), spectra, Table 1 (DPLR paper)."""
 
 import numpy as np
 import streamlit as st
@@ -6,7 +7,16 @@ import streamlit as st
 from app_pages._classroom import author, teacher_or_alone
 from app_pages._measured import measured_table, source_caption
 from app_pages._queue import server_job
-from app_pages._ui import dataset_name, fail, load_run, notebook_link, run_store, saved_or_quick_run, selected_run_id
+from app_pages._ui import (
+    dataset_name,
+    fail,
+    load_run,
+    load_split,
+    notebook_link,
+    run_store,
+    saved_or_quick_run,
+    selected_run_id,
+)
 from app_pages._view import (
     chart,
     checked_link,
@@ -15,9 +25,13 @@ from app_pages._view import (
     in_range,
     link_check,
     one_of,
+    projector,
     secondary,
     title_bar,
 )
+from fmlib.analysis.budget_toy import FIELDS as TOY_FIELDS
+from fmlib.analysis.budget_toy import ODD as TOY_ODD
+from fmlib.analysis.budget_toy import budget_toy
 from fmlib.analysis.field_scales import offdiag_correlation, offdiag_cv
 from fmlib.analysis.interactions import (
     align_field_scales,
@@ -27,17 +41,25 @@ from fmlib.analysis.interactions import (
     offdiag_error,
     percent_left,
     prune,
+    prune_mask,
     r_fm,
     spectrum,
 )
+from fmlib.analysis.pair_contribution import pair_contribution, sample_embeddings, sample_label
+from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
 from fmlib.experiments.recompute import recompute
+from fmlib.glossary import lookup
 from fmlib.plots.interactions import (
     deviation_heatmap,
     eigen_spectrum_figure,
     error_spectra_figure,
     interaction_heatmaps,
+    pickable,
+    picked_pair,
+    toy_heatmaps,
+    with_pair,
 )
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.runs import RunError
@@ -50,6 +72,45 @@ st.markdown(
     "To serve it fast we must simplify R. Is it better to *prune* it (keep its largest entries) "
     "or to write it as *diagonal plus low rank* (DPLR) with the same number of parameters, ρ(m+1)?"
 )
+
+
+TOY_KEYS = ("m", "R_fg", "ρ", "U", "ω", "d", "R̃")
+
+
+def glossary_help(keys) -> str:
+    """The ``fmlib.glossary`` definitions of ``keys``, one paragraph each, for a ``help=`` tooltip."""
+    return "\n\n".join(f"${t.latex}$ — **{t.name}.** {t.definition} ({t.source})" for t in map(lookup, keys))
+
+
+def toy_section() -> None:
+    """The idea before the evidence: a made-up R of 5 fields, pruned and DPLR at the same budget ρ(m+1)."""
+    toy = budget_toy()
+    m, (a, b, _) = len(toy.R), TOY_ODD
+    box = st.container(border=True, key="intuition_field_interactions")
+    box.markdown(
+        f"**First, a toy:** {m} made-up fields, {toy.pairs} pairs, a budget of ρ(m+1) = {toy.keep} numbers "
+        f"(ρ = {toy.rank}).",
+        help=glossary_help(TOY_KEYS),
+    )
+    fig = toy_heatmaps(
+        {
+            f"R ({toy.pairs} pairs)": toy.R,
+            f"pruned: {toy.keep} kept": toy.pruned,
+            f"DPLR, ρ = {toy.rank}": toy.dplr,
+        },
+        list(TOY_FIELDS),
+        "A made-up R",
+    )
+    chart(with_pair(fig, a, b), container=box, key="toy")
+    full, _, dplr = toy.odd_pair()
+    errors = toy.errors
+    box.markdown(
+        f"Pruning keeps the {toy.keep} largest |R| exactly — the odd pair {a} × {b} ({full:+.2f}, outlined) among "
+        f"them — and zeroes the other {toy.pairs - toy.keep}. DPLR spends its {toy.keep} numbers "
+        f"(U: {toy.rank * m}, ω: {toy.rank}) on the pattern most pairs follow: every pair keeps a value, but the odd "
+        f"pair becomes {dplr:+.2f}. Relative error: pruned {errors['pruned']:.2f}, DPLR {errors['dplr']:.2f}. "
+        "Which loss costs more depends on the data: below, the same two on a learned R."
+    )
 
 
 def table1_section():
@@ -210,9 +271,148 @@ def quick_run(run_id, note=None):
     )
 
 
-def r_section() -> tuple[dict, int]:
-    """The learned R beside its pruned and post-hoc DPLR approximations at the ρ slider's budget, then what the
-    data did to R and the error spectra. Returns the saved runs with R and the largest ρ (the view's defaults)."""
+def pair_defaults(schema) -> tuple[str, str]:
+    """The pair a first visit shows: the first context field × the first item field (user_id × movie_id on
+    MovieLens: the pair matrix factorization is made of), else the first two fields."""
+    roles = {f.role: f.name for f in reversed(schema.fields)}  # the first field of each role
+    if "context" in roles and "item" in roles:
+        return roles["context"], roles["item"]
+    return schema.names[0], schema.names[1]
+
+
+def pick_from(chart_key: str):
+    """The callback of a pickable heatmap figure: the cell clicked there becomes the page's pair (f, g)."""
+
+    def picked() -> None:
+        event = st.session_state.get(chart_key)
+        pair = picked_pair(event["selection"]["points"] if event else [])
+        if pair is not None:
+            st.session_state["fi_f"], st.session_state["fi_g"] = pair
+
+    return picked
+
+
+def linked_chart(fig, pair, key: str, container=st) -> None:
+    """A heatmap figure whose cells can be clicked (``pickable``), the chosen pair outlined (``with_pair``)."""
+    fig = with_pair(pickable(fig), *pair)
+    chart(fig, container=container, key=key, on_select=pick_from(key), selection_mode="points")
+
+
+def pair_controls(schema, container):
+    """The two select boxes of the pair (f, g) (keys ``fi_f``, ``fi_g``, kept in the URL) in a row of ``container``;
+    returns f, g and the row's third column. A click on a heatmap cell sets the same two keys (``pick_from``),
+    so both routes show the same pair."""
+    names = schema.names
+    for key, default in zip(("fi_f", "fi_g"), pair_defaults(schema)):
+        link_check(key, one_of(names), "a field of this run: " + ", ".join(names))
+        if st.session_state.get(key) not in names:  # first visit, or a run with other fields
+            st.session_state[key] = default
+    left, mid, right = container.columns(3)
+    f = left.selectbox("field f", names, key="fi_f", bind="query-params", help="or click a cell of any heatmap")
+    g = mid.selectbox("field g", names, key="fi_g", bind="query-params", help="or click a cell of any heatmap")
+    return f, g, right
+
+
+@st.cache_resource(show_spinner="Loading the run's data ...", max_entries=4)
+def split_with_features(name: str, seed: int, min_count: int, features: tuple[str, ...]):
+    """The split a run was trained on, with its feature set (relation blocks built once per server)."""
+    return with_features(load_split(name, seed, min_count), ",".join(features))
+
+
+def run_validation(run):
+    """The validation split of the data the run was trained on, or the reason it cannot be rebuilt here."""
+    cfg = run.config.get("split", {})
+    try:
+        data = load_split(run.config["dataset"], cfg.get("seed", 0), cfg.get("min_count", 1))
+        features = tuple(cfg.get("features") or data.schema.names)
+        if list(features) != data.schema.names:
+            data = split_with_features(run.config["dataset"], cfg.get("seed", 0), cfg.get("min_count", 1), features)
+    except Exception as err:  # no data source, or a feature set this dataset cannot build: say why
+        return None, str(err)
+    if data.schema.names != run.model.schema.names or data.schema.num_features != run.model.schema.num_features:
+        return None, "its split cannot be rebuilt here with the same features"
+    return data.valid, None
+
+
+def pair_panel(run, matrices: dict, pair: tuple[str, str], kept: np.ndarray, sample_box) -> None:
+    """The pair's term R_fg⟨e_f, e_g⟩ in one validation rating's score under each R of ``matrices``, beside that
+    rating's whole interaction score ([FwFM] eq. 3); the rating picked by number (key ``fi_sample``) in
+    ``sample_box``; ``kept``: the pruning's mask (``prune_mask``)."""
+    names = run.model.schema.names
+    f, g = (names.index(name) for name in pair)
+    valid, why = run_validation(run)
+    if valid is None:
+        sample_box.caption(f"No rating to trace: {why}.")
+        return
+    last = len(valid) - 1
+
+    def draw():
+        return sample_box.number_input(
+            "validation rating (row)",
+            value=0,
+            step=1,
+            key="fi_sample",
+            bind="query-params",
+            help=f"Row 0 to {last:,} of the validation split the run was trained beside.",
+        )
+
+    row = checked_link(draw, "fi_sample", in_range(0, last, integer=True), f"validation rating: 0 to {last}", 0)
+    if not 0 <= row <= last:
+        error(f"validation rating: {row:g} is out of range; use 0 to {last:,}.")
+        return
+    if f == g:
+        st.info(
+            f"{pair[0]} × {pair[0]} is on R's diagonal, which the model never uses ([DPLR] eq. 5): pick two fields."
+        )
+        return
+    sample = sample_embeddings(run.model.eval(), valid, int(row))
+    table = pair_contribution(sample, matrices, f, g)
+    full, pruned, dplr = table["term"]
+    full_score, pruned_score, dplr_score = table["interaction"]
+    st.markdown(
+        f"**Rating {row:,}**: {sample_label(valid, int(row))}. Its score is "
+        r"$\hat y = w_0 + \sum_i w_i x_i + \sum_{f<g} R_{fg}\,\langle e_f, e_g\rangle$ ([FwFM] eq. 3), "
+        f"the pair {pair[0]} × {pair[1]} adding one term. Each row swaps R, the embeddings kept:",
+        help=glossary_help(("ŷ", "w_0", "w_i", "e_f", "R_fg", "R̃")),
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={
+            "R": "R used",
+            "R_fg": st.column_config.NumberColumn("R[f,g]", format="%.4g"),
+            "inner": st.column_config.NumberColumn("⟨e[f], e[g]⟩", format="%.4g"),
+            "term": st.column_config.NumberColumn("the pair's term R[f,g]·⟨e[f], e[g]⟩", format="%.4g"),
+            "interaction": st.column_config.NumberColumn("all pairs' terms", format="%.4g"),
+            "score": st.column_config.NumberColumn("score ŷ", format="%.4g"),
+        },
+    )
+    st.markdown(
+        f"**Notice:** pruning {'keeps' if kept[f, g] else 'drops'} this pair (its term {full:+.3g} → {pruned:+.3g}); DPLR "
+        f"changes it to {dplr:+.3g}. Over all pairs, this rating's interaction score moves by "
+        f"{pruned_score - full_score:+.3g} (pruned) and {dplr_score - full_score:+.3g} (DPLR)."
+    )
+
+
+def error_picture(R, pruned, posthoc, names, pair, method: str) -> None:
+    """The approximation errors E = R̃ − R pair by pair (App. C), pickable, the chosen pair outlined."""
+    fig = interaction_heatmaps(
+        {"pruned − R": pruned - R, f"post-hoc DPLR ({method}) − R": posthoc - R},
+        names,
+        "Approximation errors",
+        entry="E<sub>fg</sub> = R̃<sub>fg</sub> − R<sub>fg</sub>",
+    )
+    linked_chart(fig, pair, "pair_errors")
+    secondary(
+        "Each cell is what an approximation gets wrong in one pair: pruning's errors are the pairs it zeroed "
+        "(exactly −R there, 0 elsewhere); DPLR's are spread over every pair. The spectra below sum them up."
+    )
+
+
+def r_section() -> tuple[dict, int, tuple[str, str]]:
+    """The learned R beside its pruned and post-hoc DPLR approximations at the ρ slider's budget; one pair's term
+    in one rating under each; the errors pair by pair, what the data did to R and the error spectra. Returns the
+    saved runs with R, the largest ρ and the default pair (the view's defaults)."""
     configs = runs_with_R(dataset_name())
     if not configs:  # no saved FwFM or DPLR run: the sidebar's pick says why, or a quick FwFM
         run, source = quick_run(selected_run_id())
@@ -239,7 +439,12 @@ def r_section() -> tuple[dict, int]:
         )
 
     max_rank = min(m - 1, (m * (m - 1) // 2) // (m + 1))
-    left, right = st.columns([2, 1])
+    if projector():  # the lesson's view: the heatmaps stay above the fold, the toy one click away
+        left, right, toy_box = st.columns([4, 2, 1.4], vertical_alignment="bottom")
+        with toy_box.popover("Toy R", icon=":material/lightbulb:", help="A made-up R of 5 fields, pruned and DPLR"):
+            toy_section()
+    else:
+        left, right = st.columns([2, 1])
     rank = checked_link(
         lambda: left.slider(
             "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho", bind="query-params"
@@ -265,7 +470,15 @@ def r_section() -> tuple[dict, int]:
         fail(err)
     keep = budget(m, rank)
     left_pct = percent_left(m, keep)
-    chart(
+    heatmap_box, metrics_box = st.container(), st.container()  # drawn after the pair is read from its controls
+    st.subheader("One pair of fields in one rating", anchor="one-pair")
+    secondary(
+        "Click a cell of any heatmap on this page, or pick its two fields here: the pair is outlined in every "
+        "heatmap, and the table shows its term in one validation rating's score under each R."
+    )
+    f, g, sample_box = pair_controls(model.schema, st)
+    pair = (f, g)
+    linked_chart(
         interaction_heatmaps(
             {
                 ("R implied by DPLR" if is_dplr else "learned R"): R,
@@ -274,32 +487,47 @@ def r_section() -> tuple[dict, int]:
             },
             names,
         ),
-        key="heatmaps",
+        pair,
+        "heatmaps",
+        container=heatmap_box,
     )
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = metrics_box.columns(3)
     c1.metric("% left = 2ρ(m+1)/(m(m−1))", f"{left_pct:.1f}%")
     c2.metric("pruned: relative error off the diagonal", f"{offdiag_error(pruned, R):.3f}")
     c3.metric("post-hoc DPLR: relative error", f"{offdiag_error(posthoc, R):.3f}")
-    st.markdown(
+    metrics_box.markdown(
         "**Notice:** pruning keeps the strongest pairs exactly and zeroes the rest; DPLR keeps a "
         "blurred version of *every* pair. Which error matters depends on the embeddings: App. C bounds "
         "the change of the pairwise term by $\\sum_i \\lambda_i(VV^\\top)\\,\\sigma_i(E)$ — so compare the error *spectra* below."
     )
+    pair_panel(
+        run,
+        {
+            ("R implied by DPLR" if is_dplr else "learned R"): R,
+            f"pruned ({keep} kept)": pruned,
+            "post-hoc DPLR": posthoc,
+        },
+        pair,
+        prune_mask(R, keep),
+        sample_box,
+    )
+    error_picture(R, pruned, posthoc, names, pair, method)
 
     st.subheader("What the data did to R")
     if run.config["dataset"] == "synthetic" and m == len(demo_R()):
         planted = demo_R().double().numpy()
         aligned = align_field_scales(R, planted)
-        chart(
+        linked_chart(
             interaction_heatmaps({"planted R": planted, "learned R, field scales aligned": aligned}, names),
-            key="planted",
+            pair,
+            "planted",
         )
         st.caption(
             "A learned R is fixed only up to a scale and sign per field ($e_f / c_f$ with $R_{fg} c_f c_g$ predicts the "
             f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
         )
     else:
-        chart(deviation_heatmap(R, names), key="deviation")
+        linked_chart(deviation_heatmap(R, names), pair, "deviation")
         upper = R[np.triu_indices(m, 1)]
         st.caption(
             f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
@@ -326,19 +554,25 @@ def r_section() -> tuple[dict, int]:
             f"Here the largest is {bigger}: σ₁ = {sigma_pruned.max():.3g} (pruned) vs "
             f"{sigma_dplr.max():.3g} (post-hoc DPLR)."
         )
-    return configs, max_rank
+    return configs, max_rank, pair_defaults(model.schema)
 
 
-# R and the ρ slider first (a lesson's stop prepares them, and they explain Table 1), Table 1 below; a run that
-# cannot be shown stops its section only after Table 1 is drawn.
+# The toy first (the idea on 5 made-up fields), then R and the ρ slider (a lesson's stop prepares them, and they
+# explain Table 1), Table 1 below; a run that cannot be shown stops its section only after Table 1 is drawn. In
+# projector mode the toy is a popover beside the ρ slider, so that the lesson's view stays above the fold.
+if not projector():
+    toy_section()
 r_box = st.container()
 table1_section()
 with r_box:
-    configs, max_rank = r_section()
+    configs, max_rank, (first_f, first_g) = r_section()
 copy_link_and_reset(
     {
         "rho": min(2, max_rank),
         "method": "eig",
+        "fi_f": first_f,  # the run's fields decide the default pair
+        "fi_g": first_g,
+        "fi_sample": 0,
         "table1_task": next(iter(dplr_experiment.METRICS)),
         "table1_protocol": "ours",
     },

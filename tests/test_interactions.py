@@ -204,3 +204,36 @@ def test_deviation_heatmap_draws_R_minus_R_fm_on_a_scale_fitted_to_it():
     off = ~np.eye(4, dtype=bool)
     assert np.allclose(z[off], (R - r_fm(4))[off]) and np.isnan(z[~off]).all()
     assert trace.zmax == -trace.zmin == pytest.approx(np.abs(z[off]).max())
+
+
+def test_a_pickable_figure_names_the_pair_of_every_cell_and_the_pair_is_outlined_in_every_heatmap():
+    from fmlib.plots.interactions import PAIR_OUTLINE, interaction_heatmaps, pickable, picked_pair, with_pair
+
+    names = list("abcd")
+    R = random_symmetric(4)
+    fig = with_pair(pickable(interaction_heatmaps({"R": R, "pruned": prune(R, 2)}, names)), "b", "d")
+    heatmaps = [t for t in fig.data if t.type == "heatmap"]
+    markers = [t for t in fig.data if t.type == "scatter"]
+    assert len(heatmaps) == len(markers) == 2 and all(t.hoverinfo == "skip" for t in heatmaps)
+    for heat, marker in zip(heatmaps, markers):
+        assert (marker.xaxis, marker.yaxis) == (heat.xaxis or "x", heat.yaxis or "y") and marker.marker.opacity == 0
+        cells = {(f, g): z for f, g, z in marker.customdata}
+        assert len(cells) == 16 and cells["b", "d"] == pytest.approx(np.asarray(heat.z)[1, 3])
+    shapes = [(s.xref, s.x0, s.y0) for s in fig.layout.shapes]  # (d, b) at column 3, row 1 and its mirror
+    assert sorted(shapes) == sorted(
+        (axis, x - 0.5, y - 0.5) for axis in ("x", "x2") for x, y in ((3, 1), (1, 3)) for _ in PAIR_OUTLINE
+    )
+    assert picked_pair([]) is None and picked_pair(None) is None
+    assert picked_pair([{"x": "d", "y": "b", "customdata": ["b", "d", 0.3]}]) == ("b", "d")
+
+
+def test_a_pickable_figure_leaves_blank_cells_out_and_a_blank_diagonal_keeps_one_colour_scale():
+    from fmlib.plots.interactions import deviation_heatmap, pickable, toy_heatmaps
+
+    fig = pickable(deviation_heatmap(random_symmetric(4), list("abcd")))  # its diagonal is NaN
+    (marker,) = [t for t in fig.data if t.type == "scatter"]
+    assert len(marker.customdata) == 12 and all(f != g for f, g, _ in marker.customdata)
+    toy = toy_heatmaps({"R": random_symmetric(4), "half": random_symmetric(4) / 2}, list("abcd"), "A toy")
+    limits = {(t.zmin, t.zmax) for t in toy.data}
+    assert len(limits) == 1 and all(np.isfinite(limit) for limit in next(iter(limits)))
+    assert all(np.isnan(np.asarray(t.z, dtype=float).diagonal()).all() for t in toy.data)

@@ -1,4 +1,9 @@
-"""Figures for field interactions (DPLR paper): R heatmaps, spectra (§4.1, App. C Fig. 2)."""
+"""Figures for field interactions (DPLR paper): R heatmaps, spectra (§4.1, App. C Fig. 2), a toy R, and the
+pair of fields a reader points at (``pickable``, ``with_pair``, ``picked_pair``: one pair outlined in every heatmap).
+
+Plotly's heatmaps cannot be selected (a click on one selects nothing), so ``pickable`` lays an invisible
+marker on every cell: a click selects that marker, whose ``customdata`` names the pair (f, g).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,19 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+PAIR_OUTLINE = (("#111111", 4), ("#ffffff", 1.5))  # (colour, width): a black ring with a white core, seen on any cell
 
-def interaction_heatmaps(matrices: dict, names: list[str], title: str = "Field interaction matrices R") -> go.Figure:
-    """Side-by-side heatmaps of m×m matrices {title: R}, field names on the axes, one colour scale."""
+
+def interaction_heatmaps(
+    matrices: dict,
+    names: list[str],
+    title: str = "Field interaction matrices R",
+    entry: str = "R<sub>fg</sub>",
+) -> go.Figure:
+    """Side-by-side heatmaps of m×m matrices {title: R}, field names on the axes, one colour scale;
+    ``entry`` names what a cell holds in the figure's title."""
     names_of = list(matrices)
-    vmax = max(float(np.abs(R).max()) for R in matrices.values()) or 1.0
+    vmax = max(float(np.nanmax(np.abs(R))) for R in matrices.values()) or 1.0  # NaN: a cell left blank
     # a long subplot title takes two lines, so that three side by side never run into each other
     wrapped = ["<br>".join(textwrap.wrap(name.replace(" = ", "\u00a0=\u00a0"), 18)) for name in names_of]
     fig = make_subplots(rows=1, cols=len(names_of), subplot_titles=wrapped, horizontal_spacing=0.1)
@@ -44,7 +57,7 @@ def interaction_heatmaps(matrices: dict, names: list[str], title: str = "Field i
         )
         fig.update_xaxes(title_text="field g", tickmode="array", tickvals=list(names), row=1, col=i)  # every field
     fig.update_layout(
-        title=f"{title}: R<sub>fg</sub> per pair of fields (no unit)", height=420, margin=dict(t=110, l=10, r=10, b=10)
+        title=f"{title}: {entry} per pair of fields (no unit)", height=420, margin=dict(t=110, l=10, r=10, b=10)
     )
     return fig
 
@@ -76,6 +89,86 @@ def deviation_heatmap(R, names: list[str]) -> go.Figure:
         margin=dict(t=40, l=10, r=10, b=10),
     )
     return fig
+
+
+def toy_heatmaps(matrices: dict, names: list[str], title: str) -> go.Figure:
+    """A small R and its approximations side by side ({title: R}), each cell's value written in it, the unused
+    diagonal left blank: the picture that comes before a learned R."""
+    blank = {
+        name: np.where(np.eye(len(R), dtype=bool), np.nan, np.asarray(R, dtype=float)) for name, R in matrices.items()
+    }
+    fig = interaction_heatmaps(blank, names, title)
+    fig.update_traces(texttemplate="%{z:.2f}", textfont_size=11, showscale=False)
+    fig.update_xaxes(title_text="g", title_standoff=2)
+    fig.update_yaxes(title_text="f", title_standoff=8, row=1, col=1)
+    for col in range(2, len(matrices) + 1):  # their rows are named once, at the left
+        fig.update_yaxes(visible=False, row=1, col=col)
+    fig.update_layout(title=f"{title}: R<sub>fg</sub> per pair", height=280, margin=dict(t=75, l=10, r=10, b=10))
+    return fig
+
+
+def _heatmaps(fig: go.Figure):
+    """(trace, x axis, y axis) of every heatmap of ``fig``, its axes as shapes name them ("x", "x2", ...)."""
+    return [(t, t.xaxis or "x", t.yaxis or "y") for t in fig.data if t.type == "heatmap"]
+
+
+def pickable(fig: go.Figure) -> go.Figure:
+    """``fig`` with an invisible marker on every cell of each heatmap (NaN cells left out), its ``customdata``
+    [field f (row), field g (column), value], so that a click on a cell selects the pair (``picked_pair``).
+    The markers carry the heatmaps' hover text; the heatmaps' own hover is turned off."""
+    for trace, xaxis, yaxis in _heatmaps(fig):
+        z = np.asarray(trace.z, dtype=float)
+        cells = [(i, j) for i in range(z.shape[0]) for j in range(z.shape[1]) if np.isfinite(z[i, j])]
+        fig.add_trace(
+            go.Scatter(
+                x=[trace.x[j] for _, j in cells],
+                y=[trace.y[i] for i, _ in cells],
+                customdata=[[trace.y[i], trace.x[j], z[i, j]] for i, j in cells],
+                mode="markers",
+                marker=dict(symbol="square", size=12, opacity=0),
+                hovertemplate=(trace.hovertemplate or "%{y} × %{x}: %{z:.3f}").replace("%{z", "%{customdata[2]"),
+                showlegend=False,
+                xaxis=xaxis,
+                yaxis=yaxis,
+            )
+        )
+        trace.hoverinfo = "skip"
+    return fig
+
+
+def with_pair(fig: go.Figure, f: str, g: str) -> go.Figure:
+    """``fig`` with the pair of fields (f, g) outlined in every heatmap: cell (f, g) and its mirror (g, f), each by a
+    black rectangle with a white one inside it (``PAIR_OUTLINE``), visible on dark and light cells alike."""
+    for trace, xaxis, yaxis in _heatmaps(fig):
+        rows, cols = list(trace.y), list(trace.x)
+        if f not in rows or g not in cols:
+            continue
+        for row, col in {(f, g), (g, f)}:
+            i, j = rows.index(row), cols.index(col)
+            for colour, width in PAIR_OUTLINE:
+                fig.add_shape(
+                    type="rect",
+                    xref=xaxis,
+                    yref=yaxis,
+                    x0=j - 0.5,
+                    x1=j + 0.5,
+                    y0=i - 0.5,
+                    y1=i + 0.5,
+                    line=dict(color=colour, width=width),
+                    fillcolor="rgba(0,0,0,0)",
+                    layer="above",
+                )
+    return fig
+
+
+def picked_pair(points: list[dict]) -> tuple[str, str] | None:
+    """The pair of fields (f, g) of the last cell clicked in a ``pickable`` figure (its selection's
+    points, as ``st.plotly_chart(on_select=...)`` returns them), or None when no cell is selected."""
+    for point in reversed(points or []):
+        data = point.get("customdata")
+        if data is not None and len(data) >= 2:
+            return str(data[0]), str(data[1])
+    return None
 
 
 def eigen_spectrum_figure(eigenvalues: np.ndarray, reference: np.ndarray | None = None) -> go.Figure:
