@@ -173,7 +173,9 @@ row.button(
     disabled=st.session_state.deriv_step >= last,
 )
 if not numbers_first:  # beside the buttons: no line of its own above the step
-    rendle_in_numbers(row.popover("In numbers", icon=":material/calculate:", key="deriv_numbers"))
+    rendle_in_numbers(
+        row.popover("In numbers", key="deriv_numbers", help="Rendle's identity on three features, in numbers")
+    )
 with row:  # beside the buttons: the listener takes no line of its own (the formula stays above the fold)
     step_keys("deriv_keys", st.session_state.deriv_step, 1, last, go_to)  # N/B: every press counts, however quick
 row.markdown(f"**{titles[key]}**")  # in full: a narrow picker may cut a long title short

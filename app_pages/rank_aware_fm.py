@@ -174,8 +174,8 @@ def worked_example(example, ranks, thresholds, field: str) -> None:
     top = ranks[-1]
     with block("rafm", f"Eq. 17 on five {what}, from the most to the least seen", ["n_i", "D_p", "k_i", "n̄_p"]):
         shown = example.rename(
-            columns={"feature": what, "n_i": "nᵢ (train)", "k_i": "kᵢ", "D_k_i": "D_kᵢ"}
-            | {f"n_i / {top}": f"nᵢ per number, D = {top}", "n_i / D_k_i": "nᵢ per number, D_kᵢ"}
+            columns={"feature": what, "n_i": "nᵢ (train)", "k_i": "level kᵢ", "D_k_i": "its rank"}
+            | {f"n_i / {top}": f"nᵢ / {top}", "n_i / D_k_i": "nᵢ / its rank"}
             | {f"|log n_i − log {D}|": f"|log nᵢ − log {D}|" for D in ranks}
         )
         st.table(shown.set_index(what).style.format(precision=2))
@@ -200,7 +200,8 @@ def worked_example(example, ranks, thresholds, field: str) -> None:
             else ""
         )
         st.markdown(
-            f"Each sample a feature occurs in is one equation for its embedding: {why} Eq. 17 gives each feature "
+            f"Each sample a feature occurs in is one equation for its embedding, so $n_i / D$ is the samples per "
+            f"number to fit: {why} Eq. 17 gives each feature "
             f"the $D_p$ closest to $n_i$ on a log scale (the smallest distance in its row): *{rare.feature}* keeps "
             f"$D_{{{rare.k_i}}} = {rare.D_k_i}$ numbers, *{frequent.feature}* ({frequent.n_i} times) "
             f"$D_{{{frequent.k_i}}} = {frequent.D_k_i}$. The cut between neighbouring ranks: {cuts}.{caveat}"

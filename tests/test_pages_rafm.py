@@ -152,9 +152,10 @@ def test_the_page_opens_with_eq_17_on_five_features_before_the_histogram(name):
     [table] = block_tables(at, title)
     expected = example_for(name, (8, 32))
     assert table["nᵢ (train)"].tolist() == expected["n_i"].tolist()
-    assert table["kᵢ"].tolist() == expected["k_i"].tolist() and table["D_kᵢ"].tolist() == expected["D_k_i"].tolist()
+    assert table["level kᵢ"].tolist() == expected["k_i"].tolist()
+    assert table["its rank"].tolist() == expected["D_k_i"].tolist()
     assert table["|log nᵢ − log 32|"].tolist() == pytest.approx(expected["|log n_i − log 32|"].tolist())
-    assert table["nᵢ per number, D = 32"].tolist() == pytest.approx(expected["n_i / 32"].tolist())
+    assert table["nᵢ / 32"].tolist() == pytest.approx(expected["n_i / 32"].tolist())
     if name == "ml-100k":
         assert table.index[0] == "Star Wars"  # the most rated movie in the training split, by its title
     opens = position(at, starts(f"**{title}"))
@@ -171,5 +172,5 @@ def test_the_worked_example_follows_the_rank_set():
     assert not at.exception
     [table] = block_tables(at, "Eq. 17 on five features of")
     expected = example_for("synthetic", (4, 16, 64))
-    assert table["kᵢ"].tolist() == expected["k_i"].tolist()
+    assert table["level kᵢ"].tolist() == expected["k_i"].tolist()
     assert {"|log nᵢ − log 4|", "|log nᵢ − log 16|", "|log nᵢ − log 64|"} <= set(table.columns)
