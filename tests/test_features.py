@@ -1,6 +1,8 @@
 """Feature sets by name and the relation blocks rated/raters: parsing, no leakage, every model
 against a naive FM input x, the Bayesian FM's block draws against brute force, the CLI."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -165,9 +167,59 @@ def test_block_rows_are_trained(parts, name):
         assert p.grad is not None and p.grad.abs().sum() > 0, f"{pname} gets no gradient"
 
 
-def test_rafm_refuses_blocks_with_a_reason(parts):
-    with pytest.raises(ValueError, match="relation blocks"):
-        build_model("rafm", parts.schema, counts=parts.train.feature_counts().tolist())
+def test_block_members_count_the_samples_whose_set_holds_them(parts):
+    xs = naive_x(parts.schema, parts.train.index, parts.train.weight)
+    written_out = sum((x > 0).long() for x in xs).sum(0).numpy()
+    np.testing.assert_array_equal(parts.train.feature_counts(), written_out)
+
+
+def naive_rafm(model, xs) -> torch.Tensor:
+    """RaFM eqs. 1, 4, 5 on the written-out input: every pair of features of different fields, at
+    rank k_ij = min(k_i, k_j), weighted x_i x_j."""
+    tables = [model.embedding_table(p).double() for p in range(1, len(model.ranks) + 1)]
+    w = model.linear.weight.double()[:, 0]
+    scores = []
+    for b in range(len(xs[0])):
+        active = [(f, i, x[b, i]) for f, x in enumerate(xs) for i in x[b].nonzero()[:, 0].tolist()]
+        total = model.bias.double()[0] + sum(x[b] @ w for x in xs)
+        for (f, i, xi), (g, j, xj) in itertools.combinations(active, 2):
+            if f != g:
+                kij = int(min(model.k[i], model.k[j]))
+                total = total + tables[kij - 1][i] @ tables[kij - 1][j] * xi * xj
+        scores.append(total)
+    return torch.stack(scores)
+
+
+def test_rafm_with_blocks_matches_the_written_out_input(parts):
+    counts = parts.train.feature_counts()
+    model = build_model("rafm", parts.schema, ranks=[2, 3], counts=counts.tolist(), thresholds=[50])
+    for name in ("rated", "raters"):  # members at both ranks
+        f = parts.schema.field(name)
+        assert set(model.k[f.offset + 1 : f.offset + f.cardinality].tolist()) == {1, 2}
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    index, weight = parts.valid.batch(slice(0, 20))
+    xs = naive_x(parts.schema, index, weight)
+    model.train()
+    fast = model(index, weight)
+    torch.testing.assert_close(fast.double(), naive_rafm(model, xs).detach(), rtol=1e-4, atol=1e-5)
+    (fast.sum() + model.extra_loss(torch.nn.MSELoss())).backward()
+    for pname, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"{pname} gets no gradient"
+    model.zero_grad()
+    model(index, weight).sum().backward()  # the free variables' gradient: the dependent ones are cut from L(B_{1,m}, y)
+    model.extra_loss(torch.nn.MSELoss())
+    free = [model.linear.weight, model.free[0], model.free[1]]
+    grads = [p.grad.clone() for p in free]
+    model.zero_grad()
+    naive_rafm(model, xs).sum().backward()
+    for p, g in zip(free, grads):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(index, weight), fast.detach(), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(model.predict_dense(index, weight), fast.detach(), rtol=1e-5, atol=1e-5)
 
 
 def test_block_design_products_match_the_written_out_columns(parts):

@@ -75,10 +75,15 @@ class Dataset:
         return {"weight": None, "counts": self.counts if rows is None else self.counts.index_select(0, rows)}
 
     def feature_counts(self) -> np.ndarray:
-        """Occurrences of every feature row (multi-valued values count once each; padding not)."""
+        """Occurrences of every feature row (multi-valued values count once each; padding not):
+        the number of samples whose input x has the feature. A relation block's member j occurs in
+        every sample whose key's set holds j (``_block_counts``); its slot's placeholder row never."""
         counts = torch.zeros(self.schema.num_features, dtype=torch.long)
         multi = {j: i for i, j in enumerate(j for j, f in enumerate(self.schema.fields) if f.kind == "multi")}
         for s, (j, within) in enumerate(_slot_positions(self.schema)):
+            if self.schema.fields[j].kind == "block":
+                counts += self._block_counts(self.schema.fields[j])
+                continue
             column = self.index[:, s]
             if self.counts is not None and j in multi:
                 column = column[self.counts[:, multi[j]] > within]
@@ -86,6 +91,17 @@ class Dataset:
                 column = column[self.weight[:, s] > 0]
             counts += torch.bincount(column, minlength=self.schema.num_features)
         return counts.numpy()
+
+    def _block_counts(self, block: Field) -> torch.Tensor:
+        """(num_features,) occurrences of a block's members: member j of key u's set occurs in each of
+        u's samples, so n_j = Σ_{u: j in set(u)} (samples of u)."""
+        key = self.schema.field(block.key)
+        column = _slot_positions(self.schema).index((self.schema.names.index(block.key), 0))
+        per_key = torch.bincount(self.index[:, column] - key.offset, minlength=key.cardinality)
+        sizes = torch.from_numpy(np.diff(block.starts))
+        members = torch.tensor(block.members, dtype=torch.long)
+        counts = torch.zeros(self.schema.num_features, dtype=torch.long)
+        return counts.index_add_(0, block.offset + members, per_key.repeat_interleave(sizes))
 
 
 def _slot_positions(schema: Schema) -> list[tuple[int, int]]:

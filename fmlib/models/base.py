@@ -248,7 +248,31 @@ class KeptTables(nn.Module):
         return super().train(mode)
 
 
-class FieldEmbeddingModel(KeptTables):
+class LaidOutModel(KeptTables):
+    """A model that reads its samples' slots through the schema's ``SlotLayout``, kept on the
+    model's device: the blocks' set matrices are buffers, so they travel with ``.to``."""
+
+    def keep_layout(self, schema: Schema) -> None:
+        """Keep ``SlotLayout.of(schema)`` (the sets rebuilt from the schema, never saved)."""
+        layout = SlotLayout.of(schema)
+        self.register_buffer("first_slot", layout.first, persistent=False)  # (m,)
+        self.multi = layout.multi
+        for i, block in enumerate(layout.blocks):
+            self.register_buffer(f"block{i}_X", block.X, persistent=False)
+            self.register_buffer(f"block{i}_XT", block.XT, persistent=False)
+        self.blocks = tuple(b._replace(X=None, XT=None) for b in layout.blocks)
+
+    @property
+    def layout(self) -> SlotLayout:
+        """Where each field's slots are (on the model's device), for ``gather_fields``."""
+        blocks = tuple(
+            b._replace(X=getattr(self, f"block{i}_X"), XT=getattr(self, f"block{i}_XT"))
+            for i, b in enumerate(self.blocks)
+        )
+        return SlotLayout(self.first_slot, self.multi, blocks)
+
+
+class FieldEmbeddingModel(LaidOutModel):
     """Base class: ``forward(index, weight) -> (B,)`` scores (a rating, or a click logit)."""
 
     def __init__(self, schema: Schema, dim: int = 16, init_std: float = 0.01):
@@ -263,22 +287,7 @@ class FieldEmbeddingModel(KeptTables):
         nn.init.zeros_(self.linear.weight)
         nn.init.normal_(self.embedding.weight, std=init_std)
         self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
-        layout = SlotLayout.of(schema)
-        self.register_buffer("first_slot", layout.first, persistent=False)  # (m,)
-        self.multi = layout.multi
-        for i, block in enumerate(layout.blocks):  # the sets travel with the model (``.to``), rebuilt from the schema
-            self.register_buffer(f"block{i}_X", block.X, persistent=False)
-            self.register_buffer(f"block{i}_XT", block.XT, persistent=False)
-        self.blocks = tuple(b._replace(X=None, XT=None) for b in layout.blocks)
-
-    @property
-    def layout(self) -> SlotLayout:
-        """Where each field's slots are (on the model's device), for ``gather_fields``."""
-        blocks = tuple(
-            b._replace(X=getattr(self, f"block{i}_X"), XT=getattr(self, f"block{i}_XT"))
-            for i, b in enumerate(self.blocks)
-        )
-        return SlotLayout(self.first_slot, self.multi, blocks)
+        self.keep_layout(schema)
 
     @property
     def slot_to_field(self) -> torch.Tensor:

@@ -24,6 +24,11 @@ others keep their usual weight 1/len (not re-normalised). Then A_{l,k} = ½(‖�
 is exactly eq. 7 restricted to cross-field pairs, the pair (genre g, user u) uses rank
 min(k_g, k_u), and with all k_i equal the model is the foundation's FM (averaged genres).
 
+**Relation blocks** (``rated``, ``raters``; [Rendle2013]) follow the same rule: member j of a
+sample's set has x_j = 1/√|set| and its own rank index k_j from its count n_j, the number of
+training samples whose set holds it; the block's embedding at level (l, k) sums its members in
+F_k, once per key (user or movie) and step, read by key (``_with_blocks``).
+
 **Training (Algorithm 1).** Variables v^(p)|F_p − F_{p+1} (p < m) and v^(m)|F_m are *free*: they
 step on L(B_{1,m}, y). Variables v^(p)|F_{p+1} (p < m) are *dependent*: they step on
 L(B_{1,p}, B_{1,p+1}) with B_{1,p+1} held fixed (eq. 12b; Algorithm 1, line 5). Free and
@@ -43,12 +48,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .base import FieldRead, KeptTables, SlotLayout, gather_fields, slot_runs, sum_slots
+from .base import FieldRead, LaidOutModel, bag, gather_fields, slot_runs, sum_slots
 from .fm import fm_pairwise
 from .rafm_ranks import assign_ranks, check_counts, check_ranks, check_thresholds, feature_set_sizes
 
 
-class RaFM(KeptTables):
+class RaFM(LaidOutModel):
     """RaFM over the shared field schema: ``forward(index, weight) -> (B,)`` scores.
 
     ``counts``: occurrences n_i of every feature row in the training split
@@ -69,11 +74,6 @@ class RaFM(KeptTables):
                 "(eq. 17): pass counts=split.train.feature_counts()"
             )
         counts = check_counts(counts, schema.num_features)
-        if any(f.kind == "block" for f in schema.fields):
-            raise ValueError(
-                "RaFM takes the fields of any feature set but not the relation blocks rated and raters: "
-                "its ranks follow each feature's count in the samples (eq. 17), which a set shared by a user's ratings has not"
-            )
         if not consistency >= 0:
             raise ValueError(f"consistency must be >= 0, got {consistency}")
         self.schema, self.consistency = schema, float(consistency)
@@ -102,9 +102,10 @@ class RaFM(KeptTables):
         self.register_buffer("level_pos", torch.stack(positions), persistent=False)  # (m, n)
         self.runs = slot_runs(schema)  # column ranges of the fields, for the field sums
         self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
-        layout = SlotLayout.of(schema)  # for the fused evaluation (``predict``)
-        self.register_buffer("first_slot", layout.first, persistent=False)
-        self.multi = layout.multi
+        self.keep_layout(schema)  # for the fused evaluation (``predict``) and the blocks' sets
+        # a block's slot holds a placeholder row: its set is added by key (``_with_blocks``)
+        in_slots = torch.tensor([f.kind != "block" for f in schema.fields])[self.slot_field]
+        self.register_buffer("in_slots", in_slots, persistent=False)  # (S,)
         # 1(k_i = p) for p = 1..m−1: which lower level a feature's pairs use (``predict``)
         self.register_buffer("at_level", torch.as_tensor(k[:, None] == np.arange(1, m)), persistent=False)
         self._consistency_pairs = None
@@ -151,34 +152,67 @@ class RaFM(KeptTables):
     # ---- evaluation (Theorem 3) ---------------------------------------------------------------
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """w0 + Σ_i w_i x_i (RaFM eq. 1, first two terms), shape (B,)."""
-        return self.bias + (self.linear(index).squeeze(-1) * weight).sum(1)
+        if not self.blocks:
+            return self.bias + (self.linear(index).squeeze(-1) * weight).sum(1)
+        linear = self.linear.weight
+        blocks = sum(bag(b.X, linear[b.start : b.start + b.size])[b.keys(index), 0] for b in self.layout.blocks)
+        return self.bias + (self.linear(index).squeeze(-1) * weight * self.in_slots).sum(1) + blocks
 
     def _level(self, p: int, index, weight, cut: str | None = None):
         """The level-(p+1) vectors x_s v^(p+1)_{i_s} of the slots whose feature is in F_{p+1}, p 0-based.
 
         Only active factors are read (Cor. 4's cost). Every feature is in F_1, so level 1 is a
         dense (B, S, D_1) gather; a higher level is a list of its active slots only: (sample b,
-        field f, rank index k, vector v), padding slots left out."""
+        field f, rank index k, vector v), padding slots left out. Returned with the level's rows of
+        every relation block (``_block_rows``), whose slots are left out here."""
         table, pos = self.level_table(p, cut), self.level_pos[p]
+        blocks = self._block_rows(p, table)
+        if blocks:
+            weight = weight * self.in_slots
         if p == 0:  # weights multiplied in place: index_select's backward does not need its output
-            return table.index_select(0, pos[index.reshape(-1)]).view(*index.shape, -1).mul_(weight.unsqueeze(-1))
+            slots = table.index_select(0, pos[index.reshape(-1)]).view(*index.shape, -1).mul_(weight.unsqueeze(-1))
+            return slots, blocks
         b, s = ((self.k[index] > p) & (weight > 0)).nonzero(as_tuple=True)
         i = index[b, s]
-        return b, self.slot_field[s], self.k[i], table.index_select(0, pos[i]).mul_(weight[b, s, None])
+        return (b, self.slot_field[s], self.k[i], table.index_select(0, pos[i]).mul_(weight[b, s, None])), blocks
+
+    def _block_rows(self, p: int, table: torch.Tensor) -> list[torch.Tensor]:
+        """Every relation block's members at level p+1 (p 0-based): (size, D) rows of ``table``, a zero
+        row for a member not in F_{p+1}. A member's rank index follows its count in the samples
+        (``Dataset.feature_counts``): the number of samples whose set holds it."""
+        rows = []
+        for block in self.blocks:
+            pos = self.level_pos[p, block.start : block.start + block.size]
+            rows.append(table.index_select(0, pos.clamp(min=0)) * (pos >= 0).unsqueeze(1))
+        return rows
+
+    def _with_blocks(self, e: torch.Tensor, rows: list, index: torch.Tensor, within: int | None) -> torch.Tensor:
+        """``e`` with every block's column set to its sample's Σ_{j in set} x_j v_j over the members in
+        F_within (all given members without ``within``), computed once per key ([Rendle2013]) and read
+        by key; the multi-valued rule above, for a set chosen by the sample's key."""
+        sums = []
+        for block, r in zip(self.layout.blocks, rows):
+            if within is not None:
+                r = r * (self.k[block.start : block.start + block.size] >= within).unsqueeze(1).to(r.dtype)
+            sums.append(bag(block.X, r)[block.keys(index)])
+        columns = torch.tensor([block.f for block in self.blocks], device=e.device)
+        return e.index_add(1, columns, torch.stack(sums, 1))
 
     def _A(self, level, index, within: int | None = None) -> torch.Tensor:
         """A (eq. 7) over cross-field pairs of one level's vectors, (B,); ``within`` = k keeps only
         the features of F_k. The field sums e_f add up active slots only."""
         m = self.schema.num_fields
-        if isinstance(level, torch.Tensor):  # level 1, dense over the slots
-            u = level if within is None else level * (self.k[index] >= within).unsqueeze(-1).to(level.dtype)
-            return fm_pairwise(sum_slots(u, None, self.runs))
-        b, f, k, v = level
-        if within is not None:
-            keep = k >= within
-            b, f, v = b[keep], f[keep], v[keep]
-        e = v.new_zeros(len(index) * m, v.shape[1]).index_add_(0, b * m + f, v)
-        return fm_pairwise(e.view(len(index), m, -1))
+        slots, blocks = level
+        if isinstance(slots, torch.Tensor):  # level 1, dense over the slots
+            u = slots if within is None else slots * (self.k[index] >= within).unsqueeze(-1).to(slots.dtype)
+            e = sum_slots(u, None, self.runs)
+        else:
+            b, f, k, v = slots
+            if within is not None:
+                keep = k >= within
+                b, f, v = b[keep], f[keep], v[keep]
+            e = v.new_zeros(len(index) * m, v.shape[1]).index_add_(0, b * m + f, v).view(len(index), m, -1)
+        return fm_pairwise(self._with_blocks(e, blocks, index, within) if blocks else e)
 
     def _terms(self, levels: list, index) -> tuple[list, list]:
         """A_{p,p} (p = 1..m) and A_{p,p+1} (p = 1..m−1) from the levels' active vectors."""
@@ -279,10 +313,6 @@ class RaFM(KeptTables):
         sums, squares = fields.sum(1), fields.pow(2).sum(1)  # (B, columns): Σ_f e_fc and Σ_f e_fc²
         D = self.ranks[-1]
         return self.bias + sums[:, D] + 0.5 * (sums.pow(2) - squares) @ signs
-
-    @property
-    def layout(self) -> SlotLayout:
-        return SlotLayout(self.first_slot, self.multi)
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if not self.training:
