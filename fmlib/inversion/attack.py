@@ -31,6 +31,8 @@ import pandas as pd
 import torch
 from torch.func import vmap
 
+from ..optim import Adam
+
 METHODS = ("gd", "adam", "newton")
 DEFAULT_LR = {"gd": 0.05, "adam": 0.01, "newton": 1.0}  # Newton ignores lr: it takes damped full steps
 HESSIAN_MAX_DIM = 300  # n·d above which the nd×nd Hessian is not formed
@@ -220,7 +222,7 @@ def descend(
     opt = None
     if method == "adam":
         x.requires_grad_(True)
-        opt = torch.optim.Adam([x], lr=lr)
+        opt = Adam([{"params": [x]}], lr=lr)
     nan = torch.full((T,), math.nan, dtype=DTYPE)
     mu = torch.full((T,), 1e-3, dtype=DTYPE)  # Newton damping, per problem
     eye = torch.eye(d * n, dtype=DTYPE)

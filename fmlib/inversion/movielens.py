@@ -24,6 +24,7 @@ from scipy.stats import t as student_t
 from torch import nn
 from torch.nn import functional as F
 
+from ..optim import Adam
 from .attack import one_thread
 
 
@@ -115,7 +116,7 @@ def train_model(
     """Fit next-movie prediction with Adam; returns the model and the mean loss of each epoch."""
     torch.manual_seed(seed)
     model = TinyTransformer(vocab, tokens.shape[1], **arch)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = Adam([{"params": model.parameters()}], lr=lr)
     gen = torch.Generator().manual_seed(seed)
     losses = []
     with one_thread():
@@ -168,7 +169,7 @@ def recover(
         start, known = rows[:, :1], rows[:, 1 + hidden :]  # the start token and S₂
         gen = torch.Generator().manual_seed(seed)
         X = torch.randn(U, hidden, model.vocab, generator=gen).requires_grad_(True)  # X⁰ ~ N(0, 1)
-        opt = torch.optim.Adam([X], lr=lr)
+        opt = Adam([{"params": [X]}], lr=lr)
         no_start = torch.zeros(U, hidden, 1)
         frames = []
         with one_thread():
