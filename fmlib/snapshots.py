@@ -38,13 +38,19 @@ MOVIES = 40  # movies on the replayed map: the most rated in training
 MOVIE_FIELD = "movie_id"
 
 
-def movie_table(model) -> torch.Tensor | None:
-    """The table whose row i is feature i's embedding v_i (RaFM: level 1), or None (no per-feature table)."""
+def has_movie_table(model) -> bool:
+    """Whether ``movie_rows`` can read per-feature embeddings of ``model`` (shared table, or RaFM's level 1)."""
+    return hasattr(model, "embedding") or hasattr(model, "level_table")
+
+
+def movie_rows(model, rows: torch.Tensor) -> torch.Tensor:
+    """The embeddings v_i of the feature rows ``rows``: the shared table's rows, or RaFM's level-1 rows
+    (read through ``level_pos``, without building the whole level-1 table)."""
     if hasattr(model, "embedding"):
-        return model.embedding.weight
-    if hasattr(model, "level_table"):
-        return model.level_table(0)[model.level_pos[0]]
-    return None
+        table = model.embedding.weight
+        return table[rows.to(table.device)]
+    pos = model.level_pos[0]
+    return model.level_table(0)[pos[rows.to(pos.device)]]
 
 
 def interaction_R(model) -> torch.Tensor | None:
@@ -94,7 +100,7 @@ class Snapshots:
     def start(self, model, train) -> None:
         """Choose what to keep for ``model`` trained on ``train``: R if it has one, the most rated movies."""
         self.fields = list(model.schema.names) if interaction_R(model) is not None else []
-        rows, self.labels, self.titles = most_rated(train) if movie_table(model) is not None else ([], [], [])
+        rows, self.labels, self.titles = most_rated(train) if has_movie_table(model) else ([], [], [])
         self._rows = torch.as_tensor(np.asarray(rows, dtype=np.int64))
 
     @torch.no_grad()
@@ -103,8 +109,7 @@ class Snapshots:
         if self.fields:
             self.R.append(interaction_R(model).detach().float().cpu().numpy())
         if self.labels:
-            table = movie_table(model)
-            self.vectors.append(table.detach()[self._rows.to(table.device)].float().cpu().numpy())
+            self.vectors.append(movie_rows(model, self._rows).detach().float().cpu().numpy())
         self.epochs.append(int(epoch))
 
     @property

@@ -142,3 +142,16 @@ def test_absent_names_what_a_run_lacks(small_split):
     assert "no movie embeddings" in absent(run, "movies")
     with pytest.raises(ValueError, match="what must be R, movies or curves"):
         absent(run, "spectrum")
+
+
+@pytest.mark.parametrize("name", ["fm", "rafm"])
+def test_the_snapshot_reads_the_same_movie_vectors_as_the_movie_map(name):
+    data = movie_data()
+    hp = {"counts": data.feature_counts().tolist()} if name == "rafm" else {"dim": 3}
+    torch.manual_seed(0)
+    model = build_model(name, SCHEMA, **hp)
+    snap = Snapshots()
+    snap.start(model, data)
+    snap.take(model, 0)
+    V, _ = movie_vectors(model)
+    assert np.allclose(snap.vectors[0], V[[int(label) for label in snap.labels]], atol=1e-6)

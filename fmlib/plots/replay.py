@@ -33,7 +33,7 @@ def _go_to(name: str, duration: int = 0) -> list:
     ]
 
 
-def _menus(names: list[str], k: int) -> list[dict]:
+def _menus(names: list[str], k: int, y: float = -0.12) -> list[dict]:
     """Play/Pause and the two step buttons as frame ``k`` shows them (steps to frames k−1 and k+1)."""
     play = [None, {"frame": {"duration": FRAME_MS, "redraw": True}, "fromcurrent": True, "transition": {"duration": 0}}]
     pause = [[None], {"mode": "immediate", "frame": {"duration": 0, "redraw": False}, "transition": {"duration": 0}}]
@@ -44,7 +44,7 @@ def _menus(names: list[str], k: int) -> list[dict]:
             "showactive": False,
             "x": 0.0,
             "xanchor": "left",
-            "y": -0.12,
+            "y": y,
             "yanchor": "top",
             "pad": {"r": 6, "t": 4},
             "buttons": [
@@ -57,22 +57,26 @@ def _menus(names: list[str], k: int) -> list[dict]:
     ]
 
 
-def animated(frames: list[tuple[str, list, str]], layout: dict, start: int = 0) -> go.Figure:
+def animated(frames: list[tuple[str, list, str]], layout: dict, start: int = 0, below: int = 60) -> go.Figure:
     """A figure of ``frames`` [(epoch label, traces, title)] with Play, Pause, steps and an epoch slider,
-    showing frame ``start`` first. ``layout``: the rest of the layout (axes, height)."""
+    showing frame ``start`` first. ``layout``: the rest of the layout (axes, height, top margin);
+    ``below``: pixels under the plot area that its axis labels and title take (the controls go under them)."""
     names = [name for name, _, _ in frames]
+    margin = {**layout.pop("margin", {}), "b": below + 130}
+    plot_height = layout["height"] - margin.get("t", 100) - margin["b"]
+    y = -below / plot_height
     fig = go.Figure(
         data=frames[start][1],
         frames=[
-            go.Frame(name=name, data=traces, layout={"title": {"text": title}, "updatemenus": _menus(names, k)})
+            go.Frame(name=name, data=traces, layout={"title": {"text": title}, "updatemenus": _menus(names, k, y)})
             for k, (name, traces, title) in enumerate(frames)
         ],
     )
     slider = {
         "active": start,
-        "x": 0.32,
-        "len": 0.68,
-        "y": -0.08,
+        "x": 0.0,
+        "len": 1.0,
+        "y": y - 40 / plot_height,
         "yanchor": "top",
         "pad": {"t": 10},
         "currentvalue": {"prefix": "epoch ", "visible": True},
@@ -80,8 +84,9 @@ def animated(frames: list[tuple[str, list, str]], layout: dict, start: int = 0) 
     }
     fig.update_layout(
         title={"text": frames[start][2]},
-        updatemenus=_menus(names, start),
+        updatemenus=_menus(names, start, y),
         sliders=[slider],
+        margin=margin,
         **layout,
     )
     return fig
@@ -123,12 +128,12 @@ def r_replay(snapshots: Snapshots, history: list[dict], upto: int | None = None,
         )
         frames.append((str(e), [trace], _epoch_title("Field interaction matrix R", e, metrics)))
     layout = {
-        "height": 560,
-        "margin": {"t": 70, "b": 150, "l": 10, "r": 10},
+        "height": 640,
+        "margin": {"t": 70, "l": 10, "r": 10},
         "xaxis": {"title": {"text": "field g"}, "tickmode": "array", "tickvals": names},
         "yaxis": {"title": {"text": "field f"}, "autorange": "reversed", "tickmode": "array", "tickvals": names},
     }
-    return animated(frames, layout, start=min(start, n - 1))
+    return animated(frames, layout, start=min(start, n - 1), below=130)
 
 
 def movie_replay(snapshots: Snapshots, history: list[dict], upto: int | None = None, start: int = 0) -> go.Figure:
@@ -156,8 +161,8 @@ def movie_replay(snapshots: Snapshots, history: list[dict], upto: int | None = N
         )
         frames.append((str(e), [trace], title))
     layout = {
-        "height": 560,
-        "margin": {"t": 80, "b": 150, "l": 10, "r": 10},
+        "height": 580,
+        "margin": {"t": 80, "l": 10, "r": 10},
         "xaxis": {"title": {"text": "first principal axis of the final embeddings"}, "range": [-span, span]},
         "yaxis": {"title": {"text": "second axis"}, "range": [-span, span], "scaleanchor": "x"},
         "showlegend": False,
@@ -202,7 +207,7 @@ def curves_replay(history: list[dict], start: int = 0) -> go.Figure:
     layout["xaxis2"].update(title={"text": "epoch"}, range=[0.5, max(epochs) + 0.5])
     layout["yaxis"].update(title={"text": "training loss"}, range=padded(series["train_loss"]))
     layout["yaxis2"].update(title={"text": "validation metric"}, range=padded(valid))
-    layout.update(height=440, margin={"t": 80, "b": 150, "l": 40, "r": 20})
+    layout.update(height=480, margin={"t": 80, "l": 40, "r": 20})
     return animated(frames, layout, start=min(start, len(frames) - 1))
 
 
