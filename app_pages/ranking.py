@@ -76,9 +76,9 @@ def worked_example() -> None:
             pd.DataFrame(
                 {
                     "genres": movies["genres"].tolist(),
-                    "s_ℐ": [short(v) for v in movies["s_I"]],
-                    "Σ_ℐ ‖e_f‖²": movies["norms_I"].tolist(),
-                    "Σ_ℐ w_f": movies["bias_I"].tolist(),
+                    "sℐ": [short(v) for v in movies["s_I"]],
+                    "Σℐ ‖e‖²": movies["norms_I"].tolist(),
+                    "Σℐ w": movies["bias_I"].tolist(),
                     "pairs, eq. 2c": movies["pairwise"].tolist(),
                     "ŷ": movies["score"].tolist(),
                 },
