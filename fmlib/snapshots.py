@@ -73,7 +73,7 @@ def most_rated(train, count: int = MOVIES) -> tuple[np.ndarray, list[str], list[
     counts[0] = 0  # the rare bucket is not a movie
     order = np.argsort(-counts, kind="stable")[:count]
     local = order[counts[order] > 0]
-    labels = [str(movie.values[i]) for i in local]
+    labels = [str(movie.values[i]) if i < len(movie.values) else str(i) for i in local]  # a schema without values: i
     titles = [f"movie {label}" for label in labels]
     if getattr(train, "movies", None) is not None:
         table = train.movies.assign(key=train.movies["movie_id"].astype(str)).set_index("key")["title"]

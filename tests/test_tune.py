@@ -147,6 +147,35 @@ def test_cli_keeps_a_preset_that_records_a_better_validation_score(tmp_path, mon
     assert "kept" in err and "0.5" in err and json.loads(path.read_text()) == better
 
 
+def test_the_feature_set_is_drawn_per_trial_from_the_given_sets(tmp_path, small_split):
+    from fmlib.data.features import with_features
+
+    sets = {text: with_features(small_split, text) for text in ("all", "f0,f1")}
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    params, _ = tune.tune("fm", sets, 6, TrainConfig(epochs=1, patience=1), {"dim": 3}, study, progress=False)
+    drawn = {t.params["features"] for t in tune.finished(study)}
+    assert drawn == set(sets) and params["features"] in sets
+
+
+def test_cli_draws_the_feature_set_and_files_the_preset_under_the_one_drawn(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    sets = ["user_id,movie_id", "user_id,movie_id,rated"]
+    args = ["tune", "--model", "rafm", "--draw-features", *sets, "--trials", "2", "--epochs", "1"]
+    code, out, err = _cli(args, capsys)
+    assert code == 0, err
+    path = json.loads(out.strip().splitlines()[-1])["preset"]
+    preset = json.loads(open(path).read())
+    assert preset["features"] in sets and path.endswith(
+        f"features-{preset['features'].replace(',', '+')}/ml-100k/rafm.json"
+    )
+    assert (
+        preset["tuning"]["space"]["features"] == sets
+        and "--draw-features user_id,movie_id" in preset["tuning"]["command"]
+    )
+    code, _, err = _cli([*args, "--features", "all"], capsys)
+    assert code == 2 and "--draw-features takes distinct sets" in err
+
+
 def test_available_presets_by_model_and_task(tmp_path):
     for stem in ("fm", "fm-8", "fm-32", "fm-8-click", "fmx", "fwfm-8"):
         (tmp_path / "d").mkdir(exist_ok=True)

@@ -14,6 +14,10 @@
   model (lr, L2, grouped L2 by field, weight averaging) plus the model's own sizes. A size fixed by
   ``--rank`` (or ``--dim``) is taken out of the space. The space is part of the study's settings,
   so a study made with another space is not resumed.
+* The input can be drawn too: ``--draw-features SET [SET ...]`` adds the feature set
+  (``fmlib.data.features``) to the space, one of the given sets per trial, for any model alike (a
+  feature set one model may draw and another may not would decide a comparison, not the models).
+  The preset records the set its best trial drew and goes where that set's presets live.
 The best configuration is written to ``presets/<dataset>/<model>[-<rank>].json`` only after the
 study has at least one finished trial; a failed or broken study leaves the old preset alone, and so
 does a study whose best validation score is worse than the one the old preset records.
@@ -181,13 +185,22 @@ def finished(study) -> list:
 
 
 def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"):
-    """Run the study up to ``trials`` finished trials; returns (best params, best valid metric)."""
+    """Run the study up to ``trials`` finished trials; returns (best params, best valid metric).
+
+    ``data``: the split, or {feature set: split} to draw the feature set per trial (the best
+    params then name it as ``features``); per-field ranges keep the fields every set has."""
     import optuna
 
-    space, key = search_space(model, fixed, data.schema.names, protocol), MONITOR[base.task]
+    sets = data if isinstance(data, dict) else {None: data}
+    fields = set.intersection(*(set(d.schema.names) for d in sets.values()))
+    space, key = search_space(model, fixed, fields, protocol), MONITOR[base.task]
+    if isinstance(data, dict):
+        space["features"] = tuple(sets)
 
     def objective(trial):
-        train, hp = split_params(model, suggest(trial, space), fixed)
+        params = suggest(trial, space)
+        data = sets[params.pop("features", None)]
+        train, hp = split_params(model, params, fixed)
         config = TrainConfig(**{**asdict(base), **train})
 
         def report(record):
@@ -258,6 +271,13 @@ def add_arguments(p) -> None:
     p.add_argument("--model", required=True, choices=list(MODELS))
     add_data_arguments(p)
     add_features_argument(p)
+    p.add_argument(
+        "--draw-features",
+        nargs="+",
+        default=None,
+        metavar="SET",
+        help="draw the feature set per trial among these (e.g. user_id,movie_id all,rated,raters) instead of --features",
+    )
     size = p.add_mutually_exclusive_group()
     size.add_argument(
         "--rank", type=positive_int, default=None, help="fix the size: FM/FwFM/RFM embedding size k, DPLR's ρ"
@@ -329,6 +349,8 @@ def tune_command(args) -> str:
         value = getattr(args, flag)
         if value is not None:
             words += ["--" + flag.replace("_", "-"), presets.rank_label(value)]
+    if args.draw_features:
+        words += ["--draw-features", *args.draw_features]
     if args.protocol != "ours":
         words += ["--protocol", args.protocol]
     return shlex.join(words)
@@ -339,33 +361,49 @@ def run(args) -> int:
     from ..data import movielens, split
 
     fixed, rank = fixed_sizes(args)
+    drawn = args.draw_features
+    if drawn and (args.features is not None or args.protocol != "ours" or len(set(drawn)) < len(drawn)):
+        raise ValueError("--draw-features takes distinct sets, without --features, under --protocol ours")
     base = train_config(args, lr=1e-3)  # lr is drawn per trial; this value is never used
     protocol = "" if args.protocol == "ours" else f"-{args.protocol}"
-    features = "" if args.features in (None, "all") else "-" + args.features.replace(",", "+")
+    chosen = [args.features or "all"] if not drawn else drawn
+    features = "" if chosen == ["all"] else "-" + ("draw-" if drawn else "") + "_".join(chosen).replace(",", "+")
     name = presets.preset_name(args.model, rank, base.task) + f"{protocol}{features}-seed{base.seed}"
     path = study_path(args.dataset, name, args.runs_dir)
+    space = search_space(args.model, fixed, protocol=args.protocol)
     settings = {
         "fixed": fixed,
         "min_count": args.min_count,
-        "features": args.features or "all",
-        "space": json.loads(json.dumps(search_space(args.model, fixed, protocol=args.protocol))),  # as stored
+        "features": drawn or args.features or "all",
+        "space": json.loads(json.dumps({**space, "features": drawn} if drawn else space)),  # as stored
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
     }
-    study = open_study(path, name, base.seed, settings)
     data = split(
         movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr)),
         seed=base.seed,
         min_count=args.min_count,
     )
-    data = with_features(data, args.features or "all")
-    params, value = tune(args.model, data, args.trials, base, fixed, study, args.timeout, protocol=args.protocol)
+    sets = {text: with_features(data, text) for text in chosen}  # a bad set is refused before the study opens
+    study = open_study(path, name, base.seed, settings)
+    params, value = tune(
+        args.model,
+        sets if drawn else sets[chosen[0]],
+        args.trials,
+        base,
+        fixed,
+        study,
+        args.timeout,
+        protocol=args.protocol,
+    )
+    features = params.pop("features", chosen[0])
+    data = sets[features]
     command = tune_command(args)
     preset = make_preset(
         args.model, args.dataset, rank, base, fixed, params, value, study, args.min_count, command, args.trials
     )
-    if args.features not in (None, "all"):
-        preset["features"] = args.features
-    root = presets.features_root(args.features, presets.protocol_root(args.protocol, args.presets_dir))
+    if features != "all":
+        preset["features"] = features
+    root = presets.features_root(features, presets.protocol_root(args.protocol, args.presets_dir))
     target = presets.preset_path(args.dataset, args.model, rank, base.task, root)
     key = f"best_valid_{MONITOR[base.task]}"
     better = recorded_better(target, key, value, settings["space"])
