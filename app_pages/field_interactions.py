@@ -439,21 +439,32 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
         )
 
     max_rank = min(m - 1, (m * (m - 1) // 2) // (m + 1))
+    if max_rank < 1:  # m ≤ 3: the smallest budget, m + 1 numbers, already keeps every pair
+        fail(
+            f"This run has m = {m} fields, so R has {m * (m - 1) // 2} pairs and the smallest budget, ρ(m+1) = {m + 1} "
+            "numbers, keeps them all: there is nothing to prune. Pick a run with 4 fields or more."
+        )
     if projector():  # the lesson's view: the heatmaps stay above the fold, the toy one click away
         left, right, toy_box = st.columns([4, 2, 1.4], vertical_alignment="bottom")
         with toy_box.popover("Toy R", icon=":material/lightbulb:", help="A made-up R of 5 fields, pruned and DPLR"):
             toy_section()
     else:
         left, right = st.columns([2, 1])
-    rank = checked_link(
-        lambda: left.slider(
-            "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho", bind="query-params"
-        ),
-        "rho",
-        in_range(1, max_rank, integer=True),
-        f"ρ: 1 to {max_rank} for m = {m} fields",
-        min(2, max_rank),
-    )
+    if max_rank == 1:  # a slider needs two values
+        rank = 1
+        left.markdown(
+            f"rank ρ = 1 (budget ρ(m+1) = {m + 1} parameters, the only one below the {m * (m - 1) // 2} pairs)"
+        )
+    else:
+        rank = checked_link(
+            lambda: left.slider(
+                "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho", bind="query-params"
+            ),
+            "rho",
+            in_range(1, max_rank, integer=True),
+            f"ρ: 1 to {max_rank} for m = {m} fields",
+            min(2, max_rank),
+        )
     link_check("method", one_of(["eig", "nuclear"]), "eig or nuclear")
     method = right.radio(
         "post-hoc DPLR by",

@@ -251,3 +251,22 @@ def test_in_projector_mode_the_page_shows_math_as_math():
     from test_pages_math import check
 
     check(page("field_interactions.py", run_id=saved_run("fwfm"), projector=True))
+
+
+def test_runs_of_few_fields_get_their_one_budget_or_a_reason():
+    """m = 4: one budget below the 6 pairs (ρ = 1, no slider); m = 3: none, said in one line."""
+    for m, blocks in ((4, 2), (3, 1)):
+        data = split(synthetic.make(synthetic.block_R(m, blocks), n_samples=400, cardinality=5, seed=0), seed=0)
+        run_id = RunStore().save(train_model("fwfm", data, TrainConfig(epochs=1, batch_size=100), dim=2), f"m{m}")
+        at = page("field_interactions.py", run_id=run_id, fi_run=run_id)
+        if m == 4:
+            assert (
+                not at.error and not at.slider and any("rank ρ = 1 (budget ρ(m+1) = 5" in x.value for x in at.markdown)
+            )
+            assert "pruned: 5 kept" in " ".join(a["text"] for a in chart(at, "heatmaps")["layout"]["annotations"])
+            assert any("No rating to trace: its split cannot be rebuilt here" in c.value for c in at.caption)
+        else:
+            assert [e.value for e in at.error] == [
+                "This run has m = 3 fields, so R has 3 pairs and the smallest budget, ρ(m+1) = 4 numbers, keeps "
+                "them all: there is nothing to prune. Pick a run with 4 fields or more."
+            ]
