@@ -104,7 +104,11 @@ class BlockDesign:
         self.features = slice(offset, offset + field.cardinality)
         self.keys = key_column - key_offset
         self.B = set_matrix(field)
-        self.BT = self.B.T.tocsr()
+        self.BT = BT = self.B.T.tocsr()
+        # feature j's keys, B_{uj} and B_{uj}² over them, sliced once (``draw`` visits every feature per column)
+        self.columns = [
+            (BT.indices[s:e], BT.data[s:e], BT.data[s:e] ** 2) for s, e in zip(BT.indptr[:-1], BT.indptr[1:])
+        ]
 
     def per_key(self, values: np.ndarray) -> np.ndarray:
         """Pᵀ values: the sum of ``values`` over each key's samples."""
@@ -123,13 +127,11 @@ class BlockDesign:
         Σ_n h_n r_n = Σ_u B_uj c_u; after θ_j moves by δ, c_u falls by B_uj δ a_u."""
         a, c, theta = self.per_key(d * d), self.per_key(d * r), theta.copy()
         z = rng.standard_normal(len(theta))
-        for j in range(len(theta)):
-            keys = self.BT.indices[self.BT.indptr[j] : self.BT.indptr[j + 1]]
-            b = self.BT.data[self.BT.indptr[j] : self.BT.indptr[j + 1]]
-            gram = (b * b) @ a[keys]
-            mean, var = gaussian_conditional(gram, b @ c[keys], theta[j], alpha, lam, mu)
+        for j, (keys, b, b2) in enumerate(self.columns):
+            a_keys = a[keys]
+            mean, var = gaussian_conditional(b2 @ a_keys, b @ c[keys], theta[j], alpha, lam, mu)
             new = mean + np.sqrt(var) * z[j]
-            c[keys] -= b * (new - theta[j]) * a[keys]
+            c[keys] -= (new - theta[j]) * (b * a_keys)
             theta[j] = new
         return theta
 
