@@ -136,7 +136,8 @@ def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, b
     tab = opened(
         browser, f"{server}/field_interactions?dataset=synthetic" + ("&projector=true" if projector else ""), screen
     )
-    heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").first
+    # the learned R's heatmaps, named as the lesson test finds them: the page opens with a toy R's (plain mode)
+    heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="post-hoc DPLR").first
     heatmaps.scroll_into_view_if_needed()
     tab.wait_for_timeout(500)
     heatmaps.screenshot(path=str(tmp_path / f"heatmaps {screen} {'projector' if projector else 'plain'}.png"))
