@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import streamlit as st
 
+from app_pages._view import projector
 from fmlib.glossary import lookup
 
 KEY_PREFIX = "intuition_"  # the box's key: tests find it by ``intuition_<page>``
@@ -26,7 +27,12 @@ def glossary_help(keys: Sequence[str]) -> str:
 
 def block(page: str, title: str, keys: Sequence[str], container=st):
     """A bordered box keyed ``intuition_<page>``, opened by ``title`` in bold with the symbols' definitions
-    on hover; draw the example inside it (``with block(...):``)."""
+    on hover; draw the example inside it (``with block(...):``). In projector mode a folded expander
+    instead: a class arrives from a lesson stop for the view below it, which must stay above the fold."""
+    if projector() and container is st:
+        box = st.expander(title, key=f"{KEY_PREFIX}{page}")
+        box.caption("The symbols", help=glossary_help(keys))
+        return box
     box = container.container(border=True, key=f"{KEY_PREFIX}{page}")
     box.markdown(f"**{title}**", help=glossary_help(keys))
     return box
