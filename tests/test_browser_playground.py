@@ -62,6 +62,8 @@ def idle(tab) -> None:
 @pytest.fixture(scope="module")
 def tab(server, browser):
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.sent_to_server = []  # the times of the messages the page sends over Streamlit's websocket
+    page.on("websocket", lambda ws: ws.on("framesent", lambda _: page.sent_to_server.append(time.perf_counter())))
     page.goto(f"{server[0]}/playground")
     idle(page)
     page.wait_for_selector(".toy[data-model='fm'] .pt[data-name='Ann']", timeout=60_000)
@@ -102,6 +104,7 @@ def test_dragging_ann_toward_alien_lowers_her_score_at_once_and_python_agrees(ta
     (ax, ay), (bx, by) = centre(fm.locator(".pt[data-name='Ann']")), centre(fm.locator(".pt[data-name='Alien']"))
     tab.mouse.move(ax, ay)
     tab.mouse.down()
+    sent_before = len(tab.sent_to_server)
     round_trips, seen = [], start
     steps = 20
     for i in range(1, steps + 1):  # halfway, in 20 movements: each must show a new score before the next
@@ -114,6 +117,8 @@ def test_dragging_ann_toward_alien_lowers_her_score_at_once_and_python_agrees(ta
         seen = now
     live = fm.locator(".live").inner_text()
     tab.screenshot(path=str(SHOTS / "fm drag.png"))
+    during = len(tab.sent_to_server) - sent_before
+    assert during == 0, f"the drag sent {during} messages to the server: a class dragging at once would queue there"
     tab.mouse.up()
     dragged = score(fm, "Ann", "Alien")
     V = shown_V(fm)
@@ -131,6 +136,8 @@ def test_dragging_ann_toward_alien_lowers_her_score_at_once_and_python_agrees(ta
         "in page, event to scores written (ms)": summary(latency["handled"]),
         "in page, event to next animation frame (ms)": summary(latency["frame"]),
         "Playwright, mouse move sent to new score read (ms)": summary(round_trips),
+        "messages to the server during the drag": during,
+        "messages to the server for the release": len(tab.sent_to_server) - sent_before,
     }
     (SHOTS / "latency.json").write_text(json.dumps(report, indent=2) + "\n")
     print("\nPlayground drag latency:", json.dumps(report, indent=2))

@@ -50,6 +50,7 @@ CLIENTS = ("protocol", "browser")
 CHROMIUM = "/usr/bin/chromium"
 BROWSE = ["lesson", "derivations", "gradient_growth", "rank_aware_fm", "train"]
 ROOT = Path(__file__).resolve().parents[2]
+PAGE_SLUGS = sorted(path.stem for path in (ROOT / "app_pages").glob("[!_]*.py"))  # the app's URL paths
 USABLE = """([before]) => {
     const app = document.querySelector("[data-testid='stApp']");
     const h1 = document.querySelector("h1");
@@ -63,6 +64,13 @@ def add_arguments(p):
     p.add_argument("--sessions", type=positive_int, default=30, help="browser sessions at once (1..60)")
     p.add_argument("--training", type=int, default=5, help="of them, sessions that train (0..sessions)")
     p.add_argument("--pages", type=positive_int, default=4, help="page views per browsing session")
+    p.add_argument(
+        "--browse",
+        type=lambda text: [page.strip() for page in text.split(",")],
+        default=BROWSE,
+        help=f"the pages browsing sessions visit in turn, comma-separated (default: {','.join(BROWSE)}); "
+        "--browse playground: a class on the Playground, each view a rerun of its page as a drag's release sends",
+    )
     p.add_argument("--dataset", default="ml-100k", help="data set of the trainings")
     p.add_argument("--epochs", type=positive_int, default=3, help="max epochs of each training")
     p.add_argument("--ramp", type=float, default=5.0, help="sessions start within this many seconds")
@@ -131,17 +139,17 @@ async def title(page) -> str:
     return await h1.first.inner_text() if await h1.count() else ""
 
 
-async def browse(browser, url: str, first: int, views: int, wait: int, tally: Tally) -> None:
+async def browse(browser, url: str, pages: list, first: int, views: int, wait: int, tally: Tally) -> None:
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     page = await context.new_page()
     page.on("pageerror", lambda err: tally.errors.append(f"javascript: {err}"))
     try:
         start = time.monotonic()
-        await page.goto(f"{url}/{BROWSE[first % len(BROWSE)]}", timeout=wait * 1000)
+        await page.goto(f"{url}/{pages[first % len(pages)]}", timeout=wait * 1000)
         await usable(page, "", wait)
         tally.views.append(time.monotonic() - start)
         for k in range(1, views):
-            slug = BROWSE[(first + k) % len(BROWSE)]
+            slug = pages[(first + k) % len(pages)]
             before = await title(page)
             start = time.monotonic()
             await page.locator(f"[data-testid='stSidebarNav'] a[href$='/{slug}']").click(timeout=wait * 1000)
@@ -251,8 +259,10 @@ async def protocol_view(session: ProtocolSession, page: str, query: str, wait: i
     return shown
 
 
-async def protocol_browse(url: str, first: int, views: int, wait: int, tally: Tally, answer_stop: int = 0) -> None:
-    """``views`` page views from BROWSE[first]; with ``answer_stop``, first an answer to that lesson stop (a
+async def protocol_browse(
+    url: str, pages: list, first: int, views: int, wait: int, tally: Tally, answer_stop: int = 0
+) -> None:
+    """``views`` page views from pages[first]; with ``answer_stop``, first an answer to that lesson stop (a
     choice drawn with the seed ``first``)."""
     import websockets
 
@@ -269,7 +279,7 @@ async def protocol_browse(url: str, first: int, views: int, wait: int, tally: Ta
                     raise RuntimeError("the lesson shows an exception: " + shown["exceptions"][0][:200])
                 tally.answers.append(choice)
             for k in range(views):
-                await protocol_view(session, BROWSE[(first + k) % len(BROWSE)], "", wait, tally)
+                await protocol_view(session, pages[(first + k) % len(pages)], "", wait, tally)
     except Exception as err:  # a timeout, a dropped connection or an app exception: counted, the class goes on
         tally.errors.append(f"browse: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}")
 
@@ -308,7 +318,9 @@ async def drive(url: str, args) -> tuple[Tally, Tally]:
     """The baseline session, then the class; with the client ``args.client`` speaks."""
     if args.client == "protocol":
         return await lesson(
-            lambda tally, first, views, answer=0: protocol_browse(url, first, views, args.wait, tally, answer),
+            lambda tally, first, views, answer=0: protocol_browse(
+                url, args.browse, first, views, args.wait, tally, answer
+            ),
             lambda tally, deadline: protocol_train(url, args.dataset, args.epochs, args.wait, deadline, tally),
             args,
         )
@@ -322,7 +334,7 @@ async def drive(url: str, args) -> tuple[Tally, Tally]:
         try:
             return await lesson(
                 lambda tally, first, views, answer=0: browse(
-                    browser, url, first, views, args.wait, tally
+                    browser, url, args.browse, first, views, args.wait, tally
                 ),  # no answers
                 lambda tally, deadline: train(browser, url, args.dataset, args.epochs, args.wait, deadline, tally),
                 args,
@@ -332,9 +344,9 @@ async def drive(url: str, args) -> tuple[Tally, Tally]:
 
 
 async def lesson(browse_session, train_session, args) -> tuple[Tally, Tally]:
-    await browse_session(Tally(), 0, len(BROWSE))  # warms the server's caches, as a teacher's dry run does
+    await browse_session(Tally(), 0, len(args.browse))  # warms the server's caches, as a teacher's dry run does
     baseline = Tally()
-    await browse_session(baseline, 0, len(BROWSE))
+    await browse_session(baseline, 0, len(args.browse))
     tally = Tally()
     deadline = time.monotonic() + args.ramp + args.deadline
     rng = random.Random(0)
@@ -370,6 +382,9 @@ def run(args) -> int:
         raise ValueError(f"--training must be in 0..--sessions = 0..{args.sessions}, got {args.training}")
     if not 0 <= args.ramp <= 60:
         raise ValueError(f"--ramp must be in 0..60 seconds, got {args.ramp}")
+    unknown = sorted(set(args.browse) - set(PAGE_SLUGS))
+    if unknown:
+        raise ValueError(f"--browse: no page {', '.join(unknown)}; the pages are {', '.join(PAGE_SLUGS)}")
     if args.answers and args.client != "protocol":
         raise ValueError("--answers needs --client protocol")
     if args.client == "browser" and not Path(CHROMIUM).exists():
@@ -395,6 +410,7 @@ def run(args) -> int:
         "client": args.client,
         "sessions": args.sessions,
         "training": args.training,
+        "browse": args.browse,
         "cores": os.cpu_count(),
         "load_before": [round(x, 1) for x in load_before],
         "load_after": [round(x, 1) for x in os.getloadavg()],
