@@ -113,6 +113,12 @@ def toy_section() -> None:
     )
 
 
+@st.dialog("A toy R", width="large")
+def toy_dialog() -> None:
+    """The toy in a window over the page (projector mode: the room sees it whole, the lesson's view stays put)."""
+    toy_section()
+
+
 def table1_section():
     """Table 1 with verdicts, from the newest result table; never stops the rest of the page."""
     st.subheader("Trained DPLR vs pruned FwFM: Table 1 on MovieLens, with verdicts")
@@ -446,8 +452,10 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
         )
     if projector():  # the lesson's view: the heatmaps stay above the fold, the toy one click away
         left, right, toy_box = st.columns([4, 2, 1.4], vertical_alignment="bottom")
-        with toy_box.popover("Toy R", icon=":material/lightbulb:", help="A made-up R of 5 fields, pruned and DPLR"):
-            toy_section()
+        if toy_box.button(
+            "Toy R", icon=":material/lightbulb:", key="fi_toy", help="A made-up R of 5 fields, pruned and DPLR"
+        ):
+            toy_dialog()
     else:
         left, right = st.columns([2, 1])
     if max_rank == 1:  # a slider needs two values
@@ -570,7 +578,7 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
 
 # The toy first (the idea on 5 made-up fields), then R and the ρ slider (a lesson's stop prepares them, and they
 # explain Table 1), Table 1 below; a run that cannot be shown stops its section only after Table 1 is drawn. In
-# projector mode the toy is a popover beside the ρ slider, so that the lesson's view stays above the fold.
+# projector mode the toy opens in a window from a button beside the ρ slider, so the lesson's view stays above the fold.
 if not projector():
     toy_section()
 r_box = st.container()

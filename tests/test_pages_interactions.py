@@ -159,10 +159,11 @@ def test_the_page_opens_with_the_toy_before_the_learned_R_and_in_projector_mode_
     assert f"{ODD[0]} × {ODD[1]} ({ODD[2]:+.2f}, outlined)" in sentence and "zeroes the other 4" in sentence
     assert [p.proto.popover.label for p in at.get("popover")] == ["Link to this view"]
 
-    projected = page("field_interactions.py", run_id=run_id, projector=True)
-    assert chart_keys(projected)[:2] == ["toy", "heatmaps"]
-    toy_box = [p for p in projected.get("popover") if p.proto.popover.label == "Toy R"]
-    assert len(toy_box) == 1 and len(toy_box[0].get("plotly_chart")) == 1, "in projector mode the toy is a popover"
+    projected = page("field_interactions.py", run_id=run_id, projector=True)  # the lesson's view
+    assert chart_keys(projected)[0] == "heatmaps" and "toy" not in chart_keys(projected), "the learned R comes first"
+    projected.button(key="fi_toy").click().run()  # and the toy is one click away, in a window over the page
+    assert not projected.exception and chart_keys(projected).count("toy") == 1
+    assert any(m.value.startswith("Pruning keeps the 6 largest") for m in projected.markdown)
 
 
 def test_a_pair_picked_by_its_fields_is_outlined_in_every_heatmap_and_traced_in_one_rating():
@@ -247,10 +248,11 @@ def test_a_link_restores_the_pair_and_the_rating_and_a_bad_one_falls_back_with_a
 
 
 def test_in_projector_mode_the_page_shows_math_as_math():
-    """No raw sub/superscripts outside $…$ with the toy in its popover (plain mode: test_pages_math)."""
+    """No raw sub/superscripts outside $…$ with the toy in its window (plain mode: test_pages_math)."""
     from test_pages_math import check
 
-    check(page("field_interactions.py", run_id=saved_run("fwfm"), projector=True))
+    at = page("field_interactions.py", run_id=saved_run("fwfm"), projector=True)
+    check(at.button(key="fi_toy").click().run())
 
 
 def test_runs_of_few_fields_get_their_one_budget_or_a_reason():

@@ -99,8 +99,8 @@ def toy_heatmaps(matrices: dict, names: list[str], title: str) -> go.Figure:
     }
     fig = interaction_heatmaps(blank, names, title)
     fig.update_traces(texttemplate="%{z:.2f}", textfont_size=11, showscale=False)
-    fig.update_xaxes(title_text="g", title_standoff=2)
-    fig.update_yaxes(title_text="f", title_standoff=8, row=1, col=1)
+    fig.update_xaxes(title_standoff=2)
+    fig.update_yaxes(title_standoff=6, row=1, col=1)
     for col in range(2, len(matrices) + 1):  # their rows are named once, at the left
         fig.update_yaxes(visible=False, row=1, col=col)
     fig.update_layout(title=f"{title}: R<sub>fg</sub> per pair", height=280, margin=dict(t=75, l=10, r=10, b=10))
