@@ -105,7 +105,7 @@ def toy_section() -> None:
     full, _, dplr = toy.odd_pair()
     errors = toy.errors
     box.markdown(
-        f"Pruning keeps the {toy.keep} largest |R| exactly — the odd pair {a} × {b} ({full:+.2f}, outlined) among "
+        f"Pruning keeps the {toy.keep} largest $|R_{{fg}}|$ exactly — the odd pair {a} × {b} ({full:+.2f}, outlined) among "
         f"them — and zeroes the other {toy.pairs - toy.keep}. DPLR spends its {toy.keep} numbers "
         f"(U: {toy.rank * m}, ω: {toy.rank}) on the pattern most pairs follow: every pair keeps a value, but the odd "
         f"pair becomes {dplr:+.2f}. Relative error: pruned {errors['pruned']:.2f}, DPLR {errors['dplr']:.2f}. "
