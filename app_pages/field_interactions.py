@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages._classroom import author, teacher_or_alone
+from app_pages._intuition import block, glossary_help
 from app_pages._measured import measured_table, source_caption
 from app_pages._queue import server_job
 from app_pages._ui import (
@@ -50,7 +51,6 @@ from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
 from fmlib.experiments.recompute import recompute
-from fmlib.glossary import lookup
 from fmlib.plots.interactions import (
     deviation_heatmap,
     eigen_spectrum_figure,
@@ -77,20 +77,16 @@ st.markdown(
 TOY_KEYS = ("m", "R_fg", "ρ", "U", "ω", "d", "R̃")
 
 
-def glossary_help(keys) -> str:
-    """The ``fmlib.glossary`` definitions of ``keys``, one paragraph each, for a ``help=`` tooltip."""
-    return "\n\n".join(f"${t.latex}$ — **{t.name}.** {t.definition} ({t.source})" for t in map(lookup, keys))
-
-
-def toy_section() -> None:
-    """The idea before the evidence: a made-up R of 5 fields, pruned and DPLR at the same budget ρ(m+1)."""
+def toy_section(container=st) -> None:
+    """The idea before the evidence: a made-up R of 5 fields, pruned and DPLR at the same budget ρ(m+1), in a
+    bordered box (``_intuition.block``) of ``container``."""
     toy = budget_toy()
     m, (a, b, _) = len(toy.R), TOY_ODD
-    box = st.container(border=True, key="intuition_field_interactions")
-    box.markdown(
-        f"**First, a toy:** {m} made-up fields, {toy.pairs} pairs, a budget of ρ(m+1) = {toy.keep} numbers "
-        f"(ρ = {toy.rank}).",
-        help=glossary_help(TOY_KEYS),
+    box = block(
+        "field_interactions",
+        f"First, a toy: {m} made-up fields, {toy.pairs} pairs, a budget of ρ(m+1) = {toy.keep} numbers (ρ = {toy.rank})",
+        TOY_KEYS,
+        container=container,
     )
     fig = toy_heatmaps(
         {
@@ -116,7 +112,7 @@ def toy_section() -> None:
 @st.dialog("A toy R", width="large")
 def toy_dialog() -> None:
     """The toy in a window over the page (projector mode: the room sees it whole, the lesson's view stays put)."""
-    toy_section()
+    toy_section(st.container())  # a box, not the folded expander ``block`` gives the page itself in projector mode
 
 
 def table1_section():
