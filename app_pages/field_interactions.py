@@ -8,6 +8,7 @@ from app_pages._classroom import author, teacher_or_alone
 from app_pages._intuition import block, glossary_help
 from app_pages._measured import measured_table, source_caption
 from app_pages._queue import server_job
+from app_pages._replay import replay
 from app_pages._ui import (
     dataset_name,
     fail,
@@ -231,7 +232,7 @@ def run_label(run_id: str, configs: dict) -> str:
     return f"{run_id} ({config['model']}{rank})"
 
 
-def chosen_run(configs: dict):
+def chosen_run(configs: dict, container=st):
     """The run whose R the page shows, picked on the page (key ``fi_run``): by default an FwFM —
     the sidebar's pick if it is one, else the newest FwFM run, else a quick FwFM — never a DPLR
     run, whose R is low rank by construction. A run picked in the sidebar while this page is open
@@ -245,7 +246,7 @@ def chosen_run(configs: dict):
     st.session_state["fi_sidebar_seen"] = picked
     if st.session_state.get("fi_run") not in options:  # first visit, or its run was deleted
         st.session_state["fi_run"] = picked if picked in fwfm else (fwfm[0] if fwfm else QUICK)
-    choice = st.selectbox(
+    choice = container.selectbox(
         "Run whose R is shown",
         options,
         key="fi_run",
@@ -415,11 +416,14 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     """The learned R beside its pruned and post-hoc DPLR approximations at the ρ slider's budget; one pair's term
     in one rating under each; the errors pair by pair, what the data did to R and the error spectra. Returns the
     saved runs with R, the largest ρ and the default pair (the view's defaults)."""
+    # in projector mode the run picker, the ρ slider, the method and the toy share one row: the heatmaps below
+    # stay above the fold at 1280×720 and 150 % when a class has saved runs to pick from
+    row = st.columns([2.6, 3.4, 2.6, 1.4], vertical_alignment="bottom") if projector() else None
     configs = runs_with_R(dataset_name())
     if not configs:  # no saved FwFM or DPLR run: the sidebar's pick says why, or a quick FwFM
         run, source = quick_run(selected_run_id())
     else:
-        choice = chosen_run(configs)
+        choice = chosen_run(configs, row[0] if row else st)
         if choice == QUICK:
             run, source = quick_run(None, "A quick FwFM is picked above.")
         else:
@@ -446,8 +450,8 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
             f"This run has m = {m} fields, so R has {m * (m - 1) // 2} pairs and the smallest budget, ρ(m+1) = {m + 1} "
             "numbers, keeps them all: there is nothing to prune. Pick a run with 4 fields or more."
         )
-    if projector():  # the lesson's view: the heatmaps stay above the fold, the toy one click away
-        left, right, toy_box = st.columns([4, 2, 1.4], vertical_alignment="bottom")
+    if row:  # the lesson's view: the heatmaps stay above the fold, the toy one click away
+        _, left, right, toy_box = row
         if toy_box.button(
             "Toy R", icon=":material/lightbulb:", key="fi_toy", help="A made-up R of 5 fields, pruned and DPLR"
         ):
@@ -548,6 +552,7 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
             f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
             f"(off-diagonal coefficient of variation {offdiag_cv(R):.2f}); red pairs interact more than in an FM."
         )
+    replay(run, what="R")
 
     st.subheader("Spectra")
     left, right = st.columns(2)

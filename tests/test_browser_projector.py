@@ -138,6 +138,10 @@ def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, b
     )
     # the learned R's heatmaps, named as the lesson test finds them: the page opens with a toy R's (plain mode)
     heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="post-hoc DPLR").first
+    if projector:  # a class with a saved run to pick: the run picker shares the ρ slider's row, the heatmaps show
+        heatmaps.wait_for(timeout=60_000)
+        top, height = heatmaps.bounding_box()["y"], SCREENS[screen][0]["height"]
+        assert top < height - 100, f"the heatmaps start at {top:.0f} px, below a {height} px screen"
     heatmaps.scroll_into_view_if_needed()
     tab.wait_for_timeout(500)
     heatmaps.screenshot(path=str(tmp_path / f"heatmaps {screen} {'projector' if projector else 'plain'}.png"))

@@ -159,8 +159,13 @@ def test_the_page_opens_with_the_toy_before_the_learned_R_and_in_projector_mode_
     assert f"{ODD[0]} × {ODD[1]} ({ODD[2]:+.2f}, outlined)" in sentence and "zeroes the other 4" in sentence
     assert [p.proto.popover.label for p in at.get("popover")] == ["Link to this view"]
 
+    replayed = chart(at, "replay_R")  # the run's R, epoch by epoch, from its snapshots
+    assert len(replayed["frames"]) == 2 and chart_keys(at).index("replay_R") > chart_keys(at).index("heatmaps")
+
     projected = page("field_interactions.py", run_id=run_id, projector=True)  # the lesson's view
     assert chart_keys(projected)[0] == "heatmaps" and "toy" not in chart_keys(projected), "the learned R comes first"
+    run_picker = projected.selectbox(key="fi_run")  # in one row with the ρ slider: the heatmaps stay above the fold
+    assert run_picker.value == run_id and projected.slider(key="rho")
     projected.button(key="fi_toy").click().run()  # and the toy is one click away, in a window over the page
     assert not projected.exception and chart_keys(projected).count("toy") == 1
     assert any(m.value.startswith("Pruning keeps the 6 largest") for m in projected.markdown)
