@@ -10,7 +10,7 @@ from app_pages._feature_sets import SECTION, features_box, features_section
 from app_pages._measured import scorecard_rows
 from app_pages._replay import replay_choice
 from app_pages._ui import bounded_number, dataset_name, fail, load_run, load_split, notebook_link, selected_run_id
-from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of, title_bar
+from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of, shown_path, title_bar
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
@@ -334,7 +334,9 @@ else:
         f"**{bfm_row['other_mean']:.4f}**; paired per split, the Bayesian FM is lower by {bfm_row['difference']:+.4f} "
         f"[{bfm_row['low']:+.4f}, {bfm_row['high']:+.4f}]: *{bfm_row['verdict']}*."
     )
-    st.caption(f"From `{bfm_path}` · the claim as the scorecard measures it (`fmlib.experiments.bfm.claims`).")
+    st.caption(
+        f"From `{shown_path(bfm_path)}` · the claim as the scorecard measures it (`fmlib.experiments.bfm.claims`)."
+    )
 
 ablation_path = tables.newest(fm_ablation.table_name("ml-100k"))
 if ablation_path is None:
@@ -378,7 +380,9 @@ else:
                 f"{ensemble['rmse']:.4f} in {ensemble['cpu']:.1f} s of CPU."
             )
         )
-        st.caption(f"From `{ablation_path}` · validation chose every setting; the test split was read once per model.")
+        st.caption(
+            f"From `{shown_path(ablation_path)}` · validation chose every setting; the test split was read once per model."
+        )
         st.markdown("**The scorecard's claims on this page**, from the same result tables:")
         columns = ["claim", *(c for c in ("protocol", "recipes") if c in rows), "measured", "verdict"]
         st.dataframe(rows[columns], hide_index=True)

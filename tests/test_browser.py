@@ -126,7 +126,10 @@ def visit(page, title: str) -> None:
 
 def choose(page, label: str, option: str) -> None:
     """Pick ``option`` in the select box labelled ``label``."""
-    page.locator("[data-testid='stSelectbox']").filter(has_text=label).first.click()
+    box = page.locator("[data-testid='stSelectbox']").filter(has_text=label).first
+    box.scroll_into_view_if_needed()  # a long scroll first, as a reader's: the open list closes if the page still scrolls
+    page.wait_for_timeout(300)
+    box.click()
     page.get_by_role("option", name=option, exact=True).first.click()
     wait_idle(page)
 

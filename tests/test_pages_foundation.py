@@ -79,6 +79,7 @@ def test_train_page_trains_the_bayesian_fm_by_gibbs_sweeps():
 
 
 def results_charts(at) -> list:
-    """The page's charts of the last training (the Train page's lesson charts, keys fm_ablation and
-    feature_sets, left out)."""
-    return [c for c in at.get("plotly_chart") if not c.proto.id.endswith(("fm_ablation", "feature_sets"))]
+    """The page's charts of the last training (the Train page's opening example, key trace, and its lesson
+    charts, keys fm_ablation and feature_sets, left out)."""
+    lesson = ("trace", "fm_ablation", "feature_sets")
+    return [c for c in at.get("plotly_chart") if not c.proto.id.endswith(lesson)]

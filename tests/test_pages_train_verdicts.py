@@ -57,6 +57,8 @@ def test_the_target_sentence_is_the_scorecards_verdict():
     assert "meets the target" not in text and "misses the target" not in text
     shown = at.dataframe[-1].value.set_index("claim")
     assert shown.loc[target, "verdict"] == row["verdict"]
+    sources = [c.value for c in at.caption if c.value.startswith("From `")]
+    assert len(sources) == 2 and all("From `results/" in c for c in sources), f"a server path is shown: {sources}"
 
 
 @pytest.mark.parametrize(
