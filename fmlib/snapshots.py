@@ -16,9 +16,9 @@ and 16-dimensional embeddings keeps 41 · (144 + 40 · 16) numbers, about 130 KB
 **Why a fixed projection, not one per epoch.** The movie map is a 2-D picture of k-dimensional
 vectors. A principal-component projection fitted anew at every epoch fixes each axis only up to
 sign and order, so the picture could flip or swap axes from one epoch to the next though the
-embeddings barely moved. ``movie_paths`` therefore fits one projection — the first two principal
-axes of the final epoch's (centred) embeddings, oriented as ``movie_map.principal_components``
-orients them — and applies that same linear map to every epoch's centred embeddings. A point moves
+embeddings barely moved. ``movie_map.movie_paths`` therefore fits one projection — the first two principal
+axes of the final epoch's (centred) embeddings, oriented as the movie map orients them —
+and applies that same linear map to every epoch's centred embeddings. A point moves
 on the replay only when its vector moves; early epochs, whose embeddings are still close to their
 small random initialisation, show as a cloud near the origin that unfolds into the final map.
 (Procrustes alignment of per-epoch projections would also remove the flips, but it rotates each
@@ -167,38 +167,6 @@ class Snapshots:
                 )
             snap.vectors = list(V)
         return snap
-
-
-@dataclass(frozen=True)
-class MoviePaths:
-    """``xy`` (epochs, n, 2): every epoch's movies on the final epoch's two principal axes (module
-    docstring); ``captured`` (epochs,): the share of each epoch's centred variance those two axes hold."""
-
-    xy: np.ndarray
-    captured: np.ndarray
-
-
-def movie_paths(snapshots: Snapshots, upto: int | None = None) -> MoviePaths:
-    """Project every kept epoch's movie embeddings (the first ``upto``) with one projection, fitted on the
-    last of them: its first two principal axes, each oriented so that its farthest movie lies on the
-    positive side. With k = 1 the second coordinate is 0."""
-    n = snapshots.count if upto is None else upto
-    if not snapshots.has_movies or n < 1:
-        raise ValueError("these snapshots hold no movie embeddings")
-    V = np.stack(snapshots.vectors[:n]).astype(np.float64)  # (E, n, k)
-    centred = V - V.mean(1, keepdims=True)
-    _, _, Vt = np.linalg.svd(centred[-1], full_matrices=False)
-    axes = np.zeros((2, V.shape[2]))
-    take = min(2, Vt.shape[0])
-    axes[:take] = Vt[:take]
-    final = centred[-1] @ axes.T
-    for c in range(take):
-        if final[np.argmax(np.abs(final[:, c])), c] < 0:
-            axes[c] *= -1
-    xy = centred @ axes.T  # (E, n, 2)
-    total = (centred**2).sum((1, 2))
-    captured = np.where(total > 0, (xy**2).sum((1, 2)) / np.where(total > 0, total, 1.0), 0.0)
-    return MoviePaths(xy, captured)
 
 
 def absent(run, what: str) -> str | None:

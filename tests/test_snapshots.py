@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from fmlib.analysis import interaction_matrix
-from fmlib.analysis.movie_map import movie_vectors, principal_components
+from fmlib.analysis.movie_map import movie_paths, movie_vectors, principal_components
 from fmlib.data import split
 from fmlib.data.dataset import Dataset
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
 from fmlib.runs import RunError, RunStore
-from fmlib.snapshots import Snapshots, absent, most_rated, movie_paths
+from fmlib.snapshots import Snapshots, absent, most_rated
 from fmlib.train import TrainConfig, fit, train_model
 
 MOVIES = 50  # ids 1..50; local index 0 is the rare bucket

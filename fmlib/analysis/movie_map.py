@@ -25,11 +25,15 @@ pairs), and says in a sentence what the two numbers mean.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy.spatial.distance import pdist
 from scipy.stats import spearmanr
+
+if TYPE_CHECKING:
+    from ..snapshots import Snapshots
 
 FIELD = "movie_id"
 
@@ -94,22 +98,58 @@ def mapped_movies(schema, counts: np.ndarray, min_ratings: int) -> np.ndarray:
     return keep[keep > 0]
 
 
-def principal_components(V: np.ndarray, components: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """(coordinates (n × components), share of the variance of each): PCA of the centred rows of
-    ``V`` by its SVD. Each axis is oriented so that its farthest point lies on its positive side
-    (PCA fixes an axis only up to sign). Fewer columns than ``components``: zeros after them."""
-    X = V - V.mean(0)
+def principal_axes(X: np.ndarray, components: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """(axes (components × k), singular values) of the already centred rows ``X``: its first principal
+    axes by its SVD, each oriented so that the row of ``X`` farthest along it lies on its positive side
+    (PCA fixes an axis only up to sign). Fewer columns than ``components``: zero axes after them."""
     _, s, Vt = np.linalg.svd(X, full_matrices=False)
-    coords = np.zeros((len(V), components))
+    axes = np.zeros((components, X.shape[1]))
     take = min(components, Vt.shape[0])
-    coords[:, :take] = X @ Vt[:take].T
+    axes[:take] = Vt[:take]
+    coords = X @ axes.T
     for c in range(take):
         if coords[np.argmax(np.abs(coords[:, c])), c] < 0:
-            coords[:, c] *= -1
+            axes[c] *= -1
+    return axes, s
+
+
+def principal_components(V: np.ndarray, components: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """(coordinates (n × components), share of the variance of each): PCA of the centred rows of
+    ``V`` on its oriented principal axes (``principal_axes``). Fewer columns than ``components``:
+    zeros after them."""
+    X = V - V.mean(0)
+    axes, s = principal_axes(X, components)
+    coords = X @ axes.T
+    take = min(components, len(s))
     total = float((s**2).sum())
     shares = np.zeros(components)
     shares[:take] = (s[:take] ** 2) / total if total > 0 else 0.0
     return coords, shares
+
+
+@dataclass(frozen=True)
+class MoviePaths:
+    """``xy`` (epochs, n, 2): every epoch's movies on the final epoch's two principal axes (why one
+    projection: ``fmlib.snapshots``); ``captured`` (epochs,): the share of each epoch's centred variance those two axes hold."""
+
+    xy: np.ndarray
+    captured: np.ndarray
+
+
+def movie_paths(snapshots: Snapshots, upto: int | None = None) -> MoviePaths:
+    """Project every kept epoch's movie embeddings (the first ``upto``) with one projection, fitted on the
+    last of them: its first two principal axes, each oriented so that its farthest movie lies on the
+    positive side. With k = 1 the second coordinate is 0."""
+    n = snapshots.count if upto is None else upto
+    if not snapshots.has_movies or n < 1:
+        raise ValueError("these snapshots hold no movie embeddings")
+    V = np.stack(snapshots.vectors[:n]).astype(np.float64)  # (E, n, k)
+    centred = V - V.mean(1, keepdims=True)
+    axes, _ = principal_axes(centred[-1])
+    xy = centred @ axes.T  # (E, n, 2)
+    total = (centred**2).sum((1, 2))
+    captured = np.where(total > 0, (xy**2).sum((1, 2)) / np.where(total > 0, total, 1.0), 0.0)
+    return MoviePaths(xy, captured)
 
 
 def movie_map(model, counts: np.ndarray, movies: pd.DataFrame, min_ratings: int = 20) -> MovieMap:

@@ -9,7 +9,7 @@ its own step buttons), so a step is one client-side ``animate`` to a named frame
   after each epoch, on one colour scale for all epochs (the largest |R_fg| of any epoch), so a
   colour means the same number in every frame;
 - ``movie_replay``: the most rated movies' embeddings on the final epoch's two principal axes
-  (``fmlib.snapshots.movie_paths``: one projection for every epoch, so nothing flips);
+  (``fmlib.analysis.movie_map.movie_paths``: one projection for every epoch, so nothing flips);
 - ``curves_replay``: the training loss and validation metric up to each epoch, on fixed axes.
 """
 
@@ -19,7 +19,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..snapshots import Snapshots, movie_paths
+from ..analysis.movie_map import movie_paths
+from ..snapshots import Snapshots
 
 WHAT = ("R", "movies", "curves")
 FRAME_MS = 600  # Play's time per epoch
