@@ -16,7 +16,7 @@ import streamlit as st
 from app_pages._queue import job_queue, progress_of
 from app_pages._replay import training_controls
 from app_pages._ui import run_store
-from app_pages._view import link_check
+from app_pages._view import chart, link_check
 from fmlib.jobs import Job
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
@@ -129,7 +129,7 @@ def _training_status() -> None:
             last["epoch"] / last["epochs"],
             text=f"epoch {last['epoch']}/{last['epochs']} · valid {metric} {last['valid_' + metric]:.4f}",
         )
-        st.plotly_chart(learning_curves(list(job.records)), key="live_curves")
+        chart(learning_curves(list(job.records)), key="live_curves")
     else:
         st.progress(0.0, text="starting ...")
     training_controls(job)  # pause after an epoch, one more epoch, resume; the epochs so far while paused

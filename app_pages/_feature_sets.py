@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._measured import source_caption
-from app_pages._view import chart
+from app_pages._view import cached, chart
 from fmlib.data.features import parse_features
 from fmlib.experiments import features, tables
 from fmlib.plots.features import features_figure
@@ -48,6 +48,31 @@ def _summary(path: str, mtime_ns: int):
     return features.summary(_frame(path, mtime_ns))
 
 
+@st.cache_data(show_spinner=False)
+def _sentences(path: str, mtime_ns: int) -> list[str]:
+    """The table's findings, one markdown line each: every model's gain from MF, every peer beside its step."""
+    summary, frame = _summary(path, mtime_ns), _frame(path, mtime_ns)
+
+    def row(step, model):
+        return summary[(summary["features"] == step) & (summary["model"] == model)].iloc[0]
+
+    lines = []
+    for model in (features.ADAM, features.BFM):
+        first, last = row("MF", model), row("context + rated + raters", model)
+        whole, blocks = (features.gain(frame, model, start, "context + rated + raters") for start in ("MF", "context"))
+        lines.append(
+            f"- **{model}**: MF {first['rmse_mean']:.4f} → context + rated + raters **{last['rmse_mean']:.4f}**; "
+            f"paired split by split, {whole.mean:.4f} lower [{whole.low:.4f}, {whole.high:.4f}], of which the two "
+            f"blocks give {blocks.mean:.4f} [{blocks.low:.4f}, {blocks.high:.4f}] (95 % intervals, {whole.n} splits)."
+        )
+    for step, peer in features.PEERS.items():
+        lines.append(
+            f"- **{step}**: the FM {row(step, features.ADAM)['rmse_mean']:.4f}, the Bayesian FM "
+            f"{row(step, features.BFM)['rmse_mean']:.4f}, {peer} {row(step, peer)['rmse_mean']:.4f} on the same splits."
+        )
+    return lines
+
+
 SECTION = "An FM is a feature-engineering machine: MF, SVD++ and context by input alone"
 
 
@@ -68,26 +93,8 @@ def features_section() -> None:
     except (ValueError, KeyError) as err:  # a damaged or older table: say which
         st.error(f"{path}: {err}")
         return
-    chart(features_figure(summary), key="feature_sets")
-
-    def row(step, model):
-        return summary[(summary["features"] == step) & (summary["model"] == model)].iloc[0]
-
-    frame = _frame(str(path), path.stat().st_mtime_ns)
-    lines = []
-    for model in (features.ADAM, features.BFM):
-        first, last = row("MF", model), row("context + rated + raters", model)
-        whole, blocks = (features.gain(frame, model, start, "context + rated + raters") for start in ("MF", "context"))
-        lines.append(
-            f"- **{model}**: MF {first['rmse_mean']:.4f} → context + rated + raters **{last['rmse_mean']:.4f}**; "
-            f"paired split by split, {whole.mean:.4f} lower [{whole.low:.4f}, {whole.high:.4f}], of which the two "
-            f"blocks give {blocks.mean:.4f} [{blocks.low:.4f}, {blocks.high:.4f}] (95 % intervals, {whole.n} splits)."
-        )
-    for step, peer in features.PEERS.items():
-        lines.append(
-            f"- **{step}**: the FM {row(step, features.ADAM)['rmse_mean']:.4f}, the Bayesian FM "
-            f"{row(step, features.BFM)['rmse_mean']:.4f}, {peer} {row(step, peer)['rmse_mean']:.4f} on the same splits."
-        )
+    chart(cached(features_figure, summary), key="feature_sets")
+    lines = _sentences(str(path), path.stat().st_mtime_ns)
     st.markdown("\n".join(lines))
     source_caption({**tables.header(path), "path": path})
     st.caption(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._view import chart
+from app_pages._view import cached, chart
 from fmlib import snapshots
 from fmlib.jobs import Job
 from fmlib.plots.replay import replay_figure
@@ -34,7 +34,7 @@ def replay(run, what: str = "R", key: str | None = None) -> None:
         st.caption(f"**Watch it learn** ({LABELS[what]}): {why}")
         return
     st.markdown(f"**Watch it learn:** press ▶ Play, or step epoch by epoch, to see {WHAT_IT_SHOWS[what]}.")
-    chart(replay_figure(run.snapshots, run.history, what), key=key or f"replay_{what}")
+    chart(cached(replay_figure, run.snapshots, run.history, what), key=key or f"replay_{what}")
 
 
 def replayable(run) -> list[str]:

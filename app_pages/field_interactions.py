@@ -6,7 +6,7 @@ import streamlit as st
 
 from app_pages._classroom import author, teacher_or_alone
 from app_pages._intuition import block, glossary_help
-from app_pages._measured import measured_table, source_caption
+from app_pages._measured import drawn_once, measured_table, source_caption
 from app_pages._queue import server_job
 from app_pages._replay import replay
 from app_pages._ui import (
@@ -20,6 +20,7 @@ from app_pages._ui import (
     selected_run_id,
 )
 from app_pages._view import (
+    cached,
     chart,
     checked_link,
     copy_link_and_reset,
@@ -78,17 +79,9 @@ st.markdown(
 TOY_KEYS = ("m", "R_fg", "ρ", "U", "ω", "d", "R̃")
 
 
-def toy_section(container=st) -> None:
-    """The idea before the evidence: a made-up R of 5 fields, pruned and DPLR at the same budget ρ(m+1), in a
-    bordered box (``_intuition.block``) of ``container``."""
+def toy_picture():
+    """The toy (``budget_toy``) and its three heatmaps, the odd pair outlined."""
     toy = budget_toy()
-    m, (a, b, _) = len(toy.R), TOY_ODD
-    box = block(
-        "field_interactions",
-        f"First, a toy: {m} made-up fields, {toy.pairs} pairs, a budget of ρ(m+1) = {toy.keep} numbers (ρ = {toy.rank})",
-        TOY_KEYS,
-        container=container,
-    )
     fig = toy_heatmaps(
         {
             f"R ({toy.pairs} pairs)": toy.R,
@@ -98,7 +91,21 @@ def toy_section(container=st) -> None:
         list(TOY_FIELDS),
         "A made-up R",
     )
-    chart(with_pair(fig, a, b), container=box, key="toy")
+    return toy, with_pair(fig, *TOY_ODD[:2])
+
+
+def toy_section(container=st) -> None:
+    """The idea before the evidence: a made-up R of 5 fields, pruned and DPLR at the same budget ρ(m+1), in a
+    bordered box (``_intuition.block``) of ``container``."""
+    toy, fig = cached(toy_picture)
+    m, (a, b, _) = len(toy.R), TOY_ODD
+    box = block(
+        "field_interactions",
+        f"First, a toy: {m} made-up fields, {toy.pairs} pairs, a budget of ρ(m+1) = {toy.keep} numbers (ρ = {toy.rank})",
+        TOY_KEYS,
+        container=container,
+    )
+    chart(fig, container=box, key="toy")
     full, _, dplr = toy.odd_pair()
     errors = toy.errors
     box.markdown(
@@ -170,7 +177,7 @@ def table1_section():
         return
     frame, header, verdicts = found
     source_caption(header)
-    chart(verdict_figure(verdicts), key="table1_verdicts")
+    chart(drawn_once(header, "verdicts", lambda: verdict_figure(verdicts)), key="table1_verdicts")
     st.dataframe(
         verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],
         hide_index=True,
@@ -295,9 +302,14 @@ def pick_from(chart_key: str):
     return picked
 
 
-def linked_chart(fig, pair, key: str, container=st) -> None:
-    """A heatmap figure whose cells can be clicked (``pickable``), the chosen pair outlined (``with_pair``)."""
-    fig = with_pair(pickable(fig), *pair)
+def linked_figure(draw, args: tuple, pair: tuple[str, str]):
+    """The heatmap figure ``draw(*args)``, its cells clickable (``pickable``), the pair outlined (``with_pair``)."""
+    return with_pair(pickable(draw(*args)), *pair)
+
+
+def linked_chart(draw, args: tuple, pair, key: str, container=st) -> None:
+    """``linked_figure``, built once per server for the same arguments, with a click on a cell picking the pair."""
+    fig = cached(linked_figure, draw, args, pair)
     chart(fig, container=container, key=key, on_select=pick_from(key), selection_mode="points")
 
 
@@ -399,13 +411,9 @@ def pair_panel(run, matrices: dict, pair: tuple[str, str], kept: np.ndarray, sam
 
 def error_picture(R, pruned, posthoc, names, pair, method: str) -> None:
     """The approximation errors E = R̃ − R pair by pair (App. C), pickable, the chosen pair outlined."""
-    fig = interaction_heatmaps(
-        {"pruned − R": pruned - R, f"post-hoc DPLR ({method}) − R": posthoc - R},
-        names,
-        "Approximation errors",
-        entry="E<sub>fg</sub> = R̃<sub>fg</sub> − R<sub>fg</sub>",
-    )
-    linked_chart(fig, pair, "pair_errors")
+    errors = {"pruned − R": pruned - R, f"post-hoc DPLR ({method}) − R": posthoc - R}
+    entry = "E<sub>fg</sub> = R̃<sub>fg</sub> − R<sub>fg</sub>"
+    linked_chart(interaction_heatmaps, (errors, names, "Approximation errors", entry), pair, "pair_errors")
     secondary(
         "Each cell is what an approximation gets wrong in one pair: pruning's errors are the pairs it zeroed "
         "(exactly −R there, 0 elsewhere); DPLR's are spread over every pair. The spectra below sum them up."
@@ -497,19 +505,12 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     )
     f, g, sample_box = pair_controls(model.schema, st)
     pair = (f, g)
-    linked_chart(
-        interaction_heatmaps(
-            {
-                ("R implied by DPLR" if is_dplr else "learned R"): R,
-                f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
-                f"post-hoc DPLR, ρ = {rank}": posthoc,
-            },
-            names,
-        ),
-        pair,
-        "heatmaps",
-        container=heatmap_box,
-    )
+    shown = {
+        ("R implied by DPLR" if is_dplr else "learned R"): R,
+        f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
+        f"post-hoc DPLR, ρ = {rank}": posthoc,
+    }
+    linked_chart(interaction_heatmaps, (shown, names), pair, "heatmaps", container=heatmap_box)
     c1, c2, c3 = metrics_box.columns(3)
     c1.metric("% left = 2ρ(m+1)/(m(m−1))", f"{left_pct:.1f}%")
     c2.metric("pruned: relative error off the diagonal", f"{offdiag_error(pruned, R):.3f}")
@@ -536,17 +537,14 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     if run.config["dataset"] == "synthetic" and m == len(demo_R()):
         planted = demo_R().double().numpy()
         aligned = align_field_scales(R, planted)
-        linked_chart(
-            interaction_heatmaps({"planted R": planted, "learned R, field scales aligned": aligned}, names),
-            pair,
-            "planted",
-        )
+        both = {"planted R": planted, "learned R, field scales aligned": aligned}
+        linked_chart(interaction_heatmaps, (both, names), pair, "planted")
         st.caption(
             "A learned R is fixed only up to a scale and sign per field ($e_f / c_f$ with $R_{fg} c_f c_g$ predicts the "
             f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
         )
     else:
-        linked_chart(deviation_heatmap(R, names), pair, "deviation")
+        linked_chart(deviation_heatmap, (R, names), pair, "deviation")
         upper = R[np.triu_indices(m, 1)]
         st.caption(
             f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
@@ -557,7 +555,7 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     st.subheader("Spectra")
     left, right = st.columns(2)
     with left:
-        chart(eigen_spectrum_figure(spectrum(R), spectrum(r_fm(m))), key="eigen")
+        chart(cached(eigen_spectrum_figure, spectrum(R), spectrum(r_fm(m))), key="eigen")
         st.caption(
             "Eigenvalues of R (bars) and of R_FM = 11ᵀ − I (black ticks: m − 1 once, then −1). "
             "The FM's R is not low rank — its zero diagonal makes it full rank — but it *is* "
@@ -565,7 +563,8 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
         )
     with right:
         sigma_pruned, sigma_dplr = spectrum(pruned - R, "singular"), spectrum(posthoc - R, "singular")
-        chart(error_spectra_figure({"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}), key="errors")
+        spectra = {"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}
+        chart(cached(error_spectra_figure, spectra), key="errors")
         bigger = "post-hoc DPLR's" if sigma_dplr.max() > sigma_pruned.max() else "pruning's"
         st.caption(
             "Singular values of the approximation errors E = R̃ − R (App. C, Fig. 2). The paper found "

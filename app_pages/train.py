@@ -10,7 +10,7 @@ from app_pages._feature_sets import SECTION, features_box, features_section
 from app_pages._measured import scorecard_rows
 from app_pages._replay import replay_choice
 from app_pages._ui import bounded_number, dataset_name, fail, load_run, load_split, notebook_link, selected_run_id
-from app_pages._view import chart, checked_link, copy_link_and_reset, link_check, one_of, shown_path, title_bar
+from app_pages._view import cached, chart, checked_link, copy_link_and_reset, link_check, one_of, shown_path, title_bar
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
@@ -39,7 +39,7 @@ st.markdown(
     "bias, one weight per feature, and one inner product ⟨v, v⟩ per pair of fields. Training nudges every "
     "w and every v so that such sums match the ratings in the data."
 )
-chart(trace_figure(), key="trace")
+chart(cached(trace_figure), key="trace")
 
 name = dataset_name()
 defaults = TrainConfig()
@@ -215,7 +215,7 @@ if run is not None and (run.config["model"], run.config["train"]["task"]) != (mo
     run = None
 if run is not None:
     st.subheader(f"{run.config['model']} on {run.config['dataset']}")
-    chart(learning_curves(run.history), key="final_curves")
+    chart(cached(learning_curves, run.history), key="final_curves")
     replay_choice(run)
     st.table({split: {k: round(v, 4) for k, v in m.items()} for split, m in run.metrics.items()})
     shown_hp = {

@@ -35,6 +35,9 @@ from .train import Run
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 AUTHOR = re.compile(r"\w[\w .'-]{0,39}")
+_PARSED: dict[
+    Path, tuple[tuple[int, int], dict]
+] = {}  # run.json -> (its (mtime, size), its contents): read once a version
 
 
 class RunError(RuntimeError):
@@ -188,6 +191,7 @@ class RunStore:
         if not path.is_dir():
             raise RunError(f"run {run_id!r}: no such run in {self.root}")
         shutil.rmtree(path)
+        _PARSED.pop(path / "run.json", None)
 
     def _dir(self, run_id: str) -> Path:
         try:
@@ -196,8 +200,22 @@ class RunStore:
             raise RunError(str(err)) from None
 
     def info(self, run_id: str) -> dict:
-        """The run's metadata (config, history, metrics, author) without loading weights."""
+        """The run's metadata (config, history, metrics, author) without loading weights. Every page lists
+        the runs on every rerun, so run.json is parsed once per version (its mtime and size) and the dict
+        is shared: read it, never modify it."""
         path = self._dir(run_id) / "run.json"
+        try:
+            stat = path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+            if _PARSED.get(path, (None,))[0] != version:
+                _PARSED[path] = (version, self._parse(run_id, path))
+        except FileNotFoundError:
+            _PARSED.pop(path, None)
+            raise RunError(f"run {run_id!r}: {path} is missing") from None
+        return _PARSED[path][1]
+
+    @staticmethod
+    def _parse(run_id: str, path: Path) -> dict:
         try:
             meta = json.loads(path.read_text())
             meta["config"]["model"], meta["metrics"]
@@ -209,7 +227,7 @@ class RunStore:
 
     def load(self, run_id: str) -> Run:
         """Rebuild the model of a saved run with its weights, config, history and metrics."""
-        meta = self.info(run_id)
+        meta = self._parse(run_id, self._dir(run_id) / "run.json")  # its own copy: a Run may be changed
         config = meta["config"]
         try:
             model = build_model(config["model"], Schema.from_dict(meta["schema"]), **config["hp"])

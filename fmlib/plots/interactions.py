@@ -138,15 +138,17 @@ def pickable(fig: go.Figure) -> go.Figure:
 
 def with_pair(fig: go.Figure, f: str, g: str) -> go.Figure:
     """``fig`` with the pair of fields (f, g) outlined in every heatmap: cell (f, g) and its mirror (g, f), each by a
-    black rectangle with a white one inside it (``PAIR_OUTLINE``), visible on dark and light cells alike."""
+    black rectangle with a white one inside it (``PAIR_OUTLINE``), visible on dark and light cells alike. The
+    rectangles are added in one layout update (one ``add_shape`` each would revalidate every shape before it)."""
+    shapes = []
     for trace, xaxis, yaxis in _heatmaps(fig):
         rows, cols = list(trace.y), list(trace.x)
         if f not in rows or g not in cols:
             continue
         for row, col in {(f, g), (g, f)}:
             i, j = rows.index(row), cols.index(col)
-            for colour, width in PAIR_OUTLINE:
-                fig.add_shape(
+            shapes += [
+                dict(
                     type="rect",
                     xref=xaxis,
                     yref=yaxis,
@@ -158,7 +160,9 @@ def with_pair(fig: go.Figure, f: str, g: str) -> go.Figure:
                     fillcolor="rgba(0,0,0,0)",
                     layer="above",
                 )
-    return fig
+                for colour, width in PAIR_OUTLINE
+            ]
+    return fig.update_layout(shapes=[*fig.layout.shapes, *shapes])
 
 
 def picked_pair(points: list[dict]) -> tuple[str, str] | None:
