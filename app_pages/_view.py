@@ -14,6 +14,7 @@ from typing import TypeVar
 from urllib.parse import urlencode
 
 import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
 import torch
 from streamlit.errors import StreamlitAPIException
@@ -22,6 +23,10 @@ from streamlit.errors import StreamlitAPIException
 SIDEBAR_DEFAULTS = {"dataset": "ml-100k", "run_id": None, "projector": False}
 
 T = TypeVar("T")
+# What ``chart`` keeps of Streamlit's chart theme, which it does not apply in the browser: every axis makes room
+# for its tick labels and title (plotly's own default lets a long field name run under the axis title).
+pio.templates["fmlib"] = go.layout.Template(layout=dict(xaxis=dict(automargin=True), yaxis=dict(automargin=True)))
+pio.templates.default = "streamlit+fmlib"  # Streamlit's colours (its default), then the margins above
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])(/[^\s'\"():,;]+)")  # not a URL's //host/path
 _UNSEEN = object()  # a widget value not read yet
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
