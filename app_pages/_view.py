@@ -252,9 +252,10 @@ def _built(key: tuple, _build: Callable, _args: tuple, _kwargs: dict):
 
 
 def chart(fig: go.Figure, container=st, **kwargs) -> None:
-    """``st.plotly_chart`` with plotly's own look (``theme=None``) and larger text in projector mode. Streamlit's
-    theme is merged into each figure in the browser, which took 70–200 ms of Chromium's time per chart on a
-    second visit here (README, "How fast pages draw"): on a page of four charts, more than the server's rerun."""
+    """``st.plotly_chart`` without Streamlit's browser-side theme (``theme=None``; its colours and the margins
+    it gave come from the ``streamlit+fmlib`` template) and with larger text in projector mode. The theme is
+    merged into each figure in Chromium, 70–200 ms per chart of a visit here (README, "How fast pages
+    draw"): on a page of four charts, more than the server's whole rerun."""
     if projector():  # larger text, and a top margin grown with it, so titles keep clear of each other
         fig = go.Figure(fig)
         grow = PROJECTOR_FONT / 12  # plotly's default font size

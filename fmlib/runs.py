@@ -35,9 +35,8 @@ from .train import Run
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 AUTHOR = re.compile(r"\w[\w .'-]{0,39}")
-_PARSED: dict[
-    Path, tuple[tuple[int, int], dict]
-] = {}  # run.json -> (its (mtime, size), its contents): read once a version
+# run.json -> ((its mtime, its size), its contents): each version of the file is parsed once
+_PARSED: dict[Path, tuple[tuple[int, int], dict]] = {}
 
 
 class RunError(RuntimeError):
@@ -206,13 +205,15 @@ class RunStore:
         path = self._dir(run_id) / "run.json"
         try:
             stat = path.stat()
-            version = (stat.st_mtime_ns, stat.st_size)
-            if _PARSED.get(path, (None,))[0] != version:
-                _PARSED[path] = (version, self._parse(run_id, path))
         except FileNotFoundError:
             _PARSED.pop(path, None)
             raise RunError(f"run {run_id!r}: {path} is missing") from None
-        return _PARSED[path][1]
+        version = (stat.st_mtime_ns, stat.st_size)
+        seen, meta = _PARSED.get(path, (None, None))
+        if seen != version:
+            meta = self._parse(run_id, path)
+            _PARSED[path] = (version, meta)
+        return meta
 
     @staticmethod
     def _parse(run_id: str, path: Path) -> dict:

@@ -128,3 +128,26 @@ def test_concurrent_saves_under_one_name_keep_one_run_and_refuse_the_others(run,
         t.join()
     assert outcomes.count("same") == 1 and all("already exists" in o for o in outcomes if o != "same")
     assert listing(tmp_path) == ["same"]
+
+
+def test_info_parses_each_version_of_run_json_once_and_sees_every_change(run, tmp_path):
+    """The sidebar lists every run on every rerun: an unchanged run.json is not parsed again, a changed,
+    corrupted or removed one is seen at once."""
+    import json
+
+    store = RunStore(tmp_path)
+    run_id = store.save(run, "cached", author="ada")
+    first = store.info(run_id)
+    assert store.info(run_id) is first  # the same version: parsed once, shared
+    path = tmp_path / run_id / "run.json"
+    meta = json.loads(path.read_text())
+    meta["author"] = "grace, renamed"
+    path.write_text(json.dumps(meta))
+    assert store.info(run_id)["author"] == "grace, renamed"
+    path.write_text("{not json")
+    with pytest.raises(RunError, match="corrupt"):
+        store.info(run_id)
+    path.unlink()
+    with pytest.raises(RunError, match="missing"):
+        store.info(run_id)
+    assert store.by_author() == {None: [run_id]}  # a run without its run.json is listed with the shared ones
