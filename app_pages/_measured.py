@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._view import chart, error, shown_path
+from app_pages._view import cached, chart, error, shown_path
 from fmlib.experiments import fmgrad, inversion, scorecard, tables
 from fmlib.experiments.claims import measure_all
 from fmlib.plots.inversion import success_figure
@@ -35,14 +35,13 @@ def measured_table(name: str, columns, page: str, dataset: str, task: str):
 
 def drawn_once(header: dict, name: str, draw: Callable[[], go.Figure]) -> go.Figure:
     """The figure ``name`` of the result table of ``measured_table``'s ``header``: ``draw()`` runs once per
-    version of the file and server, not on every rerun of the page that shows it (a plotly figure takes
-    longer to build than the page's other lines together)."""
-    return _drawn(header["path"], header["mtime"], name, draw)
+    version of the file and server (``_view.cached``: its key is the file, its version and ``name``, not
+    what ``draw`` closes over), not on every rerun of the page that shows it."""
+    return cached(_drawn, header["path"], header["mtime"], name, draw)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _drawn(path: str, mtime: int, name: str, _draw: Callable[[], go.Figure]) -> go.Figure:
-    return _draw()
+def _drawn(path: str, mtime: int, name: str, draw: Callable[[], go.Figure]) -> go.Figure:
+    return draw()
 
 
 def source_caption(header: dict) -> None:
