@@ -113,7 +113,6 @@ def inversion_rates(frame: pd.DataFrame) -> pd.DataFrame:
 
 def inversion_verdicts() -> None:
     """Success and agreement vs γ with Wilson intervals, and the verdicts at Theorem 4.2's γ."""
-    st.subheader("The paper's promise, measured: 200 planted instances per γ")
     try:
         found = inversion_table()
     except ValueError as err:

@@ -228,6 +228,20 @@ def secondary(text: str, show=st.caption) -> None:
         show(text)
 
 
+def on_demand(label: str, key: str, draw: Callable[[], None], container=st) -> None:
+    """A section of the page drawn only while a reader has it open: an expander, closed on a visit,
+    whose opening reruns the page (``on_change="rerun"``) and only then runs ``draw`` inside it.
+
+    A collapsed ``st.expander`` still holds its content, and the browser draws every chart and table
+    in it on each visit: most of a visit's time on a long page (README, "How fast pages draw"). This
+    one holds nothing until opened. Its state is bound to the URL (``?key=true``), so "link to this
+    view" and a lesson's link can open it; add ``key: False`` to the page's view defaults."""
+    box = container.expander(label, key=key, on_change="rerun", bind="query-params")
+    if box.open:
+        with box:
+            draw()
+
+
 def cached(build: Callable[..., T], *args, **kwargs) -> T:
     """``build(*args, **kwargs)``, built once per server for equal arguments and shared by every session
     (``st.cache_resource``): a plotly figure takes longer to build (plotly validates every property) than

@@ -11,7 +11,16 @@ from app_pages._intuition import block, short, vector
 from app_pages._measured import inversion_rates, inversion_table, inversion_verdicts
 from app_pages._queue import job_queue, show_job
 from app_pages._ui import bounded_number, fail, load_data, notebook_link
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, title_bar, without_paths
+from app_pages._view import (
+    chart,
+    copy_link_and_reset,
+    in_range,
+    link_check,
+    on_demand,
+    one_of,
+    title_bar,
+    without_paths,
+)
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.inversion.outcome import describe
@@ -180,86 +189,6 @@ def committed_recovery(gamma: float) -> str:
 
 st.caption(committed_recovery(float(gamma)))
 
-st.subheader("How often does the attack work? Success rate vs γ")
-bound_R = attack.assumption_R(inst.W, inst.V, inst.X_true, inst.B)
-st.markdown(
-    "Theorem 4.2 (Lemma H.2) prints ∇²L ⪰ −72·n·d·R⁸·I; its proof, corrected (Lemma H.1 loses a "
-    "factor n, Lemma E.2 a factor 2), gives ∇²L ⪰ −144·n²·d·R⁸·I, so L + γ‖X‖² is convex for "
-    "γ > 72·n²·d·R⁸; for this instance R = "
-    f"{bound_R:.2f} (the largest of ‖W‖, ‖V‖, $\\|X_\\text{{true}}\\|$, √max|b|), so γ > **{gamma_bound(n, d, bound_R):.3g}**. "
-    "The trials below attack fresh random instances from two starts each, for several γ."
-)
-c1, c2 = st.columns(2)
-count = choice(c1, "instances per γ", "inv_count")
-link_check("trial_start", one_of(["random N(0, 1)", "near the secret"]), "random N(0, 1) or near the secret")
-trial_start = c2.radio(
-    "trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start", bind="query-params"
-)
-if st.button(
-    "Run trials", key="inv_run_trials", type="primary"
-):  # what a button made is kept in the session: it survives reruns
-    st.session_state["inversion_trials"] = dict(n=n, d=d, R=R, count=count, near=trial_start.startswith("near"))
-trials = st.session_state.get("inversion_trials")
-if trials is not None:
-    n_t, d_t, R_t, count = trials["n"], trials["d"], trials["R"], trials["count"]
-    noise = 0.3 if trials["near"] else None
-    if (n_t, d_t, R_t) != (n, d, R):
-        st.caption(
-            f"These trials were made with n = {n_t}, d = {d_t}, R = {R_t}: press *Run trials* for the settings above."
-        )
-    with st.status(f"{2 * count} Newton runs × {len(GAMMAS)} values of γ …") as status:
-        table, rates = run_trials(n_t, d_t, R_t, count, noise)
-        status.update(label="trials done", state="complete")
-    chart(plots.success_figure({f"n={n_t}, d={d_t}, R={R_t}": rates}))
-    st.dataframe(rates, hide_index=True)
-    low, high = rates.iloc[0], rates.iloc[-1]
-    st.caption(
-        f"Notice: from γ = {low.gamma:g} to γ = {high.gamma:g} the success rate goes from {low.success_rate:.0%} to "
-        f"{high.success_rate:.0%} and the share of instances whose two starts agree from {low.agree_rate:.0%} to "
-        f"{high.agree_rate:.0%}; the median relative error at γ = {high.gamma:g} is {high.median_rel_error:.2g} "
-        "(1 is X = 0). The point every start reaches is the minimiser of the *regularised* loss, pulled towards 0: "
-        "Theorem 4.3's X* is not the secret."
-    )
-    at0 = table[table["gamma"] == 0.0]
-    win, lose = at0[at0["success"]], at0[~at0["success"]]
-    if len(win) and len(lose):
-        st.markdown(
-            "**Both outcomes at γ = 0**: one instance where Newton recovered the secret, "
-            "one where it stopped elsewhere (same method, same settings)."
-        )
-        shown = {
-            f"{label} (instance {int(row['trial'])})": attack.replay_trial(
-                n_t, d_t, R_t, int(row["trial"]), int(row["start"]), count, start_noise=noise
-            )
-            for label, row in (("recovered", win.iloc[0]), ("stalled", lose.iloc[0]))
-        }
-        chart(plots.convergence_figure(shown))
-
-st.subheader("The paper's gradient, checked")
-X = torch.randn(d, n, generator=torch.Generator().manual_seed(int(seed)), dtype=torch.float64)
-auto = attack.gradient(X, inst.W, inst.V, inst.B, float(gamma))
-printed = lemma_gradient(X, inst.W, inst.V, inst.B, float(gamma), printed=True)
-corrected = lemma_gradient(X, inst.W, inst.V, inst.B, float(gamma))
-st.markdown(
-    f"Lemmas A.10–A.17 assembled by hand at a random X: as printed, max |difference to autograd| = "
-    f"**{(printed - auto).abs().max().item():.2g}**; corrected, **{(corrected - auto).abs().max().item():.1g}**. "
-    "The two slips:"
-)
-st.table(pd.DataFrame(SLIPS).set_index("where"))
-
-inversion_verdicts()
-
-st.subheader("The MovieLens twist (§5): recovering the first movies a user rated")
-st.markdown(
-    "A tiny causal transformer learns to predict a user's next movie (MovieLens 100K, the 200 "
-    "most-rated movies, each user's first 12 in rating-time order). The attacker hides a user's "
-    "first two movies, keeps the rest, and optimises a relaxed one-hot input (softmax of free "
-    "logits, Adam, cross-entropy of the model's next-movie predictions, §5.1)."
-)
-m1, m2 = st.columns(2)
-users = choice(m1, "users attacked (from the training set)", "inv_users")
-attack_steps = choice(m2, "attack steps", "inv_attack_steps")
-
 
 @st.cache_resource
 def trained_twist() -> dict:
@@ -321,23 +250,113 @@ def show_twist(exp, results) -> None:
     )
 
 
-if st.button("Train the tiny transformer and attack", key="inv_movielens"):
-    st.session_state["inversion_movielens"] = (users, attack_steps)
-if "inversion_movielens" in st.session_state:
-    if st.session_state["inversion_movielens"] != (users, attack_steps):
-        users, attack_steps = st.session_state["inversion_movielens"]
-        st.caption(f"Made with {users} users and {attack_steps} attack steps: press the button for the settings above.")
-    try:
-        job = twist_job(users, attack_steps, load_data("ml-100k"))  # shared with the other pages
-    except Exception as err:  # no data source reachable: say so, no traceback
-        fail(f"MovieLens 100K could not be loaded: {err}")
-    if not job.done:  # shared by every session with these settings: no one cancels it for the others
-        show_job(job, "The tiny transformer and its attack", None)
-    elif job.state == "done":
-        show_twist(*job.result)
-    else:
-        twist_job.clear(users, attack_steps, None)  # the next press tries again
-        st.error(f"The MovieLens experiment failed: {job.error or job.state}")
+def trials_section() -> None:
+    """Fresh instances of these sizes attacked from two starts each, for several γ (run on a press)."""
+    bound_R = attack.assumption_R(inst.W, inst.V, inst.X_true, inst.B)
+    st.markdown(
+        "Theorem 4.2 (Lemma H.2) prints ∇²L ⪰ −72·n·d·R⁸·I; its proof, corrected (Lemma H.1 loses a "
+        "factor n, Lemma E.2 a factor 2), gives ∇²L ⪰ −144·n²·d·R⁸·I, so L + γ‖X‖² is convex for "
+        "γ > 72·n²·d·R⁸; for this instance R = "
+        f"{bound_R:.2f} (the largest of ‖W‖, ‖V‖, $\\|X_\\text{{true}}\\|$, √max|b|), so γ > **{gamma_bound(n, d, bound_R):.3g}**. "
+        "The trials below attack fresh random instances from two starts each, for several γ."
+    )
+    c1, c2 = st.columns(2)
+    count = choice(c1, "instances per γ", "inv_count")
+    link_check("trial_start", one_of(["random N(0, 1)", "near the secret"]), "random N(0, 1) or near the secret")
+    trial_start = c2.radio(
+        "trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start", bind="query-params"
+    )
+    if st.button(
+        "Run trials", key="inv_run_trials", type="primary"
+    ):  # what a button made is kept in the session: it survives reruns
+        st.session_state["inversion_trials"] = dict(n=n, d=d, R=R, count=count, near=trial_start.startswith("near"))
+    trials = st.session_state.get("inversion_trials")
+    if trials is not None:
+        n_t, d_t, R_t, count = trials["n"], trials["d"], trials["R"], trials["count"]
+        noise = 0.3 if trials["near"] else None
+        if (n_t, d_t, R_t) != (n, d, R):
+            st.caption(
+                f"These trials were made with n = {n_t}, d = {d_t}, R = {R_t}: press *Run trials* for the settings above."
+            )
+        with st.status(f"{2 * count} Newton runs × {len(GAMMAS)} values of γ …") as status:
+            table, rates = run_trials(n_t, d_t, R_t, count, noise)
+            status.update(label="trials done", state="complete")
+        chart(plots.success_figure({f"n={n_t}, d={d_t}, R={R_t}": rates}))
+        st.dataframe(rates, hide_index=True)
+        low, high = rates.iloc[0], rates.iloc[-1]
+        st.caption(
+            f"Notice: from γ = {low.gamma:g} to γ = {high.gamma:g} the success rate goes from {low.success_rate:.0%} to "
+            f"{high.success_rate:.0%} and the share of instances whose two starts agree from {low.agree_rate:.0%} to "
+            f"{high.agree_rate:.0%}; the median relative error at γ = {high.gamma:g} is {high.median_rel_error:.2g} "
+            "(1 is X = 0). The point every start reaches is the minimiser of the *regularised* loss, pulled towards 0: "
+            "Theorem 4.3's X* is not the secret."
+        )
+        at0 = table[table["gamma"] == 0.0]
+        win, lose = at0[at0["success"]], at0[~at0["success"]]
+        if len(win) and len(lose):
+            st.markdown(
+                "**Both outcomes at γ = 0**: one instance where Newton recovered the secret, "
+                "one where it stopped elsewhere (same method, same settings)."
+            )
+            shown = {
+                f"{label} (instance {int(row['trial'])})": attack.replay_trial(
+                    n_t, d_t, R_t, int(row["trial"]), int(row["start"]), count, start_noise=noise
+                )
+                for label, row in (("recovered", win.iloc[0]), ("stalled", lose.iloc[0]))
+            }
+            chart(plots.convergence_figure(shown))
+
+
+def gradient_section() -> None:
+    """Lemmas A.10–A.17 assembled by hand, printed and corrected, against autograd at a random X."""
+    X = torch.randn(d, n, generator=torch.Generator().manual_seed(int(seed)), dtype=torch.float64)
+    auto = attack.gradient(X, inst.W, inst.V, inst.B, float(gamma))
+    printed = lemma_gradient(X, inst.W, inst.V, inst.B, float(gamma), printed=True)
+    corrected = lemma_gradient(X, inst.W, inst.V, inst.B, float(gamma))
+    st.markdown(
+        f"Lemmas A.10–A.17 assembled by hand at a random X: as printed, max |difference to autograd| = "
+        f"**{(printed - auto).abs().max().item():.2g}**; corrected, **{(corrected - auto).abs().max().item():.1g}**. "
+        "The two slips:"
+    )
+    st.table(pd.DataFrame(SLIPS).set_index("where"))
+
+
+def twist_section() -> None:
+    """§5 on MovieLens: a tiny transformer trained, then its users' first movies attacked (run on a press)."""
+    st.markdown(
+        "A tiny causal transformer learns to predict a user's next movie (MovieLens 100K, the 200 "
+        "most-rated movies, each user's first 12 in rating-time order). The attacker hides a user's "
+        "first two movies, keeps the rest, and optimises a relaxed one-hot input (softmax of free "
+        "logits, Adam, cross-entropy of the model's next-movie predictions, §5.1)."
+    )
+    m1, m2 = st.columns(2)
+    users = choice(m1, "users attacked (from the training set)", "inv_users")
+    attack_steps = choice(m2, "attack steps", "inv_attack_steps")
+    if st.button("Train the tiny transformer and attack", key="inv_movielens"):
+        st.session_state["inversion_movielens"] = (users, attack_steps)
+    if "inversion_movielens" in st.session_state:
+        if st.session_state["inversion_movielens"] != (users, attack_steps):
+            users, attack_steps = st.session_state["inversion_movielens"]
+            st.caption(
+                f"Made with {users} users and {attack_steps} attack steps: press the button for the settings above."
+            )
+        try:
+            job = twist_job(users, attack_steps, load_data("ml-100k"))  # shared with the other pages
+        except Exception as err:  # no data source reachable: say so, no traceback
+            fail(f"MovieLens 100K could not be loaded: {err}")
+        if not job.done:  # shared by every session with these settings: no one cancels it for the others
+            show_job(job, "The tiny transformer and its attack", None)
+        elif job.state == "done":
+            show_twist(*job.result)
+        else:
+            twist_job.clear(users, attack_steps, None)  # the next press tries again
+            st.error(f"The MovieLens experiment failed: {job.error or job.state}")
+
+
+on_demand("The paper's promise, measured: 200 planted instances per γ", "inversion_measured", inversion_verdicts)
+on_demand("How often does the attack work? Run your own trials", "inversion_trials_section", trials_section)
+on_demand("The paper's gradient, checked", "inversion_gradient", gradient_section)
+on_demand("The MovieLens twist (§5): recovering the first movies a user rated", "inversion_twist", twist_section)
 
 copy_link_and_reset(
     {
@@ -347,6 +366,9 @@ copy_link_and_reset(
         "inv_start": STARTS[0],
         "inv_seed": 0,
         "trial_start": "random N(0, 1)",
+        **dict.fromkeys(
+            ("inversion_measured", "inversion_trials_section", "inversion_gradient", "inversion_twist"), False
+        ),
     },
     container=bar,
 )

@@ -27,6 +27,7 @@ from app_pages._view import (
     error,
     in_range,
     link_check,
+    on_demand,
     one_of,
     projector,
     secondary,
@@ -125,7 +126,6 @@ def toy_dialog() -> None:
 
 def table1_section():
     """Table 1 with verdicts, from the newest result table; never stops the rest of the page."""
-    st.subheader("Trained DPLR vs pruned FwFM: Table 1 on MovieLens, with verdicts")
     st.markdown(
         "Every model with its own tuned preset (embedding size 8, as in the paper), 5 seeds. **Our protocol**: "
         "every model tuned with the same training tools (L2, grouped L2 by field, weight averaging) and the "
@@ -420,6 +420,53 @@ def error_picture(R, pruned, posthoc, names, pair, method: str) -> None:
     )
 
 
+def data_section(run, R, names, pair) -> None:
+    """The learned R against the planted one (synthetic data) or against the FM's uniform 1, and its replay."""
+    m = R.shape[0]
+    if run.config["dataset"] == "synthetic" and m == len(demo_R()):
+        planted = demo_R().double().numpy()
+        aligned = align_field_scales(R, planted)
+        both = {"planted R": planted, "learned R, field scales aligned": aligned}
+        linked_chart(interaction_heatmaps, (both, names), pair, "planted")
+        st.caption(
+            "A learned R is fixed only up to a scale and sign per field ($e_f / c_f$ with $R_{fg} c_f c_g$ predicts the "
+            f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
+        )
+    else:
+        linked_chart(deviation_heatmap, (R, names), pair, "deviation")
+        upper = R[np.triu_indices(m, 1)]
+        st.caption(
+            f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
+            f"(off-diagonal coefficient of variation {offdiag_cv(R):.2f}); red pairs interact more than in an FM."
+        )
+    replay(run, what="R")
+
+
+def spectra_section(R, pruned, posthoc, method: str) -> None:
+    """The eigenvalues of R beside the FM's, and the singular values of both approximation errors (App. C)."""
+    m = R.shape[0]
+    left, right = st.columns(2)
+    with left:
+        chart(cached(eigen_spectrum_figure, spectrum(R), spectrum(r_fm(m))), key="eigen")
+        st.caption(
+            "Eigenvalues of R (bars) and of R_FM = 11ᵀ − I (black ticks: m − 1 once, then −1). "
+            "The FM's R is not low rank — its zero diagonal makes it full rank — but it *is* "
+            "diagonal plus rank one (eq. 7). A few large eigenvalues and a flat rest is what DPLR exploits."
+        )
+    with right:
+        sigma_pruned, sigma_dplr = spectrum(pruned - R, "singular"), spectrum(posthoc - R, "singular")
+        spectra = {"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}
+        chart(cached(error_spectra_figure, spectra), key="errors")
+        bigger = "post-hoc DPLR's" if sigma_dplr.max() > sigma_pruned.max() else "pruning's"
+        st.caption(
+            "Singular values of the approximation errors E = R̃ − R (App. C, Fig. 2). The paper found "
+            "the post-hoc DPLR error's *largest* singular values much larger than pruning's on Criteo; "
+            "that is why it trains DPLR instead of approximating afterwards. "
+            f"Here the largest is {bigger}: σ₁ = {sigma_pruned.max():.3g} (pruned) vs "
+            f"{sigma_dplr.max():.3g} (post-hoc DPLR)."
+        )
+
+
 def r_section() -> tuple[dict, int, tuple[str, str]]:
     """The learned R beside its pruned and post-hoc DPLR approximations at the ρ slider's budget; one pair's term
     in one rating under each; the errors pair by pair, what the data did to R and the error spectra. Returns the
@@ -533,46 +580,8 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     )
     error_picture(R, pruned, posthoc, names, pair, method)
 
-    st.subheader("What the data did to R")
-    if run.config["dataset"] == "synthetic" and m == len(demo_R()):
-        planted = demo_R().double().numpy()
-        aligned = align_field_scales(R, planted)
-        both = {"planted R": planted, "learned R, field scales aligned": aligned}
-        linked_chart(interaction_heatmaps, (both, names), pair, "planted")
-        st.caption(
-            "A learned R is fixed only up to a scale and sign per field ($e_f / c_f$ with $R_{fg} c_f c_g$ predicts the "
-            f"same); aligned that way, it matches the planted one with correlation {offdiag_correlation(aligned, planted):.3f}."
-        )
-    else:
-        linked_chart(deviation_heatmap, (R, names), pair, "deviation")
-        upper = R[np.triu_indices(m, 1)]
-        st.caption(
-            f"The data moved R from the FM's uniform 1 to between {upper.min():.2f} and {upper.max():.2f} "
-            f"(off-diagonal coefficient of variation {offdiag_cv(R):.2f}); red pairs interact more than in an FM."
-        )
-    replay(run, what="R")
-
-    st.subheader("Spectra")
-    left, right = st.columns(2)
-    with left:
-        chart(cached(eigen_spectrum_figure, spectrum(R), spectrum(r_fm(m))), key="eigen")
-        st.caption(
-            "Eigenvalues of R (bars) and of R_FM = 11ᵀ − I (black ticks: m − 1 once, then −1). "
-            "The FM's R is not low rank — its zero diagonal makes it full rank — but it *is* "
-            "diagonal plus rank one (eq. 7). A few large eigenvalues and a flat rest is what DPLR exploits."
-        )
-    with right:
-        sigma_pruned, sigma_dplr = spectrum(pruned - R, "singular"), spectrum(posthoc - R, "singular")
-        spectra = {"pruned": sigma_pruned, f"post-hoc DPLR ({method})": sigma_dplr}
-        chart(cached(error_spectra_figure, spectra), key="errors")
-        bigger = "post-hoc DPLR's" if sigma_dplr.max() > sigma_pruned.max() else "pruning's"
-        st.caption(
-            "Singular values of the approximation errors E = R̃ − R (App. C, Fig. 2). The paper found "
-            "the post-hoc DPLR error's *largest* singular values much larger than pruning's on Criteo; "
-            "that is why it trains DPLR instead of approximating afterwards. "
-            f"Here the largest is {bigger}: σ₁ = {sigma_pruned.max():.3g} (pruned) vs "
-            f"{sigma_dplr.max():.3g} (post-hoc DPLR)."
-        )
+    on_demand("What the data did to R", "fi_data_section", lambda: data_section(run, R, names, pair))
+    on_demand("Spectra", "fi_spectra", lambda: spectra_section(R, pruned, posthoc, method))
     return configs, max_rank, pair_defaults(model.schema)
 
 
@@ -582,7 +591,7 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
 if not projector():
     toy_section()
 r_box = st.container()
-table1_section()
+on_demand("Trained DPLR vs pruned FwFM: Table 1 on MovieLens, with verdicts", "table1_section", table1_section)
 with r_box:
     configs, max_rank, (first_f, first_g) = r_section()
 copy_link_and_reset(
@@ -594,6 +603,7 @@ copy_link_and_reset(
         "fi_sample": 0,
         "table1_task": next(iter(dplr_experiment.METRICS)),
         "table1_protocol": "ours",
+        **dict.fromkeys(("fi_data_section", "fi_spectra", "table1_section"), False),
     },
     clear=["fi_run"] if configs else [],  # its default depends on the saved runs,
     container=bar,

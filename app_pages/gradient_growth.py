@@ -14,6 +14,7 @@ from app_pages._view import (
     error,
     in_range,
     link_check,
+    on_demand,
     title_bar,
 )
 from fmlib.analysis.gradient_growth import (
@@ -119,6 +120,7 @@ def construction_figures(sizes, density, seed, S):
 VIEW = {"m_max": 32, "d": 8, "log_y": True, "M": 1.5, "eps": 0.25, "exponent": 1}
 VIEW |= {"layout": "2, 3, 2", "density": 0.4, "truth_seed": 0, "S": 20.0}
 VIEW |= {key: 1.0 for key in ("eta", "alpha", "beta", "gamma", "zeta", "theta")}
+VIEW |= {"explain_lines": False, "theorem_section": False, "rfm_section": False}  # sections drawn on demand
 
 
 M_LINK_MAX = 10.0  # a linked M: with ε < M, (M + ε)^(a·m) < 20^(3·64) ≈ 1e250 stays inside float64
@@ -144,6 +146,30 @@ def valid_layout(text: str) -> bool:
         return all(n >= 1 for n in int_list(text))
     except ValueError:
         return False
+
+
+def explain_lines(bounds: RotationBounds) -> None:
+    """Which inequality each line of the growth chart draws, with the bound constant C₁ of these settings."""
+    st.markdown(f"""
+* **red, solid** — ‖∂y/∂X‖∞ of one m-way product term g = X₁ᵃ ⊙ … ⊙ Xₘᵃ, y = Σⱼ gⱼ, by autograd
+  (smallest of 3 random draws with |Xᵢⱼ| ∈ [M − ε, M + ε]; the signs do not change its size).
+* **red, dashed** — the appendix's lower bound $|\\partial y/\\partial X_{{ij}}| \\ge \\alpha_i (M - \\varepsilon)^{{\\sum\\alpha - 1}}$, here
+  $a(M - \\varepsilon)^{{am - 1}}$ (§1.2, last part). It holds for every entry, so for the norm too.
+* **green, solid** — ‖∂y/∂X‖∞ of the second-order FM $y = \\sum_{{i<j}} \\langle X_i, X_j\\rangle$ ([Rendle2010] eq. 1, one-hot fields)
+  by autograd, on the same draws with every entry positive (the FM's worst case: nothing cancels).
+* **green, dashed / dotted** — its gradient is ∂y/∂Xᵢ = Z − Xᵢ with Z = Σⱼ Xⱼ ([FMGrad] eq. 8, coefficient 1):
+  a sum of m − 1 embeddings, so d(m − 1)(M − ε) ≤ ‖∂y/∂X‖∞ ≤ d(m − 1)(M + ε) — linear in m. The upper line
+  holds for any signs; with mixed signs the sum partly cancels and stays lower.
+* **blue, solid** — ‖∂y/∂X‖∞ of one self-attentive rotation layer G = σ(Re[exp(iQ) diag(w) exp(−iK)ᵀ])·V,
+  y = f(cos G) + f(sin G) with linear f, by autograd on the dm×m block matrix X (largest of 3 draws,
+  every norm at 99% of its bound).
+* **blue, dashed** — the upper bound ‖∂y/∂X‖∞ ≤ C₁·m with
+  C₁ = γθ + αζηγθd/2 + βζγηθ/2 = **{bounds.C1(d):.4g}** (§1.2): PART I ≤ γθm, PARTs II, IV ≤ αζηγθdm/4,
+  PARTs III, V ≤ βζγηθm/4.
+
+The printed appendix has slips (a d too many in PART III's bound, "‖B̃‖∞" for ‖D̃‖∞, a transposed
+(∂y/∂G)ᵀVᵀ); the code uses the corrected lines and the tests check each one against autograd.
+""")
 
 
 link_check("m_max", in_range(*M_RANGE, integer=True), f"{M_RANGE[0]} to {M_RANGE[1]}")
@@ -200,106 +226,96 @@ else:
         "an FM: an FM's terms each multiply two fields, so m enters its gradient through a sum, as it enters "
         "the rotation layer's. The blow-up is a property of high-order product terms, not of FMs."
     )
-    with st.expander("Explain: which inequality is each line?"):
-        st.markdown(f"""
-* **red, solid** — ‖∂y/∂X‖∞ of one m-way product term g = X₁ᵃ ⊙ … ⊙ Xₘᵃ, y = Σⱼ gⱼ, by autograd
-  (smallest of 3 random draws with |Xᵢⱼ| ∈ [M − ε, M + ε]; the signs do not change its size).
-* **red, dashed** — the appendix's lower bound $|\\partial y/\\partial X_{{ij}}| \\ge \\alpha_i (M - \\varepsilon)^{{\\sum\\alpha - 1}}$, here
-  $a(M - \\varepsilon)^{{am - 1}}$ (§1.2, last part). It holds for every entry, so for the norm too.
-* **green, solid** — ‖∂y/∂X‖∞ of the second-order FM $y = \\sum_{{i<j}} \\langle X_i, X_j\\rangle$ ([Rendle2010] eq. 1, one-hot fields)
-  by autograd, on the same draws with every entry positive (the FM's worst case: nothing cancels).
-* **green, dashed / dotted** — its gradient is ∂y/∂Xᵢ = Z − Xᵢ with Z = Σⱼ Xⱼ ([FMGrad] eq. 8, coefficient 1):
-  a sum of m − 1 embeddings, so d(m − 1)(M − ε) ≤ ‖∂y/∂X‖∞ ≤ d(m − 1)(M + ε) — linear in m. The upper line
-  holds for any signs; with mixed signs the sum partly cancels and stays lower.
-* **blue, solid** — ‖∂y/∂X‖∞ of one self-attentive rotation layer G = σ(Re[exp(iQ) diag(w) exp(−iK)ᵀ])·V,
-  y = f(cos G) + f(sin G) with linear f, by autograd on the dm×m block matrix X (largest of 3 draws,
-  every norm at 99% of its bound).
-* **blue, dashed** — the upper bound ‖∂y/∂X‖∞ ≤ C₁·m with
-  C₁ = γθ + αζηγθd/2 + βζγηθ/2 = **{bounds.C1(d):.4g}** (§1.2): PART I ≤ γθm, PARTs II, IV ≤ αζηγθdm/4,
-  PARTs III, V ≤ βζγηθm/4.
+    on_demand("Explain: which inequality is each line?", "explain_lines", lambda: explain_lines(bounds))
 
-The printed appendix has slips (a d too many in PART III's bound, "‖B̃‖∞" for ‖D̃‖∞, a transposed
-(∂y/∂G)ᵀVᵀ); the code uses the corrected lines and the tests check each one against autograd.
-""")
 
-st.header("Theorem 1.1: a rotation layer can express any dependency")
-st.markdown(
-    "Pick a field layout and a random dependency function f (its truth table T). The "
-    "construction feeds the angles π·rⱼ (relation vectors, via M = [0 | (π/ε)I]) to m heads "
-    "with w = S·1, so the attention score is Sigmoid(S·cos(π − π·T)) → T as S grows."
-)
-c1, c2, c3, c4 = st.columns(4)
-layout_text = checked_link(
-    lambda: c1.text_input("features per field", value="2, 3, 2", key="layout", bind="query-params"),
-    "layout",
-    valid_layout,
-    "positive integers, comma-separated",
-    "2, 3, 2",
-)
-link_check("density", in_range(0.0, 1.0), "0 to 1")
-density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density", bind="query-params")
-seed = int(bounded_number("seed", 0, 10_000, 0, container=c3, step=1, key="truth_seed", bind="query-params"))
-link_check("S", in_range(1.0, 30.0), "1 to 30")
-S = c4.slider("S", 1.0, 30.0, 20.0, 0.5, key="S", bind="query-params")
-try:
-    sizes = int_list(layout_text)
-except ValueError as err:
-    st.error(f"features per field: {err}")
-else:
-    try:
-        T, c, _ = construction(sizes, density, seed, S)
-    except ValueError as err:
-        st.error(str(err))
-    else:
-        truth_figure, error_figure = construction_figures(sizes, density, seed, S)
-        chart(truth_figure)
-        k1, k2, k3 = st.columns(3)
-        k1.metric("max |α − T| (l ≠ j)", f"{c.error:.2e}")
-        k2.metric("Sigmoid(−S)", f"{predicted_error(S):.2e}")
-        k3.metric("min self-score αⱼⱼ", f"{c.self_score_min:.6f}")
-        chart(error_figure)
-        st.markdown(
-            "**Notice:** the error is exactly Sigmoid(−S): below 10⁻⁶ once S ≳ 14. "
-            "Each field also attends to itself with score Sigmoid(S·nⱼ) → 1 — the printed proof "
-            "claims T(s, s) = 0 there; corrected, $\\hat\\theta_j = \\theta_j + \\sum_{l \\ne j} f(e_j, e_l)\\,\\theta_l$."
-        )
-        with st.expander("The relation vectors rⱼ of one sample"):
-            link_check("sample", in_range(0, len(c.ids) - 1, integer=True), f"0 to {len(c.ids) - 1}")
-            b = int(
-                st.number_input(
-                    "sample #",
-                    min_value=0,
-                    max_value=len(c.ids) - 1,
-                    value=0,
-                    step=1,
-                    key="sample",
-                    bind="query-params",
-                )
-            )
-            st.dataframe(relation_frame(sizes, T, c.ids[b].tolist()))
-            st.caption("rⱼ[k] = T(k, ID(xⱼ)) outside field j; ½ inside field j, 1 at the active feature.")
-
-st.header("Does RFM predict ratings better than FM?")
-st.markdown(
-    "The tuned RFM against the tuned FM on MovieLens 100K: the same splits, the same epoch budget, the same "
-    "training tools (L2, grouped L2 by field, weight averaging) and the same number of Optuna trials, five seeds. "
-    "A bar right of zero means RFM's test MSE is lower."
-)
-try:
-    found = measured_table(
-        rfm_experiment.table_name("ml-100k"), rfm_experiment.COLUMNS, "gradient_growth", "ml-100k", "rating"
+def theorem_section() -> None:
+    """Theorem 1.1's construction for a layout, a random dependency f and S, with its error."""
+    st.markdown(
+        "Pick a field layout and a random dependency function f (its truth table T). The "
+        "construction feeds the angles π·rⱼ (relation vectors, via M = [0 | (π/ε)I]) to m heads "
+        "with w = S·1, so the attention score is Sigmoid(S·cos(π − π·T)) → T as S grows."
     )
-except ValueError as err:
-    error(err)
-else:
-    if found is None:
-        st.info("No comparison saved yet: run `python -m fmlib reproduce rfm` (it uses the tuned presets fm and rfm).")
+    c1, c2, c3, c4 = st.columns(4)
+    layout_text = checked_link(
+        lambda: c1.text_input("features per field", value="2, 3, 2", key="layout", bind="query-params"),
+        "layout",
+        valid_layout,
+        "positive integers, comma-separated",
+        "2, 3, 2",
+    )
+    link_check("density", in_range(0.0, 1.0), "0 to 1")
+    density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density", bind="query-params")
+    seed = int(bounded_number("seed", 0, 10_000, 0, container=c3, step=1, key="truth_seed", bind="query-params"))
+    link_check("S", in_range(1.0, 30.0), "1 to 30")
+    S = c4.slider("S", 1.0, 30.0, 20.0, 0.5, key="S", bind="query-params")
+    try:
+        sizes = int_list(layout_text)
+    except ValueError as err:
+        st.error(f"features per field: {err}")
     else:
-        frame, header, verdicts = found
-        title = "RFM vs FM: paired per-seed difference of test MSE, 95 % interval"
-        chart(drawn_once(header, "verdicts", lambda: verdict_figure(verdicts, title)))
-        st.dataframe(verdicts[["claim", "measured", "verdict", "recipes"]], hide_index=True)
-        st.code(rfm_experiment.format_table(frame), language=None)
-        source_caption(header)
+        try:
+            T, c, _ = construction(sizes, density, seed, S)
+        except ValueError as err:
+            st.error(str(err))
+        else:
+            truth_figure, error_figure = construction_figures(sizes, density, seed, S)
+            chart(truth_figure)
+            k1, k2, k3 = st.columns(3)
+            k1.metric("max |α − T| (l ≠ j)", f"{c.error:.2e}")
+            k2.metric("Sigmoid(−S)", f"{predicted_error(S):.2e}")
+            k3.metric("min self-score αⱼⱼ", f"{c.self_score_min:.6f}")
+            chart(error_figure)
+            st.markdown(
+                "**Notice:** the error is exactly Sigmoid(−S): below 10⁻⁶ once S ≳ 14. "
+                "Each field also attends to itself with score Sigmoid(S·nⱼ) → 1 — the printed proof "
+                "claims T(s, s) = 0 there; corrected, $\\hat\\theta_j = \\theta_j + \\sum_{l \\ne j} f(e_j, e_l)\\,\\theta_l$."
+            )
+            with st.expander("The relation vectors rⱼ of one sample"):
+                link_check("sample", in_range(0, len(c.ids) - 1, integer=True), f"0 to {len(c.ids) - 1}")
+                b = int(
+                    st.number_input(
+                        "sample #",
+                        min_value=0,
+                        max_value=len(c.ids) - 1,
+                        value=0,
+                        step=1,
+                        key="sample",
+                        bind="query-params",
+                    )
+                )
+                st.dataframe(relation_frame(sizes, T, c.ids[b].tolist()))
+                st.caption("rⱼ[k] = T(k, ID(xⱼ)) outside field j; ½ inside field j, 1 at the active feature.")
+
+
+def rfm_section() -> None:
+    """The tuned RFM against the tuned FM on MovieLens 100K: the committed verdicts."""
+    st.markdown(
+        "The tuned RFM against the tuned FM on MovieLens 100K: the same splits, the same epoch budget, the same "
+        "training tools (L2, grouped L2 by field, weight averaging) and the same number of Optuna trials, five seeds. "
+        "A bar right of zero means RFM's test MSE is lower."
+    )
+    try:
+        found = measured_table(
+            rfm_experiment.table_name("ml-100k"), rfm_experiment.COLUMNS, "gradient_growth", "ml-100k", "rating"
+        )
+    except ValueError as err:
+        error(err)
+    else:
+        if found is None:
+            st.info(
+                "No comparison saved yet: run `python -m fmlib reproduce rfm` (it uses the tuned presets fm and rfm)."
+            )
+        else:
+            frame, header, verdicts = found
+            title = "RFM vs FM: paired per-seed difference of test MSE, 95 % interval"
+            chart(drawn_once(header, "verdicts", lambda: verdict_figure(verdicts, title)))
+            st.dataframe(verdicts[["claim", "measured", "verdict", "recipes"]], hide_index=True)
+            st.code(rfm_experiment.format_table(frame), language=None)
+            source_caption(header)
+
+
+on_demand("Theorem 1.1: a rotation layer can express any dependency", "theorem_section", theorem_section)
+on_demand("Does RFM predict ratings better than FM?", "rfm_section", rfm_section)
 
 copy_link_and_reset(VIEW, clear=["sample"], container=bar)

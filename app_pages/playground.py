@@ -5,7 +5,7 @@ import streamlit as st
 from app_pages._playground import movie_map_figure, reset_toy, session_keys, symbols_row, toy_view
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_run, load_split, run_store, saved_or_quick_run, selected_run_id
-from app_pages._view import chart, copy_link_and_reset, error, link_check, one_of, secondary, title_bar
+from app_pages._view import chart, copy_link_and_reset, error, link_check, on_demand, one_of, secondary, title_bar
 from fmlib.analysis.movie_map import has_movie_embeddings, movie_map, same_recipe, seed_agreement
 from fmlib.data import movielens
 from fmlib.runs import RunError
@@ -71,13 +71,6 @@ toy_section("dplr")
 
 
 # ---- what a trained model learned about movies ------------------------------------------------------------
-st.subheader("What a trained model learned about movies")
-st.markdown(
-    "**Question.** After training on MovieLens, which movies does a model put near each other, which does it "
-    "rate up or down whoever watches — and would a second training from another seed say the same?"
-)
-
-
 def quick_fm(name, data, progress):
     config, hp = quick_settings(name)
     return train_model("fm", data, config, progress, **hp)
@@ -120,92 +113,107 @@ def twin_of(run_id: str | None, run):
                 return other, load_run(other)
         except RunError:
             continue
-    trained = st.session_state.get("playground_seeds", {}).get(run_key)
-    return (f"{run_key}-seed", trained) if trained is not None else None
+    trained = st.session_state.get("playground_seeds", {}).get(run_id)
+    return (f"{run_id}-seed", trained) if trained is not None else None
 
 
-if dataset_name() == "synthetic":
-    st.info("The synthetic data set has no movies: pick a MovieLens data set in the sidebar to map a model's movies.")
-else:
-    run, source = saved_or_quick_run(
-        lambda r: has_movie_embeddings(r.model) and r.config.get("dataset") in movielens.SPECS,
-        "it has no movie embeddings to map. Pick an FM, FwFM, DPLR, RaFM, RFM or Bayesian FM run on MovieLens, "
-        "or train a quick FM here.",
-        "quick FM",
-        QUICK,
-        quick_fm,
+def movie_map_section() -> None:
+    """A trained model's movies on a map, their biases, and a second seed's agreement."""
+    st.markdown(
+        "**Question.** After training on MovieLens, which movies does a model put near each other, which does it "
+        "rate up or down whoever watches — and would a second training from another seed say the same?"
     )
-    run_key = f"quick-{id(run)}" if run is st.session_state.get(QUICK) else selected_run_id()
-    secondary(f"Mapping {source}.")
-    data = run_data(run)
-    if data is not None:
-        link_check("map_min_ratings", one_of(MIN_RATINGS), "one of " + ", ".join(map(str, MIN_RATINGS)))
-        min_ratings = st.select_slider(
-            "Map the movies rated at least this many times in training",
-            MIN_RATINGS,
-            value=20,
-            key="map_min_ratings",
-            bind="query-params",
-            help="A rarely rated movie's vector is mostly its random start: few ratings moved it.",
+    if dataset_name() == "synthetic":
+        st.info(
+            "The synthetic data set has no movies: pick a MovieLens data set in the sidebar to map a model's movies."
         )
-        try:
-            mm = mapped(run_key, run, data, min_ratings)
-        except ValueError as err:
-            error(err)
-        else:
-            title = f"{len(mm.frame)} movies of {run.config['model']} on {run.config['dataset']}: their embeddings' first two principal components"
-            chart(movie_map_figure(mm.frame, mm.explained, title), key="movie_map")
-            st.markdown(
-                f"**What to notice.** The two axes hold {100 * sum(mm.explained):.0f} % of the embeddings' variance: "
-                "a flat shadow of a higher-dimensional cloud, where nearby points are movies the same users tend to "
-                "rate alike. Hover for titles; click a genre in the legend to hide it."
+    else:
+        run, source = saved_or_quick_run(
+            lambda r: has_movie_embeddings(r.model) and r.config.get("dataset") in movielens.SPECS,
+            "it has no movie embeddings to map. Pick an FM, FwFM, DPLR, RaFM, RFM or Bayesian FM run on MovieLens, "
+            "or train a quick FM here.",
+            "quick FM",
+            QUICK,
+            quick_fm,
+        )
+        run_key = f"quick-{id(run)}" if run is st.session_state.get(QUICK) else selected_run_id()
+        secondary(f"Mapping {source}.")
+        data = run_data(run)
+        if data is not None:
+            link_check("map_min_ratings", one_of(MIN_RATINGS), "one of " + ", ".join(map(str, MIN_RATINGS)))
+            min_ratings = st.select_slider(
+                "Map the movies rated at least this many times in training",
+                MIN_RATINGS,
+                value=20,
+                key="map_min_ratings",
+                bind="query-params",
+                help="A rarely rated movie's vector is mostly its random start: few ratings moved it.",
             )
-            top, bottom = mm.extremes(10)
-            left, right = st.columns(2)
-            biases = {"bias": st.column_config.NumberColumn("bias w", format="%+.3f")}
-            left.markdown("**Highest bias w_m**: rated up whoever the user")
-            left.dataframe(top, hide_index=True, column_config=biases)
-            right.markdown("**Lowest bias w_m**: rated down whoever the user")
-            right.dataframe(bottom, hide_index=True, column_config=biases)
-
-            st.markdown("**Two seeds.** Does a second training of the same recipe, from another seed, learn the same?")
-            twin = twin_of(run_key, run)
-            if twin is None:
-                seed = int(run.config.get("train", {}).get("seed", 0))
-                job = wait_in_session("playground_seed_job", f"Seed {seed + 1}")  # its place in line or progress
-                if job is not None and job.state == "done":
-                    st.session_state.setdefault("playground_seeds", {})[run_key] = job.result
-                    st.rerun()
-                if job is not None and job.state != "cancelled":
-                    st.error(job.error)
-                if "playground_seed_job" not in st.session_state:  # (queued or training: shown above)
-                    st.info(f"No saved run has this recipe with another seed: train seed {seed + 1} here to compare.")
-                if "playground_seed_job" not in st.session_state and st.button(
-                    f"Train seed {seed + 1} of the same recipe (not saved)", key="playground_seed_train"
-                ):
-                    config = run.config
-                    train = TrainConfig(**{**config["train"], "seed": seed + 1})
-                    submit_in_session(
-                        "playground_seed_job",
-                        lambda job: train_model(config["model"], data, train, job.report, **config["hp"]),
-                    )
-                    st.rerun()
+            try:
+                mm = mapped(run_key, run, data, min_ratings)
+            except ValueError as err:
+                error(err)
             else:
-                other_key, other = twin
-                try:
-                    agreement = agreed(run_key, other_key, run, other, data, min_ratings)
-                except ValueError as err:
-                    error(err)
-                else:
-                    seeds = [r.config.get("train", {}).get("seed") for r in (run, other)]
-                    a, b, c = st.columns(3)
-                    a.metric("Spearman ρ of the movie biases", f"{agreement.bias_rho:.2f}")
-                    b.metric("Spearman ρ of the pairwise distances", f"{agreement.distance_rho:.2f}")
-                    c.metric("movies compared", f"{agreement.movies:,}")
-                    st.markdown(f"Seeds {seeds[0]} and {seeds[1]}: {agreement.sentence}")
-                    secondary(
-                        "Distances, not coordinates: the scores see vectors only through inner products, which a "
-                        "rotation of every vector leaves unchanged, so another seed may learn the same map turned."
-                    )
+                title = f"{len(mm.frame)} movies of {run.config['model']} on {run.config['dataset']}: their embeddings' first two principal components"
+                chart(movie_map_figure(mm.frame, mm.explained, title), key="movie_map")
+                st.markdown(
+                    f"**What to notice.** The two axes hold {100 * sum(mm.explained):.0f} % of the embeddings' variance: "
+                    "a flat shadow of a higher-dimensional cloud, where nearby points are movies the same users tend to "
+                    "rate alike. Hover for titles; click a genre in the legend to hide it."
+                )
+                top, bottom = mm.extremes(10)
+                left, right = st.columns(2)
+                biases = {"bias": st.column_config.NumberColumn("bias w", format="%+.3f")}
+                left.markdown("**Highest bias w_m**: rated up whoever the user")
+                left.dataframe(top, hide_index=True, column_config=biases)
+                right.markdown("**Lowest bias w_m**: rated down whoever the user")
+                right.dataframe(bottom, hide_index=True, column_config=biases)
 
-copy_link_and_reset({"map_min_ratings": 20}, clear=session_keys(), container=bar)
+                st.markdown(
+                    "**Two seeds.** Does a second training of the same recipe, from another seed, learn the same?"
+                )
+                twin = twin_of(run_key, run)
+                if twin is None:
+                    seed = int(run.config.get("train", {}).get("seed", 0))
+                    job = wait_in_session("playground_seed_job", f"Seed {seed + 1}")  # its place in line or progress
+                    if job is not None and job.state == "done":
+                        st.session_state.setdefault("playground_seeds", {})[run_key] = job.result
+                        st.rerun()
+                    if job is not None and job.state != "cancelled":
+                        st.error(job.error)
+                    if "playground_seed_job" not in st.session_state:  # (queued or training: shown above)
+                        st.info(
+                            f"No saved run has this recipe with another seed: train seed {seed + 1} here to compare."
+                        )
+                    if "playground_seed_job" not in st.session_state and st.button(
+                        f"Train seed {seed + 1} of the same recipe (not saved)", key="playground_seed_train"
+                    ):
+                        config = run.config
+                        train = TrainConfig(**{**config["train"], "seed": seed + 1})
+                        submit_in_session(
+                            "playground_seed_job",
+                            lambda job: train_model(config["model"], data, train, job.report, **config["hp"]),
+                        )
+                        st.rerun()
+                else:
+                    other_key, other = twin
+                    try:
+                        agreement = agreed(run_key, other_key, run, other, data, min_ratings)
+                    except ValueError as err:
+                        error(err)
+                    else:
+                        seeds = [r.config.get("train", {}).get("seed") for r in (run, other)]
+                        a, b, c = st.columns(3)
+                        a.metric("Spearman ρ of the movie biases", f"{agreement.bias_rho:.2f}")
+                        b.metric("Spearman ρ of the pairwise distances", f"{agreement.distance_rho:.2f}")
+                        c.metric("movies compared", f"{agreement.movies:,}")
+                        st.markdown(f"Seeds {seeds[0]} and {seeds[1]}: {agreement.sentence}")
+                        secondary(
+                            "Distances, not coordinates: the scores see vectors only through inner products, which a "
+                            "rotation of every vector leaves unchanged, so another seed may learn the same map turned."
+                        )
+
+
+on_demand("What a trained model learned about movies", "movie_map_section", movie_map_section)
+
+copy_link_and_reset({"map_min_ratings": 20, "movie_map_section": False}, clear=session_keys(), container=bar)

@@ -7,7 +7,7 @@ from app_pages._intuition import block
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
-from app_pages._view import chart, checked_link, copy_link_and_reset, secondary, title_bar
+from app_pages._view import chart, checked_link, copy_link_and_reset, on_demand, secondary, title_bar
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.experiments import rafm as rafm_experiment
@@ -225,8 +225,7 @@ if seen["note"]:
 left, right = st.columns([3, 2])
 with left:
     chart(seen["shares"])
-    with st.expander("as a table"):
-        st.dataframe(seen["table"], hide_index=True)
+    on_demand("as a table", "rafm_shares_table", lambda: st.dataframe(seen["table"], hide_index=True))
 with right:
     row = table_row(result, ranks)
     if row is not None:  # the number section 3's table shows (embeddings, linear weights and bias)
@@ -252,29 +251,32 @@ with right:
         + " — what the evaluation time depends on (Remark 5)."
     )
 
-st.subheader("2 · Evaluating and training it")
-st.markdown(r"""The naive sum over all pairs costs $O(D|\mathcal F|^2)$. With $\mathcal A_{l,k}$ the FM of rank
+
+THEOREM_3 = r"""The naive sum over all pairs costs $O(D|\mathcal F|^2)$. With $\mathcal A_{l,k}$ the FM of rank
 $D_l$ over the features in $\mathcal F_k = \{i : k_i \ge k\}$ (eqs. 6, 7) the model is $\mathcal B_{1,m}$, reached from
 $\mathcal B_{1,1} = \mathcal A_{1,1}$ by **Theorem 3**,
 $\mathcal B_{l,k+1} = \mathcal B_{l,k} - \mathcal A_{k,k+1} + \mathcal A_{k+1,k+1}$: move the pairs inside $\mathcal F_{k+1}$ from rank $D_k$ to $D_{k+1}$, at cost
 $O(\sum_k D_k |\mathcal F_k|)$ (Cor. 4). **Algorithm 1** trains each feature's *highest* embedding (a free
 variable) on $L(\mathcal B_{1,m}, y)$; its lower-rank copies (dependent variables) only learn to make
 $\mathcal B_{1,k}$ agree with $\mathcal B_{1,k+1}$ (eq. 12b). A genre value keeps its own rank; at each level the
-genres field sums the values present there, each with its usual weight 1/len.""")
-sizes = summary["F_sizes"] + [0]  # |F_1|, …, |F_m|, and F_{m+1} = ∅
-rows = [
-    {
-        "level k": k,
-        "rank Dₖ": D,
-        "free features (Fₖ − Fₖ₊₁)": sizes[k - 1] - sizes[k],
-        "dependent features (Fₖ₊₁)": sizes[k],
-        "stored numbers": D * sizes[k - 1],
-    }
-    for k, D in enumerate(ranks, 1)
-]
-st.table(pd.DataFrame(rows).set_index("level k"))
+genres field sums the values present there, each with its usual weight 1/len."""
 
-st.subheader("3 · Does it pay off?")
+
+def training_section() -> None:
+    """Section 2: Theorem 3's recursion and Algorithm 1, with the levels of the chosen ranks."""
+    st.markdown(THEOREM_3)
+    sizes = summary["F_sizes"] + [0]  # |F_1|, …, |F_m|, and F_{m+1} = ∅
+    rows = [
+        {
+            "level k": k,
+            "rank Dₖ": D,
+            "free features (Fₖ − Fₖ₊₁)": sizes[k - 1] - sizes[k],
+            "dependent features (Fₖ₊₁)": sizes[k],
+            "stored numbers": D * sizes[k - 1],
+        }
+        for k, D in enumerate(ranks, 1)
+    ]
+    st.table(pd.DataFrame(rows).set_index("level k"))
 
 
 def one_seed(name: str, ranks, data, settings: dict, job) -> dict:
@@ -289,76 +291,94 @@ def one_seed(name: str, ranks, data, settings: dict, job) -> dict:
     return rafm_experiment.as_result(name, ranks, [0], "rating", records, "one seed, here")
 
 
-if no_result is not None:
-    getattr(st, no_result[0])(no_result[1])
-job = wait_in_session("rafm_seed_job", f"Your seed of FM at each rank and RaFM{ranks}")
-if job is not None and job.state == "done":
-    st.session_state["rafm_result"] = comparison(job.result)
-    st.rerun()  # draw the page again from the session, without the messages about the saved file
-elif job is not None and job.state == "cancelled":
-    st.info("The seed was cancelled.")
-elif job is not None:  # bad settings: say why, no traceback
-    st.error(job.error)
-if "rafm_seed_job" not in st.session_state and st.button(
-    f"Run one seed here (FM at each rank and RaFM{ranks} on {name})", key="rafm_run_seed"
-):
-    try:  # the tuned presets when there are some, else one shared default config
-        settings = rafm_experiment.preset_settings(name, ranks)
-    except ValueError:
-        settings = rafm_experiment.default_settings(ranks, TrainConfig())
-    data = load_data(name)
-    submit_in_session("rafm_seed_job", lambda job: one_seed(name, ranks, data, settings, job))
-    st.rerun()  # show its place in line
+def payoff_section() -> None:
+    """Section 3: FM at each rank against RaFM, saved or run here (one seed), with the verdicts."""
+    if no_result is not None:
+        getattr(st, no_result[0])(no_result[1])
+    job = wait_in_session("rafm_seed_job", f"Your seed of FM at each rank and RaFM{ranks}")
+    if job is not None and job.state == "done":
+        st.session_state["rafm_result"] = comparison(job.result)
+        st.rerun()  # draw the page again from the session, without the messages about the saved file
+    elif job is not None and job.state == "cancelled":
+        st.info("The seed was cancelled.")
+    elif job is not None:  # bad settings: say why, no traceback
+        st.error(job.error)
+    if "rafm_seed_job" not in st.session_state and st.button(
+        f"Run one seed here (FM at each rank and RaFM{ranks} on {name})", key="rafm_run_seed"
+    ):
+        try:  # the tuned presets when there are some, else one shared default config
+            settings = rafm_experiment.preset_settings(name, ranks)
+        except ValueError:
+            settings = rafm_experiment.default_settings(ranks, TrainConfig())
+        data = load_data(name)
+        submit_in_session("rafm_seed_job", lambda job: one_seed(name, ranks, data, settings, job))
+        st.rerun()  # show its place in line
 
-if result is not None:
-    if tuple(result["ranks"]) != ranks:
-        st.warning(f"The saved comparison used ranks {tuple(result['ranks'])}, not {ranks}.")
-    chart(result["figure"])
-    st.caption(f"{result['dataset']} · seeds {result['seeds']} · made by {result['made']}")
-    st.code(rafm_experiment.format_table(result), language=None)
-    chart(result["verdict_figure"])
-    st.dataframe(
-        result["verdicts"][["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],
-        hide_index=True,
-    )
-    st.markdown(
-        "Notice whether RaFM's interval lies right of zero, and how many parameters it needs for it. "
-        "RaFM-low is the rank-$D_1$ part of the same trained model ($\\mathcal B_{1,1}$, the paper's Fig. 3): the "
-        "$D_1$ factors of its frequent features are *dependent* variables that only learn to make "
-        "$\\mathcal B_{1,1}$ agree with $\\mathcal B_{1,2}$ (eq. 12b), never the ratings themselves, so where it "
-        "trails FM($D_1$) that is the price of training it as a by-product. The best single-rank FM is picked "
-        "on the validation split."
-    )
-
-st.subheader("4 · When can rank-awareness help?")
-st.markdown(
-    "RaFM differs from FM($D_m$) only on samples with a feature below the top rank. With eq. 17 the cut-points "
-    "are fixed by the ranks ($t = \\sqrt{D_1 D_2}$ = 16 for (8, 32)), so on a small data set few features sit "
-    "below it; the paper regards the $k_i$ as hyperparameters (§3), so a cut-point inside the data's frequency "
-    "range is fair play. The scorecard also measures RaFM under the paper's own protocol (each model's L2 from "
-    "its grid, nothing else tuned) and on synthetic data whose rare features are truly low-rank — where "
-    "rank-awareness should win by design."
-)
-if result is not None:
-    shares = rafm_experiment.engagement(result)
-    if not shares.empty:
+    if result is not None:
+        if tuple(result["ranks"]) != ranks:
+            st.warning(f"The saved comparison used ranks {tuple(result['ranks'])}, not {ranks}.")
+        chart(result["figure"])
+        st.caption(f"{result['dataset']} · seeds {result['seeds']} · made by {result['made']}")
+        st.code(rafm_experiment.format_table(result), language=None)
+        chart(result["verdict_figure"])
         st.dataframe(
-            shares,
+            result["verdicts"][["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],
             hide_index=True,
-            column_config={c: st.column_config.NumberColumn(format="percent") for c in shares.columns[2:]},
         )
-rows = scorecard_rows("rank_aware_fm")
-if rows.empty:
-    st.info("No RaFM result tables yet: run the `python -m fmlib reproduce rafm …` commands of the README.")
-else:
-    verdict_table(rows)
-    counts = rows["verdict"].value_counts()
-    st.markdown(
-        f"Across {len(rows)} claims in {rows['protocol'].nunique()} protocols: "
-        + ", ".join(f"**{verdict}** {n}×" for verdict, n in counts.items())
-        + ". A verdict that stays the same under every protocol does not depend on how the models were tuned."
-    )
-    with st.expander("how each side was trained (recipes)"):
-        st.table(rows[["claim", "protocol", "recipes"]].set_index("claim"))
+        st.markdown(
+            "Notice whether RaFM's interval lies right of zero, and how many parameters it needs for it. "
+            "RaFM-low is the rank-$D_1$ part of the same trained model ($\\mathcal B_{1,1}$, the paper's Fig. 3): the "
+            "$D_1$ factors of its frequent features are *dependent* variables that only learn to make "
+            "$\\mathcal B_{1,1}$ agree with $\\mathcal B_{1,2}$ (eq. 12b), never the ratings themselves, so where it "
+            "trails FM($D_1$) that is the price of training it as a by-product. The best single-rank FM is picked "
+            "on the validation split."
+        )
 
-copy_link_and_reset({"rafm_ranks": "8,32"}, container=bar)
+
+def scorecard_section() -> None:
+    """Section 4: where RaFM can differ from FM, and its claims under every protocol."""
+    st.markdown(
+        "RaFM differs from FM($D_m$) only on samples with a feature below the top rank. With eq. 17 the cut-points "
+        "are fixed by the ranks ($t = \\sqrt{D_1 D_2}$ = 16 for (8, 32)), so on a small data set few features sit "
+        "below it; the paper regards the $k_i$ as hyperparameters (§3), so a cut-point inside the data's frequency "
+        "range is fair play. The scorecard also measures RaFM under the paper's own protocol (each model's L2 from "
+        "its grid, nothing else tuned) and on synthetic data whose rare features are truly low-rank — where "
+        "rank-awareness should win by design."
+    )
+    if result is not None:
+        shares = rafm_experiment.engagement(result)
+        if not shares.empty:
+            st.dataframe(
+                shares,
+                hide_index=True,
+                column_config={c: st.column_config.NumberColumn(format="percent") for c in shares.columns[2:]},
+            )
+    rows = scorecard_rows("rank_aware_fm")
+    if rows.empty:
+        st.info("No RaFM result tables yet: run the `python -m fmlib reproduce rafm …` commands of the README.")
+    else:
+        verdict_table(rows)
+        counts = rows["verdict"].value_counts()
+        st.markdown(
+            f"Across {len(rows)} claims in {rows['protocol'].nunique()} protocols: "
+            + ", ".join(f"**{verdict}** {n}×" for verdict, n in counts.items())
+            + ". A verdict that stays the same under every protocol does not depend on how the models were tuned."
+        )
+        with st.expander("how each side was trained (recipes)"):
+            st.table(rows[["claim", "protocol", "recipes"]].set_index("claim"))
+
+
+on_demand("2 · Evaluating and training it", "rafm_training", training_section)
+on_demand("3 · Does it pay off?", "rafm_payoff", payoff_section)
+on_demand("4 · When can rank-awareness help?", "rafm_scorecard", scorecard_section)
+
+copy_link_and_reset(
+    {
+        "rafm_ranks": "8,32",
+        "rafm_shares_table": False,
+        "rafm_training": False,
+        "rafm_payoff": False,
+        "rafm_scorecard": False,
+    },
+    container=bar,
+)

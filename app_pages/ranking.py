@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages._intuition import block, short, vector
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import load_run, load_split, notebook_link, run_store, saved_or_quick_run
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, one_of, shown_path, title_bar
+from app_pages._view import chart, copy_link_and_reset, in_range, link_check, on_demand, one_of, shown_path, title_bar
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.experiments.tables import committed_root
 from fmlib.models import model_name
@@ -136,7 +136,11 @@ link_check("catalogue", one_of(sizes), "one of " + ", ".join(map(str, sizes)))
 n_items = st.select_slider(
     "catalogue size (items per query)", sizes, value=sizes[0], key="catalogue", bind="query-params"
 )
-copy_link_and_reset({"catalogue": sizes[0], "query": 0, "k": 10}, clear=["user"], container=bar)
+copy_link_and_reset(
+    {"catalogue": sizes[0], "query": 0, "k": 10, "ranking_cache_section": False, "ranking_agreement": False},
+    clear=["user"],
+    container=bar,
+)
 if n_items in QUICK_SIZES and st.button(f"Time a quick benchmark here ({n_items:,} items, m = 8 … 64)", key="bench"):
     with st.spinner("timing (warm-up, then 2 runs × 3 rounds) ..."):
         quick = {
@@ -270,94 +274,109 @@ top = top_k(scores, 10)
 table = candidates.items.iloc[top.numpy()].assign(score=scores[top].numpy().round(3))
 st.dataframe(table, hide_index=True)
 
-st.subheader("Does the cache change the ranking?")
-same = cached_equals_full(model, *context, items, item_weight, k=10)
-st.markdown(
-    f"No: the cache computes the same sum in another order (DPLR eq. 5, Algorithm 1), not an approximation. "
-    f"For this query the cached scores of all {same['items']:,} items differ from the model's full forward pass "
-    f"by at most **{same['max_abs_difference']:.1e}** (scores up to {same['largest_score']:.2g}: float32 rounding), "
-    f"and the two top-{same['k']} lists overlap at **{same['overlap']:.2f}**."
-)
 
-st.subheader("Do different models agree on the top k — more than one model trained twice?")
-st.markdown(
-    "Every saved FM, FwFM and DPLR run on this dataset ranks the whole catalogue for the same users. "
-    "overlap@k = |top-k of one ∩ top-k of the other| / k. Two *different* trained models can disagree for two "
-    "reasons: they are different models, or they started from different random draws. The baseline is the "
-    "same recipe trained with two seeds: its disagreement is seed noise."
-)
+def cache_section() -> None:
+    """The cached scores against the full forward pass, for this query."""
+    same = cached_equals_full(model, *context, items, item_weight, k=10)
+    st.markdown(
+        f"No: the cache computes the same sum in another order (DPLR eq. 5, Algorithm 1), not an approximation. "
+        f"For this query the cached scores of all {same['items']:,} items differ from the model's full forward pass "
+        f"by at most **{same['max_abs_difference']:.1e}** (scores up to {same['largest_score']:.2g}: float32 rounding), "
+        f"and the two top-{same['k']} lists overlap at **{same['overlap']:.2f}**."
+    )
+
+
 MAX_COMPARED = 6
 QUERIES = 50  # users whose latest test rating is a query of the comparison
 K_MAX = 50
-store, runs, unreadable = run_store(), {}, []
-for run_id in store.ids():  # newest first
-    try:
-        config = store.info(run_id)["config"]
-        if config["model"] in RANKABLE and config.get("dataset") == run.config["dataset"]:
-            runs[run_id] = load_run(run_id)
-    except RunError:
-        unreadable.append(run_id)
-    if len(runs) == MAX_COMPARED:
-        st.caption(f"The newest {MAX_COMPARED} runs are compared.")
-        break
-if unreadable:
-    st.caption(f"Skipped unreadable runs: {', '.join(unreadable)} (pick one in the sidebar to see why).")
-runs.update(st.session_state.get("ranking_quick_models", {}))
-recipes = {label: recipe(other.config) for label, other in runs.items()}
-seeds = {label: other.config.get("train", {}).get("seed", 0) for label, other in runs.items()}
-kinds_found = {pair_kind(recipes[a], seeds[a], recipes[b], seeds[b]) for a in runs for b in runs if a < b} - {None}
-if not {SAME, DIFFERENT} <= kinds_found:
-    name = run.config["dataset"]
-    lacking = " and ".join(f"*{kind}*" for kind in (SAME, DIFFERENT) if kind not in kinds_found)
-    st.info(
-        f"{len(runs)} saved FM/FwFM/DPLR run(s) on {name}, with no pair of the kind {lacking}: train quick ones "
-        "here — each model with two seeds — to compare models with seed noise."
+
+
+def agreement_section() -> None:
+    """Every saved FM, FwFM and DPLR run on this dataset (and quick ones) ranked for the same users: overlap@k,
+    against the seed noise of one recipe trained twice."""
+    st.markdown(
+        "Every saved FM, FwFM and DPLR run on this dataset ranks the whole catalogue for the same users. "
+        "overlap@k = |top-k of one ∩ top-k of the other| / k. Two *different* trained models can disagree for two "
+        "reasons: they are different models, or they started from different random draws. The baseline is the "
+        "same recipe trained with two seeds: its disagreement is seed noise."
     )
-    job = wait_in_session("ranking_quick_models_job", "Your quick FM, FwFM and DPLR, two seeds each")
-    if job is not None and job.state == "done":
-        st.session_state["ranking_quick_models"] = job.result
-        st.rerun()  # draw the comparison with them
-    elif job is not None and job.state == "cancelled":
-        st.info("The quick models were cancelled.")
-    elif job is not None:  # bad settings: say why, no traceback
-        st.error(job.error)
-    if "ranking_quick_models_job" not in st.session_state and "ranking_quick_models" not in st.session_state:
-        if st.button(f"Train a quick FM, FwFM and DPLR (ρ = 2) on {name}, seeds 0 and 1", key="quick_models"):
-            config = TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2)
-            data = split_of(run)
-            submit_in_session("ranking_quick_models_job", lambda job: quick_models(data, config, job.report))
-            st.rerun()  # show its place in line
-if len(runs) >= 2:
-    link_check("k", in_range(1, K_MAX, integer=True), f"1 to {K_MAX}")
-    k = st.slider("k", 1, K_MAX, 10, key="k", bind="query-params")
-    tops, rows = {}, []
-    for label, other in runs.items():
-        other_model = other.model.eval()
-        other_scores = rank_items(other_model, *context, items, item_weight)
-        tops[label] = top_k(other_scores, k)
-        median, q1, q3 = query_timing(other_model, *context, items, item_weight)["cached"]
-        rows.append(
-            {
-                "run": label,
-                "model": model_name(other_model),
-                "seed": seeds[label],
-                "ms per query (cached)": round(median * 1e3, 3),
-                "IQR (ms)": f"{q1 * 1e3:.3f}–{q3 * 1e3:.3f}",
-                "top 1": candidates.items.iloc[int(tops[label][0]), 0],
-            }
+    store, runs, unreadable = run_store(), {}, []
+    for run_id in store.ids():  # newest first
+        try:
+            config = store.info(run_id)["config"]
+            if config["model"] in RANKABLE and config.get("dataset") == run.config["dataset"]:
+                runs[run_id] = load_run(run_id)
+        except RunError:
+            unreadable.append(run_id)
+        if len(runs) == MAX_COMPARED:
+            st.caption(f"The newest {MAX_COMPARED} runs are compared.")
+            break
+    if unreadable:
+        st.caption(f"Skipped unreadable runs: {', '.join(unreadable)} (pick one in the sidebar to see why).")
+    runs.update(st.session_state.get("ranking_quick_models", {}))
+    recipes = {label: recipe(other.config) for label, other in runs.items()}
+    seeds = {label: other.config.get("train", {}).get("seed", 0) for label, other in runs.items()}
+    kinds_found = {pair_kind(recipes[a], seeds[a], recipes[b], seeds[b]) for a in runs for b in runs if a < b} - {None}
+    if not {SAME, DIFFERENT} <= kinds_found:
+        name = run.config["dataset"]
+        lacking = " and ".join(f"*{kind}*" for kind in (SAME, DIFFERENT) if kind not in kinds_found)
+        st.info(
+            f"{len(runs)} saved FM/FwFM/DPLR run(s) on {name}, with no pair of the kind {lacking}: train quick ones "
+            "here — each model with two seeds — to compare models with seed noise."
         )
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-    st.markdown(f"overlap@{k} between the runs' top {k} lists for this query (1 = the same items):")
-    st.dataframe(overlap_table(tops).round(2))
-    queries = query_rows(data.test, QUERIES)
-    cache_key = (tuple(runs), run.config["dataset"], tuple(queries))
-    if st.session_state.get("ranking_tops", (None,))[0] != cache_key:  # scored once per set of runs
-        with st.spinner(f"ranking the catalogue for {len(queries)} queries with {len(runs)} models …"):
-            models = {label: other.model for label, other in runs.items()}
-            found = top_lists(models, data.test, queries, candidates, min(K_MAX, len(items)))
-        st.session_state["ranking_tops"] = (cache_key, found)
-    pairs = agreement(st.session_state["ranking_tops"][1], recipes, seeds, k)
-    st.markdown(f"Averaged over {len(queries)} queries (each a test user's latest rating), pair by pair:")
-    st.dataframe(pairs[["a", "b", "pair", "overlap"]].round(3), hide_index=True)
-    if {SAME, DIFFERENT} <= set(pairs["pair"]):
-        st.markdown(f"**Notice:** {seed_noise_verdict(pairs, k)['sentence']}")
+        job = wait_in_session("ranking_quick_models_job", "Your quick FM, FwFM and DPLR, two seeds each")
+        if job is not None and job.state == "done":
+            st.session_state["ranking_quick_models"] = job.result
+            st.rerun()  # draw the comparison with them
+        elif job is not None and job.state == "cancelled":
+            st.info("The quick models were cancelled.")
+        elif job is not None:  # bad settings: say why, no traceback
+            st.error(job.error)
+        if "ranking_quick_models_job" not in st.session_state and "ranking_quick_models" not in st.session_state:
+            if st.button(f"Train a quick FM, FwFM and DPLR (ρ = 2) on {name}, seeds 0 and 1", key="quick_models"):
+                config = TrainConfig(epochs=8 if name == "synthetic" else 3, lr=1e-2, patience=2)
+                quick_data = split_of(run)
+                submit_in_session("ranking_quick_models_job", lambda job: quick_models(quick_data, config, job.report))
+                st.rerun()  # show its place in line
+    if len(runs) >= 2:
+        link_check("k", in_range(1, K_MAX, integer=True), f"1 to {K_MAX}")
+        k = st.slider("k", 1, K_MAX, 10, key="k", bind="query-params")
+        tops, rows = {}, []
+        for label, other in runs.items():
+            other_model = other.model.eval()
+            other_scores = rank_items(other_model, *context, items, item_weight)
+            tops[label] = top_k(other_scores, k)
+            median, q1, q3 = query_timing(other_model, *context, items, item_weight)["cached"]
+            rows.append(
+                {
+                    "run": label,
+                    "model": model_name(other_model),
+                    "seed": seeds[label],
+                    "ms per query (cached)": round(median * 1e3, 3),
+                    "IQR (ms)": f"{q1 * 1e3:.3f}–{q3 * 1e3:.3f}",
+                    "top 1": candidates.items.iloc[int(tops[label][0]), 0],
+                }
+            )
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.markdown(f"overlap@{k} between the runs' top {k} lists for this query (1 = the same items):")
+        st.dataframe(overlap_table(tops).round(2))
+        queries = query_rows(data.test, QUERIES)
+        cache_key = (tuple(runs), run.config["dataset"], tuple(queries))
+        if st.session_state.get("ranking_tops", (None,))[0] != cache_key:  # scored once per set of runs
+            with st.spinner(f"ranking the catalogue for {len(queries)} queries with {len(runs)} models …"):
+                models = {label: other.model for label, other in runs.items()}
+                found = top_lists(models, data.test, queries, candidates, min(K_MAX, len(items)))
+            st.session_state["ranking_tops"] = (cache_key, found)
+        pairs = agreement(st.session_state["ranking_tops"][1], recipes, seeds, k)
+        st.markdown(f"Averaged over {len(queries)} queries (each a test user's latest rating), pair by pair:")
+        st.dataframe(pairs[["a", "b", "pair", "overlap"]].round(3), hide_index=True)
+        if {SAME, DIFFERENT} <= set(pairs["pair"]):
+            st.markdown(f"**Notice:** {seed_noise_verdict(pairs, k)['sentence']}")
+
+
+on_demand("Does the cache change the ranking?", "ranking_cache_section", cache_section)
+on_demand(
+    "Do different models agree on the top k — more than one model trained twice?",
+    "ranking_agreement",
+    agreement_section,
+)

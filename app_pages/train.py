@@ -10,7 +10,17 @@ from app_pages._feature_sets import SECTION, features_box, features_section
 from app_pages._measured import scorecard_rows
 from app_pages._replay import replay_choice
 from app_pages._ui import bounded_number, dataset_name, fail, load_run, load_split, notebook_link, selected_run_id
-from app_pages._view import cached, chart, checked_link, copy_link_and_reset, link_check, one_of, shown_path, title_bar
+from app_pages._view import (
+    cached,
+    chart,
+    checked_link,
+    copy_link_and_reset,
+    link_check,
+    on_demand,
+    one_of,
+    shown_path,
+    title_bar,
+)
 from fmlib import presets
 from fmlib.arguments import int_list
 from fmlib.data.dataset import TASKS
@@ -66,6 +76,8 @@ VIEW = {
         if value is not None
     },
 }
+
+SECTIONS = ("watch_saved_run", "bfm_section", "feature_sets_section")  # drawn on demand
 
 
 def apply_preset():
@@ -186,7 +198,7 @@ with st.expander(f"{model} hyperparameters", expanded=True):
             except ValueError as err:
                 fail(f"{key}: {err}")
 
-copy_link_and_reset({**VIEW, "preset": "defaults"}, container=bar)
+copy_link_and_reset({**VIEW, "preset": "defaults", **dict.fromkeys(SECTIONS, False)}, container=bar)
 if st.button("Train", type="primary"):
     try:
         config = TrainConfig(
@@ -204,6 +216,21 @@ if st.button("Train", type="primary"):
     except Exception as err:  # bad settings or no data source: say why, no traceback
         fail(str(err))
     submit_training(model, data, config, hp)
+
+
+def watch_saved_run() -> None:
+    """The replay of the run picked in the sidebar, when this session has no training of its own."""
+    try:
+        saved = load_run(selected_run_id())
+    except RunError as err:  # a damaged run: say which, keep the page
+        st.error(str(err))
+    else:
+        st.caption(
+            f"{saved.config['model']} on {saved.config['dataset']}, the run picked in the sidebar; "
+            "train your own above to watch it instead."
+        )
+        replay_choice(saved, key="saved_replay_what")
+
 
 follow_training()
 run = st.session_state.get("trained")
@@ -231,17 +258,7 @@ if run is not None:
         st.form_submit_button("Save run", on_click=save_run, args=(run,))
     save_message()
 elif selected_run_id() is not None and "train_job" not in st.session_state:
-    st.subheader(f"Watch a saved run learn: {selected_run_id()}")
-    try:
-        saved = load_run(selected_run_id())
-    except RunError as err:  # a damaged run: say which, keep the page
-        st.error(str(err))
-    else:
-        st.caption(
-            f"{saved.config['model']} on {saved.config['dataset']}, the run picked in the sidebar; "
-            "train your own above to watch it instead."
-        )
-        replay_choice(saved, key="saved_replay_what")
+    on_demand(f"Watch a saved run learn: {selected_run_id()}", "watch_saved_run", watch_saved_run)
 
 st.divider()
 
@@ -305,89 +322,100 @@ if bfm_path is not None:
         st.error(f"{bfm_path}: {err}")
 bfm_row = None if bfm is None or bfm.empty else bfm.iloc[0]
 wins = bfm_row is not None and bfm_row["verdict"] == HOLDS
-st.subheader(
-    "The Bayesian FM wins on MovieLens: why, and what the Adam FM needs"
-    if wins
-    else "The Bayesian FM against the Adam FM on MovieLens, and what the Adam FM needs"
-)
-st.markdown(
-    "A **Bayesian FM** (model `bfm`, trained by Gibbs sampling, [Rendle2012]) has the same formula as the FM "
-    "trained here, but two habits Adam lacks. (1) Its L2 strengths are *learned*: every field group "
-    "(users, movies, genres, hour, ...) has its own Gaussian prior $\\mathcal N(\\mu_g, 1/\\lambda_g)$ whose precision "
-    "$\\lambda_g$ is sampled from the data with the weights, so no weight decay is tuned by hand. (2) Its prediction is "
-    "the *average* of the FM over hundreds of posterior samples, not one point estimate: the noise of "
-    "single samples cancels. The Adam FM's closest analogue of (2) is **weight averaging**: keep the "
-    "mean of the weights after each epoch instead of the last ones (the *Average weights from epoch* "
-    "setting above)."
-)
-if bfm_row is None:
-    st.info(
-        "No measurement of the Bayesian FM yet: `python -m fmlib reproduce bfm --out results` trains it beside the "
-        "Adam FM on the same splits."
-    )
-else:
-    sample = bfm_summary.loc[bfm_experiment.BFM]
-    st.markdown(
-        f"**Measured** on {bfm_row['seeds']} splits of MovieLens 100K: the Bayesian FM (rank "
-        f"{sample['rank_mean']:.0f}, {sample['epochs_mean']:.0f} Gibbs sweeps) has test RMSE "
-        f"**{bfm_row['favoured_mean']:.4f}**, the Adam FM with averaging and grouped L2 (below) "
-        f"**{bfm_row['other_mean']:.4f}**; paired per split, the Bayesian FM is lower by {bfm_row['difference']:+.4f} "
-        f"[{bfm_row['low']:+.4f}, {bfm_row['high']:+.4f}]: *{bfm_row['verdict']}*."
-    )
-    st.caption(
-        f"From `{shown_path(bfm_path)}` · the claim as the scorecard measures it (`fmlib.experiments.bfm.claims`)."
-    )
 
-ablation_path = tables.newest(fm_ablation.table_name("ml-100k"))
-if ablation_path is None:
-    st.info("No ablation table yet: run `python -m fmlib reproduce fm-ablation --out results`.")
-else:
-    try:
-        found, figure = ablation_view(str(ablation_path), ablation_path.stat().st_mtime_ns)
-    except (ValueError, KeyError) as err:  # a damaged or older table: say which
-        st.error(f"{ablation_path}: {err}")
+
+def bfm_section() -> None:
+    """The Bayesian FM against the Adam FM, and the ablation of what the Adam FM needs, with the scorecard's claims."""
+    st.markdown(
+        "A **Bayesian FM** (model `bfm`, trained by Gibbs sampling, [Rendle2012]) has the same formula as the FM "
+        "trained here, but two habits Adam lacks. (1) Its L2 strengths are *learned*: every field group "
+        "(users, movies, genres, hour, ...) has its own Gaussian prior $\\mathcal N(\\mu_g, 1/\\lambda_g)$ whose precision "
+        "$\\lambda_g$ is sampled from the data with the weights, so no weight decay is tuned by hand. (2) Its prediction is "
+        "the *average* of the FM over hundreds of posterior samples, not one point estimate: the noise of "
+        "single samples cancels. The Adam FM's closest analogue of (2) is **weight averaging**: keep the "
+        "mean of the weights after each epoch instead of the last ones (the *Average weights from epoch* "
+        "setting above)."
+    )
+    if bfm_row is None:
+        st.info(
+            "No measurement of the Bayesian FM yet: `python -m fmlib reproduce bfm --out results` trains it beside the "
+            "Adam FM on the same splits."
+        )
     else:
-        chart(figure, key="fm_ablation")
-        rows = train_rows()
-        base, averaged, final = found["base"], found["averaged"], found["final"]
-        plain, ensemble = found["final_no_averaging"], found["ensemble"]
-        scale = {**fm_ablation.GROUPED["field_decay"], "w": fm_ablation.GROUPED["linear_decay"]}
-        best = found["best_valid"]
-        others = (
-            "None of the chart's other single changes (learning rate, k = 16, minibatch size, initialisation) "
-            "reached a lower mean validation RMSE."
-            if best == fm_ablation.WINNER
-            else f"The lowest mean validation RMSE of the chart is that of *{best}*, not this configuration."
-        )
-        preset = (
-            "it is the preset *fm*."
-            if preset_fm_is(fm_ablation.WINNER)
-            else "the preset *fm* has been re-tuned since (the *Preset* menu fills in its recipe)."
-        )
+        sample = bfm_summary.loc[bfm_experiment.BFM]
         st.markdown(
-            f"On {found['splits']} splits of MovieLens 100K the tuned FM has test RMSE **{base['rmse']:.4f}**. "
-            f"Averaging its weights from epoch 3, nothing else changed, gives **{averaged['rmse']:.4f}**. "
-            "The Adam FM's analogue of (1) is **grouped L2** (`TrainConfig(field_decay=..., linear_decay=...)`): "
-            f"the L2 of the user rows times {scale['user_id']:g}, of the movie rows times {scale['movie_id']:g}, "
-            f"of the linear weights times {scale['w']:g}, chosen on validation. With averaging and 80 epochs it gives "
-            f"**{final['rmse']:.4f} ± {final['rmse_std']:.4f}** in {final['cpu']:.1f} s of CPU per split; {preset}"
-            + target_sentence(rows)
-            + f" Without averaging the same FM has {plain['rmse']:.4f}. {others}"
-            + (
-                ""
-                if ensemble is None
-                else f" The mean prediction of three such FMs (three training seeds: an ensemble, not one FM) has "
-                f"{ensemble['rmse']:.4f} in {ensemble['cpu']:.1f} s of CPU."
-            )
+            f"**Measured** on {bfm_row['seeds']} splits of MovieLens 100K: the Bayesian FM (rank "
+            f"{sample['rank_mean']:.0f}, {sample['epochs_mean']:.0f} Gibbs sweeps) has test RMSE "
+            f"**{bfm_row['favoured_mean']:.4f}**, the Adam FM with averaging and grouped L2 (below) "
+            f"**{bfm_row['other_mean']:.4f}**; paired per split, the Bayesian FM is lower by {bfm_row['difference']:+.4f} "
+            f"[{bfm_row['low']:+.4f}, {bfm_row['high']:+.4f}]: *{bfm_row['verdict']}*."
         )
         st.caption(
-            f"From `{shown_path(ablation_path)}` · validation chose every setting; the test split was read once per model."
+            f"From `{shown_path(bfm_path)}` · the claim as the scorecard measures it (`fmlib.experiments.bfm.claims`)."
         )
-        st.markdown("**The scorecard's claims on this page**, from the same result tables:")
-        columns = ["claim", *(c for c in ("protocol", "recipes") if c in rows), "measured", "verdict"]
-        st.dataframe(rows[columns], hide_index=True)
 
-st.divider()
-st.subheader(SECTION)
-notebook_link("07_feature_sets")
-features_section()
+    ablation_path = tables.newest(fm_ablation.table_name("ml-100k"))
+    if ablation_path is None:
+        st.info("No ablation table yet: run `python -m fmlib reproduce fm-ablation --out results`.")
+    else:
+        try:
+            found, figure = ablation_view(str(ablation_path), ablation_path.stat().st_mtime_ns)
+        except (ValueError, KeyError) as err:  # a damaged or older table: say which
+            st.error(f"{ablation_path}: {err}")
+        else:
+            chart(figure, key="fm_ablation")
+            rows = train_rows()
+            base, averaged, final = found["base"], found["averaged"], found["final"]
+            plain, ensemble = found["final_no_averaging"], found["ensemble"]
+            scale = {**fm_ablation.GROUPED["field_decay"], "w": fm_ablation.GROUPED["linear_decay"]}
+            best = found["best_valid"]
+            others = (
+                "None of the chart's other single changes (learning rate, k = 16, minibatch size, initialisation) "
+                "reached a lower mean validation RMSE."
+                if best == fm_ablation.WINNER
+                else f"The lowest mean validation RMSE of the chart is that of *{best}*, not this configuration."
+            )
+            preset = (
+                "it is the preset *fm*."
+                if preset_fm_is(fm_ablation.WINNER)
+                else "the preset *fm* has been re-tuned since (the *Preset* menu fills in its recipe)."
+            )
+            st.markdown(
+                f"On {found['splits']} splits of MovieLens 100K the tuned FM has test RMSE **{base['rmse']:.4f}**. "
+                f"Averaging its weights from epoch 3, nothing else changed, gives **{averaged['rmse']:.4f}**. "
+                "The Adam FM's analogue of (1) is **grouped L2** (`TrainConfig(field_decay=..., linear_decay=...)`): "
+                f"the L2 of the user rows times {scale['user_id']:g}, of the movie rows times {scale['movie_id']:g}, "
+                f"of the linear weights times {scale['w']:g}, chosen on validation. With averaging and 80 epochs it gives "
+                f"**{final['rmse']:.4f} ± {final['rmse_std']:.4f}** in {final['cpu']:.1f} s of CPU per split; {preset}"
+                + target_sentence(rows)
+                + f" Without averaging the same FM has {plain['rmse']:.4f}. {others}"
+                + (
+                    ""
+                    if ensemble is None
+                    else f" The mean prediction of three such FMs (three training seeds: an ensemble, not one FM) has "
+                    f"{ensemble['rmse']:.4f} in {ensemble['cpu']:.1f} s of CPU."
+                )
+            )
+            st.caption(
+                f"From `{shown_path(ablation_path)}` · validation chose every setting; the test split was read once per model."
+            )
+            st.markdown("**The scorecard's claims on this page**, from the same result tables:")
+            columns = ["claim", *(c for c in ("protocol", "recipes") if c in rows), "measured", "verdict"]
+            st.dataframe(rows[columns], hide_index=True)
+
+
+on_demand(
+    "The Bayesian FM wins on MovieLens: why, and what the Adam FM needs"
+    if wins
+    else "The Bayesian FM against the Adam FM on MovieLens, and what the Adam FM needs",
+    "bfm_section",
+    bfm_section,
+)
+
+
+def feature_sets() -> None:
+    notebook_link("07_feature_sets")
+    features_section()
+
+
+on_demand(SECTION, "feature_sets_section", feature_sets)
