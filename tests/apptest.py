@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -10,12 +11,30 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def app_page(path: str, timeout: float = 120, **state) -> AppTest:
-    """An AppTest of ``path`` (relative to the project root), ``state`` set before the first run."""
+def app_page(path: str, timeout: float = 120, open_sections: bool = True, **state) -> AppTest:
+    """An AppTest of ``path`` (relative to the project root), ``state`` set before the first run.
+
+    With ``open_sections``, every section the page draws on demand (``on_demand``) is open, as for a
+    reader who opened them all; ``open_sections=False`` is the page as a visit shows it."""
     at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
+    for key in on_demand_keys(path) if open_sections else ():
+        at.session_state[key] = True
     for key, value in state.items():
         at.session_state[key] = value
     return at
+
+
+def on_demand_keys(path: str) -> list[str]:
+    """The keys of the sections that the page file ``path`` draws with ``on_demand(label, key, ...)``."""
+    tree = ast.parse((ROOT / path).read_text())
+    return [
+        node.args[1].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "on_demand"
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Constant)
+    ]
 
 
 def figure(at: AppTest, k: int) -> dict:

@@ -300,8 +300,15 @@ def test_derivations_keys_buttons_toggle_and_check(page):
     page.screenshot(path=str(SHOTS / "derivations-stepped.png"))
 
 
+def open_section(page, label: str) -> None:
+    """Open the section drawn on demand whose expander reads ``label``."""
+    page.locator("[data-testid='stExpander'] summary").filter(has_text=label).first.click()
+    wait_idle(page)
+
+
 def test_attention_inversion_trials_stay_when_the_page_reruns(page):
     visit(page, "Attention inversion")
+    open_section(page, "How often does the attack work?")
     button(page, "Run trials").click()
     wait_idle(page)
     title = "How often the Newton attack works, by regulariser γ"

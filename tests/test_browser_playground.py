@@ -236,6 +236,9 @@ def test_the_dplr_serves_every_pair_and_proposition_1_equals_the_pair_sum(tab):
 def test_the_movie_map_shows_titles_biases_and_two_seeds_agreement(server, tab):
     if not server[1]:
         pytest.skip("MovieLens 100K is not available here")
+    section = tab.locator("[data-testid='stExpander'] summary").filter(has_text="What a trained model learned")
+    section.click()  # the section is drawn when opened
+    idle(tab)
     chart = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="principal components").first
     chart.scroll_into_view_if_needed()
     chart.wait_for(timeout=120_000)
@@ -245,8 +248,6 @@ def test_the_movie_map_shows_titles_biases_and_two_seeds_agreement(server, tab):
         has_text=re.compile(r"Seeds [01] and [01]: Over")
     )
     assert re.search(r"Over \d+ movies, the two seeds rank the movie biases", agreement.first.inner_text())
-    tab.locator("[data-testid='stMain'] [data-testid='stHeading']").filter(
-        has_text="What a trained model learned"
-    ).scroll_into_view_if_needed()
+    section.scroll_into_view_if_needed()
     tab.screenshot(path=str(SHOTS / "movie map.png"), full_page=False)
     assert tab.locator("[data-testid='stException']").count() == 0

@@ -122,7 +122,7 @@ def test_movielens_twist_section():
 
 def test_the_page_opens_with_one_attention_row_traced_before_any_attack():
     """The worked example's numbers are fmlib.worked.attention_row's, and it comes before the controls and charts."""
-    at = app_page(PAGE, timeout=60)
+    at = app_page(PAGE, timeout=60, open_sections=False)  # as a visit shows it: the sections below are closed
     at.run()
     assert not at.exception
     title = "One output row, traced: n = 3 tokens of length d = 2"
@@ -137,4 +137,4 @@ def test_the_page_opens_with_one_attention_row_traced_before_any_attack():
     assert "gives 6 numbers for the 6 unknowns" in sentence
     opens = position(at, starts(f"**{title}"))
     assert position(at, starts("**Question.**")) < opens < position(at, of_type("slider"))
-    assert opens < position(at, of_type("plotly_chart")) < position(at, starts("How often does the attack work"))
+    assert opens < position(at, of_type("plotly_chart"))

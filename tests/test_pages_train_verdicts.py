@@ -72,7 +72,7 @@ def test_the_bayesian_fm_section_says_what_its_table_measured(tmp_path, bfm_rmse
     adam = (0.886, 0.891, 0.886)
     write_bfm_table(tmp_path, bfm_rmse, adam)
     at = train_page()
-    (heading,) = [h.value for h in at.subheader if h.value.startswith("The Bayesian FM")]
+    (heading,) = [e.label for e in at.expander if e.label.startswith("The Bayesian FM")]
     assert ("wins" in heading) == wins
     text = markdown(at)
     mean = sum(bfm_rmse) / 3
