@@ -222,11 +222,8 @@ st.markdown(
 if seen["note"]:
     st.info(seen["note"])
 
-left, right = st.columns([3, 2])
+left, right = st.columns([1, 2])
 with left:
-    chart(seen["shares"])
-    on_demand("as a table", "rafm_shares_table", lambda: st.dataframe(seen["table"], hide_index=True))
-with right:
     row = table_row(result, ranks)
     if row is not None:  # the number section 3's table shows (embeddings, linear weights and bias)
         st.metric(
@@ -243,6 +240,7 @@ with right:
             f"{percent(summary['share'])} of FM({ranks[-1]})'s",
             delta_color="off",
         )
+with right:
     st.markdown(
         f"Only *active* factors are kept (Prop. 1): $v_i^{{(k)}}$ for $k \\le k_i$, i.e. $\\sum_k D_k |F_k|$ with "
         f"$|F_k|$ = {summary['F_sizes']} features having $k_i \\ge k$, against $D_m |F|$ = {summary['fm_parameters']:,} "
@@ -250,6 +248,15 @@ with right:
         + ", ".join(percent(s) for s in summary["occurrence_share"])
         + " — what the evaluation time depends on (Remark 5)."
     )
+
+
+def shares_section() -> None:
+    """Eq. 17's ranks field by field, as a chart and as a table."""
+    chart(seen["shares"])
+    st.dataframe(seen["table"], hide_index=True)
+
+
+on_demand("Features per rank, field by field", "rafm_shares", shares_section)
 
 
 THEOREM_3 = r"""The naive sum over all pairs costs $O(D|\mathcal F|^2)$. With $\mathcal A_{l,k}$ the FM of rank
@@ -375,7 +382,7 @@ on_demand("4 · When can rank-awareness help?", "rafm_scorecard", scorecard_sect
 copy_link_and_reset(
     {
         "rafm_ranks": "8,32",
-        "rafm_shares_table": False,
+        "rafm_shares": False,
         "rafm_training": False,
         "rafm_payoff": False,
         "rafm_scorecard": False,

@@ -101,3 +101,16 @@ def test_two_runs_of_one_method_get_two_colours():
     fig = convergence_figure(runs)
     colours = {t.legendgroup: t.line.color for t in fig.data}
     assert len(colours) == 2 and len(set(colours.values())) == 2
+
+
+def test_a_long_trajectory_is_drawn_thinned_with_its_first_and_last_iteration():
+    import pandas as pd
+
+    from fmlib.plots.inversion import DRAWN_STEPS, drawn_steps
+
+    for length in (1, 7, DRAWN_STEPS, DRAWN_STEPS + 1, 500, 2001):
+        t = pd.DataFrame({"step": range(length), "loss": [1.0 / (i + 1) for i in range(length)]})
+        drawn = drawn_steps(t)
+        assert drawn["step"].iloc[0] == 0 and drawn["step"].iloc[-1] == length - 1
+        assert len(drawn) <= DRAWN_STEPS + 1 and drawn["step"].is_monotonic_increasing
+        assert len(drawn) == length if length <= DRAWN_STEPS else len(drawn) > DRAWN_STEPS // 2
