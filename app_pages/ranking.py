@@ -121,6 +121,7 @@ def cost_charts(bench: pd.DataFrame, n_items: int) -> tuple[go.Figure, go.Figure
     by_items = per_item_cost_figure(
         sweep_rows(bench, n_items, "item_fields"), "item_fields", f"Per-item cost vs |I| ({n_items:,} items, m = 40)"
     )
+    by_items.update_layout(showlegend=False)  # the same lines in the same colours: the left chart's legend names them
     return by_m, by_items, cache_payoff(bench, n_items)
 
 
@@ -174,7 +175,7 @@ if bench is not None:
     chart(by_items, container=right, key="by_items")
     st.markdown(f"**Notice:** {payoff}")
     st.caption(
-        "Bars: interquartile range. The dotted floor is an `embedding_bag` sum of each item's rows, timed in the "
+        "The left legend names the lines of both charts. Bars: interquartile range. The dotted floor is an `embedding_bag` sum of each item's rows, timed in the "
         "same run: cached FM and DPLR gather one precomputed row per item field (Algorithm 1), so they stay a "
         "small multiple of it; the full FwFM pass grows like m²."
     )
