@@ -154,10 +154,21 @@ def test_every_page_renders(page):
         page.screenshot(path=str(SHOTS / f"{i:02d}-{title.replace(' ', '_')}.png"))
 
 
+# A page is drawn when no element waits for its code (Streamlit shows a skeleton while an element's script chunk
+# loads: the first chart of a tab waits about 1 s for plotly.js here) and every plotly chart has drawn its SVG.
+DRAWN = """() => !document.querySelector("[data-testid='stMain'] [data-testid='stSkeleton']")
+  && [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
+       .every((chart) => chart.querySelector(".main-svg"))"""
+
+
+VISITS = 4  # a first visit, then three more: their median is the "second visit" reported (one alone varies ±0.2 s)
+
+
 def test_first_and_second_visits_are_timed(server, page):
     """A new reader on the default dataset, on a warm server (another session has drawn every page
-    before, as in a class): seconds from a click in the sidebar to the page drawn (the script idle),
-    first and second visit of every page. Beside each time, where
+    before, as in a class): seconds from a click in the sidebar to the page drawn (the script idle, no element
+    waiting for its code, every chart drawn: ``DRAWN``),
+    first visit of every page and the median of three later ones. Beside each time, where
     it went: the seconds the browser's main thread was busy (Chromium's TaskDuration) and the CPU
     seconds of the server process. Written to tests/screenshots/visits.json and printed — a
     measurement to report, not a timed assertion."""
@@ -188,6 +199,7 @@ def test_first_and_second_visits_are_timed(server, page):
         act()
         tab.wait_for_timeout(50)  # the click's rerun has begun
         tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
+        tab.wait_for_function(DRAWN, polling="raf", timeout=120_000)  # and the browser has drawn what it sent
         drawn = time.perf_counter() - start
         after = busy()
         return [round(drawn, 2), round(after[0] - before[0], 2), round(after[1] - before[1], 2)]
@@ -195,18 +207,17 @@ def test_first_and_second_visits_are_timed(server, page):
     timings = {"Home (opened)": [seconds_to_drawn(lambda: tab.goto(server[0]))]}
     links = tab.locator("[data-testid='stSidebarNav'] a")
     titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
-    for _ in range(2):  # first visits, then second visits
+    for _ in range(VISITS):  # first visits, then later ones
         for title in titles[1:] + titles[:1]:
             timings.setdefault(title, []).append(seconds_to_drawn(links.filter(has_text=title).first.click))
             no_exception(tab, title)
     tab.close()
     (SHOTS / "visits.json").write_text(json.dumps(timings, indent=1))
-    print("\n[seconds to drawn, browser busy, server CPU], first and second visit:")
+    print(f"\n[seconds to drawn, browser busy, server CPU]: first visit; median of visits 2 to {VISITS} (by drawn)")
     for title, visits in timings.items():
         assert all(drawn > 0 and browser >= 0 and cpu >= 0 for drawn, browser, cpu in visits)
-        print(
-            f"  {title:<22}" + "   ".join(f"{drawn:5.2f} {browser:5.2f} {cpu:5.2f}" for drawn, browser, cpu in visits)
-        )
+        shown = visits[:1] + ([sorted(visits[1:])[len(visits[1:]) // 2]] if visits[1:] else [])
+        print(f"  {title:<22}" + "   ".join(f"{drawn:5.2f} {browser:5.2f} {cpu:5.2f}" for drawn, browser, cpu in shown))
 
 
 def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_the_old_results(page):
