@@ -4,7 +4,7 @@ import streamlit as st
 import torch
 
 from app_pages._classroom import run_picker, training_in_sidebar
-from app_pages._lesson import arrive_at_the_top
+from app_pages._lesson import arrive
 from app_pages._ui import DATASETS, PAGES, load_data, starter_status, warm_up
 from app_pages._view import (
     error,
@@ -54,7 +54,7 @@ with st.sidebar:
     run_picker()
 projector_style()
 sidebar_follows_projector()
-arrive_at_the_top()
+arrive()
 link_notes()
 
 page.run()

@@ -9,6 +9,7 @@ hash of Streamlit's XSRF cookie, so a second tab does not vote twice), with no n
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 
 import streamlit as st
@@ -20,12 +21,21 @@ from fmlib.runs import RunError
 
 KEPT = ("dataset", "projector")  # the view a prepared link keeps unless the stop names its own value
 RUN_KEYS = ("run_id", "fi_run")  # parameters that name a saved run
-TO_TOP = """
+ARRIVE = """
 <script>
 {
+  const sections = SECTIONS;  // keys of the sections the link opened: the first one drawn is where the stop looks
   const top = () => document.querySelectorAll("*").forEach((el) => { if (el.scrollTop) el.scrollTop = 0; });
+  const section = () => sections.map((key) => document.querySelector(`[data-testid='stMain'] .st-key-${key}`)).find(Boolean);
   top();
-  setTimeout(top, 500);  // again once the page has drawn, which can restore the old offset
+  setTimeout(() => section() || top(), 500);  // again once the page has drawn, which can restore the old offset
+  if (sections.length) {  // follow the section while what lies above it is drawn, until the reader scrolls
+    const stop = () => { clearInterval(timer); ["wheel", "touchmove", "keydown"].forEach((e) => removeEventListener(e, stop)); };
+    const follow = (el) => { el.style.scrollMarginTop = "4.5rem"; el.scrollIntoView({ block: "start" }); };  // below the header
+    const timer = setInterval(() => { const el = section(); if (el) follow(el); }, 250);
+    ["wheel", "touchmove", "keydown"].forEach((e) => addEventListener(e, stop));
+    setTimeout(stop, 8000);
+  }
 }
 </script>
 """
@@ -120,12 +130,14 @@ def follow_prepared_link() -> None:
     """Open the page a prepared link asked for (its callback ran before this script)."""
     if "lesson_goto" in st.session_state:
         path, params = st.session_state.pop("lesson_goto")
-        st.session_state["lesson_arrived"] = True
+        st.session_state["lesson_arrived"] = [key for key, value in params.items() if value == "true"]
         st.switch_page(path, query_params=params)
 
 
-def arrive_at_the_top() -> None:
-    """On the page a prepared link opened: start at its top (the browser kept the Lesson's scroll position,
-    where the link sits low). Drawn in the sidebar, whose empty box takes no room from the page."""
-    if st.session_state.pop("lesson_arrived", False):
-        st.sidebar.html(TO_TOP, unsafe_allow_javascript=True)
+def arrive() -> None:
+    """On the page a prepared link opened: start at the section the link opened (a parameter ``key=true`` of a
+    section drawn on demand, ``_view.on_demand``), else at the page's top: the browser kept the Lesson's scroll
+    position, where the link sits low. Drawn in the sidebar, whose empty box takes no room from the page."""
+    sections = st.session_state.pop("lesson_arrived", None)
+    if sections is not None:
+        st.sidebar.html(ARRIVE.replace("SECTIONS", json.dumps(sections)), unsafe_allow_javascript=True)

@@ -2,7 +2,7 @@
 
 At every stop: the question and its choices are above the fold, no button's label is cut; a guess, Reveal, then the stop's prepared
 link opens its page with no exception, the view the stop describes drawn (Field interactions: the heatmaps
-and the ρ slider above the fold), and reloading the lesson's URL returns to the stop with the guess still there.
+and the ρ slider above the fold; a section the link opens in view), and reloading the lesson's URL returns to the stop with the guess still there.
 Screenshots of each stop's linked view go to tests/screenshots/lesson/ (ignored by git).
 """
 
@@ -13,6 +13,7 @@ import re
 import time
 
 import pytest
+from apptest import on_demand_keys
 from test_browser_projector import CHROMIUM, ROOT, SCREENS, cut_buttons, opened
 
 from fmlib.lessons import lesson_files, load_lesson
@@ -33,6 +34,11 @@ def server(tmp_path_factory):
 
     with serve(tmp_path_factory.mktemp("lesson")) as url:
         yield url
+
+
+def opened_sections(stop) -> list[str]:
+    """The sections drawn on demand that the stop's link opens (``key=true``)."""
+    return [key for key in on_demand_keys(f"app_pages/{stop.page}.py") if stop.params.get(key) == "true"]
 
 
 def wait_idle(tab) -> None:
@@ -85,6 +91,11 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
             assert below_fold(tab, slider, height) <= 0, f"{where}: the ρ slider is below the fold"
             top = heatmaps.bounding_box()["y"]  # a 400 px chart cannot fit under the controls at 480 px: its title must
             assert top < height - 100, f"{where}: the heatmaps start at {top:.0f} px, below a {height} px screen"
+        for key in opened_sections(stop):  # the page starts at the section the link opened
+            tab.wait_for_timeout(1600)  # the arrival's last scroll, once the charts above it are drawn
+            box = tab.locator(f"[data-testid='stMain'] .st-key-{key}").bounding_box()
+            assert box is not None, f"{where}: the link did not open the section {key}"
+            assert 0 <= box["y"] < height - 100, f"{where}: the section {key} starts at {box['y']:.0f} px, out of view"
         tab.screenshot(path=str(SHOTS / f"stop {number} {stop.page} {screen}.png"))
         tab.goto(lesson_url)
         expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible(timeout=60_000)
