@@ -128,7 +128,7 @@ def inversion_verdicts() -> None:
         rates = inversion_rates(frame)
         bound = float(rates.loc[rates["regulariser"] == inversion.BOUND, "gamma"].max())
         by_start = {f"{kind} start": part for kind, part in rates.groupby("start_kind")}
-        title = "Newton's attack by regulariser γ: rate over instances, 95 % Wilson interval"
+        title = "Newton's attack by regulariser γ<br><sup>rate over instances, 95 % Wilson interval</sup>"
         return success_figure(by_start, {label: bound for label in by_start}, title)
 
     chart(drawn_once(header, "rates", rates_figure), key="inversion_committed_rates")
