@@ -228,7 +228,7 @@ def secondary(text: str, show=st.caption) -> None:
         show(text)
 
 
-def on_demand(label: str, key: str, draw: Callable[[], None], container=st) -> None:
+def on_demand(label: str, key: str, draw: Callable[[], None]) -> None:
     """A section of the page drawn only while a reader has it open: an expander, closed on a visit,
     whose opening reruns the page (``on_change="rerun"``) and only then runs ``draw`` inside it.
 
@@ -236,7 +236,7 @@ def on_demand(label: str, key: str, draw: Callable[[], None], container=st) -> N
     in it on each visit: most of a visit's time on a long page (README, "How fast pages draw"). This
     one holds nothing until opened. Its state is bound to the URL (``?key=true``), so "link to this
     view" and a lesson's link can open it; add ``key: False`` to the page's view defaults."""
-    box = container.expander(label, key=key, on_change="rerun", bind="query-params")
+    box = st.expander(label, key=key, on_change="rerun", bind="query-params")
     if box.open:
         with box:
             draw()
