@@ -44,9 +44,11 @@ notebooks-html: venv
 	$(PY) notebooks/html/export.py --output-dir build/notebooks notebooks/*.ipynb
 
 # Two workers (the machine's two cores), one test file each at a time: a file's fixtures are built once.
+# One torch thread in every process the tests start (notebook kernels, the app's servers): beside the other
+# worker, a kernel with two threads spun for a core it could not have (notebook 01: 19 s alone, 323 s so).
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
 # Style (ruff) and the layers of the README's architecture section (import-linter, pyproject.toml).
 lint: venv

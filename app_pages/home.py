@@ -5,7 +5,7 @@ import streamlit as st
 from app_pages._intuition import block
 from app_pages._measured import scorecard_card
 from app_pages._ui import PAGES
-from app_pages._view import copy_link_and_reset, error, title_bar
+from app_pages._view import copy_link_and_reset, error, on_demand, title_bar
 from fmlib import toy
 from fmlib.experiments import scorecard
 
@@ -51,6 +51,25 @@ st.markdown(
 )
 
 
+def verdict_counts(card) -> None:
+    """One line a paper: how many of its claims earned each verdict, and the page that shows them."""
+    pages = {paper: (page, title) for paper, _name, _claims, page, title, _protocol in scorecard.SOURCES[::-1]}
+    lines = []
+    for paper, rows in card.groupby("paper", sort=False):
+        counts = ", ".join(f"{verdict} {n}×" for verdict, n in rows["verdict"].value_counts().items())
+        protocols = rows["protocol"].nunique()
+        page, title = pages[paper]
+        lines.append(
+            f"- **{paper}**: {len(rows)} claims under {protocols} protocol{'s' * (protocols > 1)}: {counts} "
+            f"([{title}]({page}))"
+        )
+    st.markdown("\n".join(lines))
+
+
+def every_claim() -> None:
+    st.dataframe(card[["paper", "claim", "protocol", "measured", "verdict", "recipes", "table"]], hide_index=True)
+
+
 try:
     card = scorecard_card()
 except ValueError as err:  # a damaged result table: say which
@@ -59,9 +78,10 @@ else:
     if card.empty:
         st.info("No result tables yet: run `python -m fmlib reproduce dplr` (it needs the tuned presets).")
     else:
-        st.dataframe(card[["paper", "claim", "protocol", "measured", "verdict", "recipes", "table"]], hide_index=True)
-        pages = dict.fromkeys((page, title) for _paper, _name, _claims, page, title, _protocol in scorecard.SOURCES)
-        st.markdown("The bars and the full tables: " + ", ".join(f"[{title}]({page})" for page, title in pages) + ".")
+        verdict_counts(card)
+        on_demand(
+            f"Every claim ({len(card)}): what was measured, under which protocol, and how", "home_claims", every_claim
+        )
 st.subheader("Pages")
 for path, title, icon, blurb in PAGES[1:]:
     st.page_link(path, label=title, icon=icon)
@@ -70,4 +90,4 @@ st.info(
     "The sidebar picks the dataset (and says which source served it) and a saved run, "
     "which the analysis pages read. Notebooks in `notebooks/` tell the same stories with the same API."
 )
-copy_link_and_reset({}, container=bar)  # the page has no settings of its own: the link carries the sidebar's
+copy_link_and_reset({"home_claims": False}, container=bar)  # and the sidebar's settings

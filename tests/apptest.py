@@ -15,9 +15,10 @@ def app_page(path: str, timeout: float = 120, open_sections: bool = True, **stat
     """An AppTest of ``path`` (relative to the project root), ``state`` set before the first run.
 
     With ``open_sections``, every section the page draws on demand (``on_demand``) is open, as for a
-    reader who opened them all; ``open_sections=False`` is the page as a visit shows it."""
+    reader who opened them all; ``open_sections=False`` is the page as a visit shows it. The frame,
+    ``app.py``, opens on Home."""
     at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
-    for key in on_demand_keys(path) if open_sections else ():
+    for key in on_demand_keys("app_pages/home.py" if path == "app.py" else path) if open_sections else ():
         at.session_state[key] = True
     for key, value in state.items():
         at.session_state[key] = value

@@ -40,8 +40,16 @@ def test_home_page_shows_the_scorecard(tmp_path, monkeypatch):
     at = app_page("app.py", dataset="synthetic")  # home is the frame's default page
     at.run()
     assert not at.exception and not at.error
-    card = at.dataframe[0].value
-    card = card[card["protocol"] == scorecard.OURS].set_index("claim")  # the committed paper-protocol rows too
+    every = at.dataframe[0].value  # the section "Every claim", opened
+    counts = next(m.value for m in at.markdown if m.value.startswith("- **DPLR**"))  # a line a paper, always shown
+    dplr = every[every["paper"] == "DPLR"]
+    assert f"**DPLR**: {len(dplr)} claims under {dplr['protocol'].nunique()} protocols:" in counts
+    assert (
+        f"holds {(dplr['verdict'] == 'holds').sum()}×" in counts
+        and "([Field interactions](field_interactions))" in counts
+    )
+    assert not app_page("app.py", open_sections=False, dataset="synthetic").run().dataframe, "a visit draws no table"
+    card = every[every["protocol"] == scorecard.OURS].set_index("claim")  # the committed paper-protocol rows too
     assert card.loc["DPLR beats the FwFM pruned to the same budget at ρ = 2", "verdict"] == "holds"
     assert any("[Field interactions](field_interactions)" in m.value for m in at.markdown)
 
