@@ -38,6 +38,17 @@ def on_demand_keys(path: str) -> list[str]:
     ]
 
 
+def tiny_fwfm_run(author: str | None = None) -> str:
+    """The id of a one-epoch FwFM on small synthetic data, saved in the test's run store: for the pages that
+    read the sidebar's run (Field interactions, Ranking)."""
+    from fmlib.data import split, synthetic
+    from fmlib.runs import RunStore
+    from fmlib.train import TrainConfig, train_model
+
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
+    return RunStore().save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), author=author)
+
+
 def figure(at: AppTest, k: int) -> dict:
     """The k-th plotly figure of the page as JSON (AppTest has no plotly accessor)."""
     return json.loads(at.get("plotly_chart")[k].proto.spec)

@@ -124,13 +124,25 @@ def visit(page, title: str) -> None:
     no_exception(page, title)
 
 
-def choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the select box labelled ``label``."""
+def choose(page, label: str, option: str, tries: int = 3) -> None:
+    """Pick ``option`` in the select box labelled ``label``. The open list closes when the page moves under it
+    (a scroll, a rerun redrawing the box): on a busy machine that can happen after the click, so a list that
+    did not show the option in 10 s is opened again, as a reader would."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     box = page.locator("[data-testid='stSelectbox']").filter(has_text=label).first
-    box.scroll_into_view_if_needed()  # a long scroll first, as a reader's: the open list closes if the page still scrolls
-    page.wait_for_timeout(300)
-    box.click()
-    page.get_by_role("option", name=option, exact=True).first.click()
+    for attempt in range(tries):
+        box.scroll_into_view_if_needed()  # a long scroll first, as a reader's
+        page.wait_for_timeout(300)
+        box.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).first.click(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+            wait_idle(page)
     wait_idle(page)
 
 

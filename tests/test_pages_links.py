@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from apptest import ROOT, app_page
+from apptest import ROOT, app_page, tiny_fwfm_run
 
 from app_pages._ui import PAGES
 from fmlib.lessons import lesson_files, load_lesson
@@ -176,12 +176,7 @@ def test_every_other_tampered_link_value_falls_back_with_a_note(page, params, ke
 
 @pytest.fixture
 def fwfm_run_id():
-    from fmlib.data import split, synthetic
-    from fmlib.runs import RunStore
-    from fmlib.train import train_model
-
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
-    return RunStore().save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), author="Ada")
+    return tiny_fwfm_run(author="Ada")
 
 
 @pytest.mark.parametrize("path", [page[0] for page in PAGES])

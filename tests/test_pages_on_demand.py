@@ -4,21 +4,12 @@ when opened, opened by a link, and kept in "link to this view"."""
 from __future__ import annotations
 
 import pytest
-from apptest import app_page, on_demand_keys
+from apptest import app_page, on_demand_keys, tiny_fwfm_run
 
 from app_pages._ui import PAGES
 
 PAGED = [(path, key) for path, *_ in PAGES for key in on_demand_keys(path)]
 RUN_PAGES = ("app_pages/field_interactions.py", "app_pages/ranking.py")  # they stop early without a run
-
-
-def saved_fwfm() -> str:
-    from fmlib.data import split, synthetic
-    from fmlib.runs import RunStore
-    from fmlib.train import TrainConfig, train_model
-
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
-    return RunStore().save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4))
 
 
 def test_the_seven_longest_pages_fold_their_later_sections():
@@ -29,7 +20,7 @@ def test_the_seven_longest_pages_fold_their_later_sections():
 
 @pytest.mark.parametrize("path", sorted({path for path, _ in PAGED}))
 def test_a_visit_draws_no_section_and_opening_one_draws_it(path):
-    setup = {"dataset": "synthetic", "run_id": saved_fwfm()} if path in RUN_PAGES else {}
+    setup = {"dataset": "synthetic", "run_id": tiny_fwfm_run()} if path in RUN_PAGES else {}
     at = app_page("app.py" if path == PAGES[0][0] else path, open_sections=False, **setup).run()  # Home: in the frame
     assert not at.exception
     closed = [e for e in at.expander if not e.children]
