@@ -8,6 +8,7 @@ from app_pages._ui import PAGES
 from app_pages._view import copy_link_and_reset, error, on_demand, title_bar
 from fmlib import toy
 from fmlib.experiments import scorecard
+from fmlib.experiments.verdict import VERDICTS
 
 bar = title_bar("fmlib explainer")
 st.markdown(
@@ -53,15 +54,18 @@ st.markdown(
 
 def verdict_counts(card) -> None:
     """One line a paper: how many of its claims earned each verdict, and the page that shows them."""
-    pages = {paper: (page, title) for paper, _name, _claims, page, title, _protocol in scorecard.SOURCES[::-1]}
+    pages = {}
+    for paper, _name, _claims, page, title, _protocol in scorecard.SOURCES:
+        pages.setdefault(paper, (page, title))
     lines = []
     for paper, rows in card.groupby("paper", sort=False):
-        counts = ", ".join(f"{verdict} {n}×" for verdict, n in rows["verdict"].value_counts().items())
+        counts = rows["verdict"].value_counts()
+        shown = ", ".join(f"{verdict} {counts[verdict]}×" for verdict in VERDICTS if verdict in counts)
         protocols = rows["protocol"].nunique()
         page, title = pages[paper]
         lines.append(
-            f"- **{paper}**: {len(rows)} claims under {protocols} protocol{'s' * (protocols > 1)}: {counts} "
-            f"([{title}]({page}))"
+            f"- **{paper}**: {len(rows)} claim{'s' * (len(rows) > 1)} under {protocols} "
+            f"protocol{'s' * (protocols > 1)}: {shown} ([{title}]({page}))"
         )
     st.markdown("\n".join(lines))
 

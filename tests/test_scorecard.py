@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -41,13 +42,15 @@ def test_home_page_shows_the_scorecard(tmp_path, monkeypatch):
     at.run()
     assert not at.exception and not at.error
     every = at.dataframe[0].value  # the section "Every claim", opened
-    counts = next(m.value for m in at.markdown if m.value.startswith("- **DPLR**"))  # a line a paper, always shown
+    lines = next(m.value for m in at.markdown if m.value.startswith("- **DPLR**")).splitlines()  # always shown
+    counts = lines[0]  # a line a paper
     dplr = every[every["paper"] == "DPLR"]
     assert f"**DPLR**: {len(dplr)} claims under {dplr['protocol'].nunique()} protocols:" in counts
     assert (
         f"holds {(dplr['verdict'] == 'holds').sum()}×" in counts
         and "([Field interactions](field_interactions))" in counts
     )
+    assert sum(int(n) for n in re.findall(r" (\d+)×", counts)) == len(dplr), "every verdict is counted"
     assert not app_page("app.py", open_sections=False, dataset="synthetic").run().dataframe, "a visit draws no table"
     card = every[every["protocol"] == scorecard.OURS].set_index("claim")  # the committed paper-protocol rows too
     assert card.loc["DPLR beats the FwFM pruned to the same budget at ρ = 2", "verdict"] == "holds"
