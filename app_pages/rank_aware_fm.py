@@ -24,7 +24,7 @@ notebook_link("03_rank_aware_fm")
 st.markdown(
     "**Should a movie rated three times get as many factors as one rated five hundred times?** "
     "An FM gives every feature an embedding of the same rank D. Rare features then over-fit, frequent "
-    "ones under-fit. RaFM keeps several embeddings per feature, of ranks $D_1 < \\dots < D_m$, and lets a pair "
+    "ones under-fit. RaFM keeps several embeddings per feature, of ranks $D_1 < \\dots < D_h$ ($h$ levels; [RaFM] writes $m$, here the number of fields), and lets a pair "
     "of features interact at the largest rank *both* have: $k_{ij} = \\min(k_i, k_j)$ (eqs. 4–5)."
 )
 
@@ -41,7 +41,7 @@ def valid_ranks(text: str) -> bool:
 
 text = checked_link(
     lambda: st.text_input(
-        "Rank set $D_1, \\dots, D_m$ (comma-separated, strictly increasing)",
+        "Rank set $D_1, \\dots, D_h$ (comma-separated, strictly increasing)",
         "8,32",
         key="rafm_ranks",
         bind="query-params",
@@ -243,7 +243,7 @@ with left:
 with right:
     st.markdown(
         f"Only *active* factors are kept (Prop. 1): $v_i^{{(k)}}$ for $k \\le k_i$, i.e. $\\sum_k D_k |F_k|$ with "
-        f"$|F_k|$ = {summary['F_sizes']} features having $k_i \\ge k$, against $D_m |F|$ = {summary['fm_parameters']:,} "
+        f"$|F_k|$ = {summary['F_sizes']} features having $k_i \\ge k$, against $D_h |F|$ = {summary['fm_parameters']:,} "
         f"for FM({ranks[-1]}). Share of occurrences in each $F_k$: "
         + ", ".join(percent(s) for s in summary["occurrence_share"])
         + " — what the evaluation time depends on (Remark 5)."
@@ -260,11 +260,11 @@ on_demand("Features per rank, field by field", "rafm_shares", shares_section)
 
 
 THEOREM_3 = r"""The naive sum over all pairs costs $O(D|\mathcal F|^2)$. With $\mathcal A_{l,k}$ the FM of rank
-$D_l$ over the features in $\mathcal F_k = \{i : k_i \ge k\}$ (eqs. 6, 7) the model is $\mathcal B_{1,m}$, reached from
+$D_l$ over the features in $\mathcal F_k = \{i : k_i \ge k\}$ (eqs. 6, 7) the model is $\mathcal B_{1,h}$, reached from
 $\mathcal B_{1,1} = \mathcal A_{1,1}$ by **Theorem 3**,
 $\mathcal B_{l,k+1} = \mathcal B_{l,k} - \mathcal A_{k,k+1} + \mathcal A_{k+1,k+1}$: move the pairs inside $\mathcal F_{k+1}$ from rank $D_k$ to $D_{k+1}$, at cost
 $O(\sum_k D_k |\mathcal F_k|)$ (Cor. 4). **Algorithm 1** trains each feature's *highest* embedding (a free
-variable) on $L(\mathcal B_{1,m}, y)$; its lower-rank copies (dependent variables) only learn to make
+variable) on $L(\mathcal B_{1,h}, y)$; its lower-rank copies (dependent variables) only learn to make
 $\mathcal B_{1,k}$ agree with $\mathcal B_{1,k+1}$ (eq. 12b). A genre value keeps its own rank; at each level the
 genres field sums the values present there, each with its usual weight 1/len."""
 
@@ -272,7 +272,7 @@ genres field sums the values present there, each with its usual weight 1/len."""
 def training_section() -> None:
     """Section 2: Theorem 3's recursion and Algorithm 1, with the levels of the chosen ranks."""
     st.markdown(THEOREM_3)
-    sizes = summary["F_sizes"] + [0]  # |F_1|, …, |F_m|, and F_{m+1} = ∅
+    sizes = summary["F_sizes"] + [0]  # |F_1|, …, |F_h|, and F_{h+1} = ∅
     rows = [
         {
             "level k": k,
@@ -345,7 +345,7 @@ def payoff_section() -> None:
 def scorecard_section() -> None:
     """Section 4: where RaFM can differ from FM, and its claims under every protocol."""
     st.markdown(
-        "RaFM differs from FM($D_m$) only on samples with a feature below the top rank. With eq. 17 the cut-points "
+        "RaFM differs from FM($D_h$) only on samples with a feature below the top rank. With eq. 17 the cut-points "
         "are fixed by the ranks ($t = \\sqrt{D_1 D_2}$ = 16 for (8, 32)), so on a small data set few features sit "
         "below it; the paper regards the $k_i$ as hyperparameters (§3), so a cut-point inside the data's frequency "
         "range is fair play. The scorecard also measures RaFM under the paper's own protocol (each model's L2 from "
