@@ -30,10 +30,11 @@ ARRIVE = """
   top();
   setTimeout(() => section() || top(), 500);  // again once the page has drawn, which can restore the old offset
   if (sections.length) {  // follow the section while what lies above it is drawn, until the reader scrolls
-    const stop = () => { clearInterval(timer); ["wheel", "touchmove", "keydown"].forEach((e) => removeEventListener(e, stop)); };
+    const scrolls = ["wheel", "touchmove", "keydown"];
+    const stop = () => { clearInterval(timer); scrolls.forEach((e) => removeEventListener(e, stop)); };
     const follow = (el) => { el.style.scrollMarginTop = "4.5rem"; el.scrollIntoView({ block: "start" }); };  // below the header
     const timer = setInterval(() => { const el = section(); if (el) follow(el); }, 250);
-    ["wheel", "touchmove", "keydown"].forEach((e) => addEventListener(e, stop));
+    scrolls.forEach((e) => addEventListener(e, stop));
     setTimeout(stop, 8000);
   }
 }

@@ -70,7 +70,7 @@ def verdict_counts(card) -> None:
     st.markdown("\n".join(lines))
 
 
-def every_claim() -> None:
+def every_claim(card) -> None:
     st.dataframe(card[["paper", "claim", "protocol", "measured", "verdict", "recipes", "table"]], hide_index=True)
 
 
@@ -84,7 +84,9 @@ else:
     else:
         verdict_counts(card)
         on_demand(
-            f"Every claim ({len(card)}): what was measured, under which protocol, and how", "home_claims", every_claim
+            f"Every claim ({len(card)}): what was measured, under which protocol, and how",
+            "home_claims",
+            lambda: every_claim(card),
         )
 st.subheader("Pages")
 for path, title, icon, blurb in PAGES[1:]:

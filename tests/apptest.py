@@ -9,16 +9,17 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
+HOME = "app_pages/home.py"  # the frame's default page
 
 
 def app_page(path: str, timeout: float = 120, open_sections: bool = True, **state) -> AppTest:
     """An AppTest of ``path`` (relative to the project root), ``state`` set before the first run.
 
     With ``open_sections``, every section the page draws on demand (``on_demand``) is open, as for a
-    reader who opened them all; ``open_sections=False`` is the page as a visit shows it. The frame,
-    ``app.py``, opens on Home."""
-    at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
-    for key in on_demand_keys("app_pages/home.py" if path == "app.py" else path) if open_sections else ():
+    reader who opened them all; ``open_sections=False`` is the page as a visit shows it. Home runs in the
+    frame, ``app.py``, whose default page it is: its page links need the frame's navigation."""
+    at = AppTest.from_file(str(ROOT / ("app.py" if path == HOME else path)), default_timeout=timeout)
+    for key in on_demand_keys(HOME if path == "app.py" else path) if open_sections else ():
         at.session_state[key] = True
     for key, value in state.items():
         at.session_state[key] = value

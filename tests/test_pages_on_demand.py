@@ -21,7 +21,7 @@ def test_the_seven_longest_pages_fold_their_later_sections():
 @pytest.mark.parametrize("path", sorted({path for path, _ in PAGED}))
 def test_a_visit_draws_no_section_and_opening_one_draws_it(path):
     setup = {"dataset": "synthetic", "run_id": tiny_fwfm_run()} if path in RUN_PAGES else {}
-    at = app_page("app.py" if path == PAGES[0][0] else path, open_sections=False, **setup).run()  # Home: in the frame
+    at = app_page(path, open_sections=False, **setup).run()
     assert not at.exception
     closed = [e for e in at.expander if not e.children]
     drawn_closed = {e.label for e in closed}
