@@ -182,14 +182,27 @@ DRAWN = """() => {
   return Boolean(drawn);
 }"""
 
+# What keeps a page from counting as drawn, for the message of a visit that never was.
+NOT_DRAWN = """() => ({
+  visit: window.__visit,
+  state: document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state"),
+  title: Boolean(document.querySelector("[data-testid='stMain'] h1")),
+  skeletons: document.querySelectorAll("[data-testid='stMain'] [data-testid='stSkeleton']").length,
+  charts_undrawn: [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
+    .filter((chart) => !chart.querySelector(".main-svg")).length,
+})"""
+
 # Before a click: note when the button goes down, and whether the script has run since (a rerun sets the
-# app's script state to "running" before the page changes; a MutationObserver sees every change of it).
+# app's script state to "running" before the page changes; a MutationObserver sees every change of it; a script
+# still running at the press, a rerun of the page before, runs the press's rerun next without changing it).
 BEFORE_CLICK = """() => {
   const visit = window.__visit = {ran: false, down: null};
-  document.addEventListener("pointerdown", () => { visit.down = performance.now(); }, {capture: true, once: true});
   const app = document.querySelector("[data-testid='stApp']");
+  const running = () => app.getAttribute("data-test-script-state") === "running";
+  document.addEventListener("pointerdown", () => { visit.down = performance.now(); visit.ran ||= running(); },
+    {capture: true, once: true});
   new MutationObserver((changes, observer) => {
-    if (app.getAttribute("data-test-script-state") === "running") { visit.ran = true; observer.disconnect(); }
+    if (running()) { visit.ran = true; observer.disconnect(); }
   }).observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
 }"""
 
@@ -207,6 +220,8 @@ def test_first_and_second_visits_are_timed(server, page):
     TaskDuration) and the CPU seconds of the server process. Written to tests/screenshots/visits.json
     and printed: a measurement to report, not a timed assertion."""
     import json
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     warm = page.context.browser.new_page(viewport={"width": 1280, "height": 900})  # the session before
     warm.goto(server[0])
@@ -227,28 +242,34 @@ def test_first_and_second_visits_are_timed(server, page):
         stat = Path(f"/proc/{server[3]}/stat").read_text().rsplit(")", 1)[1].split()
         return metrics["TaskDuration"], (int(stat[11]) + int(stat[12])) / ticks
 
-    def timed(act, start: str) -> list[float]:
+    def timed(act, start: str, what: str) -> list[float]:
         """[seconds from ``start`` (a page's expression in milliseconds) to drawn, browser busy, server CPU]."""
         before = busy()
         act()
-        tab.wait_for_function(DRAWN, polling="raf", timeout=120_000)
+        try:
+            tab.wait_for_function(DRAWN, polling="raf", timeout=120_000)
+        except PlaywrightTimeout:
+            raise AssertionError(f"{what} was not drawn in 120 s: {tab.evaluate(NOT_DRAWN)}") from None
         after = busy()
         drawn = tab.evaluate(f"() => (window.__drawnAt - ({start})) / 1000")
         return [round(drawn, 2), round(after[0] - before[0], 2), round(after[1] - before[1], 2)]
 
-    def press(link) -> list[float]:
+    def press(title: str) -> list[float]:
+        wait_idle(tab)  # no rerun of the page before still under way
+        link = links.filter(has_text=title).first
+        link.scroll_into_view_if_needed()
         box = link.bounding_box()
         tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         tab.wait_for_timeout(100)  # the hover's restyle is drawn
         tab.evaluate(BEFORE_CLICK)
-        return timed(lambda: (tab.mouse.down(), tab.mouse.up()), "window.__visit.down")
+        return timed(lambda: (tab.mouse.down(), tab.mouse.up()), "window.__visit.down", title)
 
-    timings = {"Home (opened)": [timed(lambda: tab.goto(server[0]), "0")]}
+    timings = {"Home (opened)": [timed(lambda: tab.goto(server[0]), "0", "Home")]}
     links = tab.locator("[data-testid='stSidebarNav'] a")
     titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
     for _ in range(VISITS):  # first visits, then later ones
         for title in titles[1:] + titles[:1]:
-            timings.setdefault(title, []).append(press(links.filter(has_text=title).first))
+            timings.setdefault(title, []).append(press(title))
             no_exception(tab, title)
     tab.close()
     (SHOTS / "visits.json").write_text(json.dumps(timings, indent=1))
