@@ -173,8 +173,9 @@ def test_every_page_renders(page):
 DRAWN = """() => {
   const visit = window.__visit ?? {ran: true};
   const state = document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state");
-  const drawn = visit.ran && state === "notRunning"
-    && document.querySelector("[data-testid='stMain'] h1")
+  const title = document.querySelector("[data-testid='stMain'] h1");
+  const drawn = (visit.ran || (title && title.textContent !== visit.title)) && state === "notRunning"
+    && title
     && !document.querySelector("[data-testid='stMain'] [data-testid='stSkeleton']")
     && [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
          .every((chart) => chart.querySelector(".main-svg"));
@@ -186,17 +187,21 @@ DRAWN = """() => {
 NOT_DRAWN = """() => ({
   visit: window.__visit,
   state: document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state"),
-  title: Boolean(document.querySelector("[data-testid='stMain'] h1")),
+  title: document.querySelector("[data-testid='stMain'] h1")?.textContent ?? null,
+  path: location.pathname,
   skeletons: document.querySelectorAll("[data-testid='stMain'] [data-testid='stSkeleton']").length,
   charts_undrawn: [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
     .filter((chart) => !chart.querySelector(".main-svg")).length,
 })"""
 
-# Before a click: note when the button goes down, and whether the script has run since (a rerun sets the
-# app's script state to "running" before the page changes; a MutationObserver sees every change of it; a script
-# still running at the press, a rerun of the page before, runs the press's rerun next without changing it).
+# Before a click: note when the button goes down, the page's title then, and whether the script has run since (a
+# rerun sets the app's script state to "running" before the page changes; a MutationObserver sees every change of
+# it; a script still running at the press, a rerun of the page before, runs the press's rerun next without changing
+# it). A quick page can run and finish between two of React's renders, so that the state never shows "running"
+# (seen on Derivations on a fast machine): a new title, drawn while the state is "notRunning", says the same.
 BEFORE_CLICK = """() => {
-  const visit = window.__visit = {ran: false, down: null};
+  const title = document.querySelector("[data-testid='stMain'] h1")?.textContent;
+  const visit = window.__visit = {ran: false, down: null, title};
   const app = document.querySelector("[data-testid='stApp']");
   const running = () => app.getAttribute("data-test-script-state") === "running";
   document.addEventListener("pointerdown", () => { visit.down = performance.now(); visit.ran ||= running(); },
