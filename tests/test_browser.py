@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -213,30 +214,83 @@ BEFORE_CLICK = """() => {
 
 
 VISITS = 4  # a first visit, then three more: their median is the "second visit" reported (one alone varies ±0.2 s)
+FLOOR_READERS = 3  # new readers of the bare app (tests/bare_app.py): the floor reported is their median
 
 
-def test_first_and_second_visits_are_timed(server, page):
-    """A new reader on the default dataset, on a warm server (another session has drawn every page
-    before, as in a class): seconds from the press of a link in the sidebar to the page drawn (``DRAWN``),
-    by the browser's own clock, first visit of every page and the median of three later ones; the
-    opening of Home from the start of its navigation. The mouse rests on the link before the press, as a
-    reader's hand does, so that neither its hover nor the test's own checks of the link are counted.
-    Beside each time, where it went: the seconds the browser's main thread was busy (Chromium's
-    TaskDuration) and the CPU seconds of the server process. Written to tests/screenshots/visits.json
-    and printed: a measurement to report, not a timed assertion."""
-    import json
-
+def drawn_in(tab, act, start: str, what: str) -> float:
+    """Seconds from ``start`` (a page's expression in milliseconds) to the page drawn (``DRAWN``), after ``act``."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    warm = page.context.browser.new_page(viewport={"width": 1280, "height": 900})  # the session before
-    warm.goto(server[0])
+    act()
+    try:
+        tab.wait_for_function(DRAWN, polling="raf", timeout=120_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{what} was not drawn in 120 s: {tab.evaluate(NOT_DRAWN)}") from None
+    return round(tab.evaluate(f"() => (window.__drawnAt - ({start})) / 1000"), 2)
+
+
+def opening(tab, url: str) -> float:
+    """Seconds from the start of the navigation to ``url`` to its page drawn."""
+    return drawn_in(tab, lambda: tab.goto(url), "0", url)
+
+
+def pressing(tab, title: str) -> float:
+    """Seconds from the press of the sidebar's link ``title`` to its page drawn. The mouse rests on the link before
+    the press, as a reader's hand does, so that neither its hover nor the test's own checks of the link count."""
+    wait_idle(tab)  # no rerun of the page before still under way
+    link = tab.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first
+    link.scroll_into_view_if_needed()
+    box = link.bounding_box()
+    tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tab.wait_for_timeout(100)  # the hover's restyle is drawn
+    tab.evaluate(BEFORE_CLICK)
+    return drawn_in(tab, lambda: (tab.mouse.down(), tab.mouse.up()), "window.__visit.down", title)
+
+
+def warmed(browser, url: str) -> None:
+    """Another session visits every page first, as in a class: the server has built what it shares."""
+    warm = browser.new_page(viewport={"width": 1280, "height": 900})
+    warm.goto(url)
     wait_idle(warm)
     for link in warm.locator("[data-testid='stSidebarNav'] a").all():
         link.click()
         warm.wait_for_timeout(50)
         wait_idle(warm)
     warm.close()
-    tab = page.context.browser.new_page(viewport={"width": 1280, "height": 900})  # a new session
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def floor(browser, tmp: Path) -> dict[str, float]:
+    """The same clock on the bare app, warmed the same way: its opening, and its first chart's visit."""
+    from test_browser_projector import serve
+
+    with serve(tmp, "tests/bare_app.py") as url:
+        warmed(browser, url)
+        opened, charted = [], []
+        for _ in range(FLOOR_READERS):
+            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            opened.append(opening(tab, url))
+            charted.append(pressing(tab, "Chart"))
+            tab.close()
+    return {"opened": median(opened), "first chart": median(charted)}
+
+
+def test_first_and_second_visits_are_timed(server, page, tmp_path):
+    """A new reader on the default dataset, on a warm server: seconds to drawn, by the browser's own clock, first
+    visit of every page (from the press of its link in the sidebar) and the median of three later ones; the
+    opening of Home from the start of its navigation. Beside each time, where it went: the seconds the browser's
+    main thread was busy (Chromium's TaskDuration) and the CPU seconds of the server process. Beside the app, in
+    the same run, its floor: a bare Streamlit app's opening and the visit of its page with one chart, the first of
+    its tab, as the tab's first chart in the app waits for plotly.js too. Written to tests/screenshots/visits.json
+    and printed: a measurement to report, not a timed assertion."""
+    import json
+
+    browser = page.context.browser
+    warmed(browser, server[0])
+    tab = browser.new_page(viewport={"width": 1280, "height": 900})  # a new session
     devtools = tab.context.new_cdp_session(tab)
     devtools.send("Performance.enable")
     ticks = os.sysconf("SC_CLK_TCK")
@@ -247,42 +301,38 @@ def test_first_and_second_visits_are_timed(server, page):
         stat = Path(f"/proc/{server[3]}/stat").read_text().rsplit(")", 1)[1].split()
         return metrics["TaskDuration"], (int(stat[11]) + int(stat[12])) / ticks
 
-    def timed(act, start: str, what: str) -> list[float]:
-        """[seconds from ``start`` (a page's expression in milliseconds) to drawn, browser busy, server CPU]."""
+    def timed(measure) -> list[float]:
+        """[seconds to drawn, browser busy, server CPU] of ``measure``."""
         before = busy()
-        act()
-        try:
-            tab.wait_for_function(DRAWN, polling="raf", timeout=120_000)
-        except PlaywrightTimeout:
-            raise AssertionError(f"{what} was not drawn in 120 s: {tab.evaluate(NOT_DRAWN)}") from None
+        drawn = measure()
         after = busy()
-        drawn = tab.evaluate(f"() => (window.__drawnAt - ({start})) / 1000")
-        return [round(drawn, 2), round(after[0] - before[0], 2), round(after[1] - before[1], 2)]
+        return [drawn, round(after[0] - before[0], 2), round(after[1] - before[1], 2)]
 
-    def press(title: str) -> list[float]:
-        wait_idle(tab)  # no rerun of the page before still under way
-        link = links.filter(has_text=title).first
-        link.scroll_into_view_if_needed()
-        box = link.bounding_box()
-        tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        tab.wait_for_timeout(100)  # the hover's restyle is drawn
-        tab.evaluate(BEFORE_CLICK)
-        return timed(lambda: (tab.mouse.down(), tab.mouse.up()), "window.__visit.down", title)
-
-    timings = {"Home (opened)": [timed(lambda: tab.goto(server[0]), "0", "Home")]}
+    timings = {"Home (opened)": [timed(partial(opening, tab, server[0]))]}
     links = tab.locator("[data-testid='stSidebarNav'] a")
     titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
+    first_chart = None  # the page whose first visit showed the tab's first chart
     for _ in range(VISITS):  # first visits, then later ones
         for title in titles[1:] + titles[:1]:
-            timings.setdefault(title, []).append(press(title))
+            timings.setdefault(title, []).append(timed(partial(pressing, tab, title)))
             no_exception(tab, title)
+            if first_chart is None and tab.locator("[data-testid='stMain'] [data-testid='stPlotlyChart']").count():
+                first_chart = title
     tab.close()
-    (SHOTS / "visits.json").write_text(json.dumps(timings, indent=1))
+    bare = floor(browser, tmp_path)
+    (SHOTS / "visits.json").write_text(json.dumps({**timings, "bare app (floor)": bare}, indent=1))
     print(f"\n[seconds to drawn, browser busy, server CPU]: first visit; median of visits 2 to {VISITS} (by drawn)")
     for title, visits in timings.items():
         assert all(drawn > 0 and browser >= 0 and cpu >= 0 for drawn, browser, cpu in visits)
-        shown = visits[:1] + ([sorted(visits[1:])[len(visits[1:]) // 2]] if visits[1:] else [])
+        shown = visits[:1] + ([median(visits[1:])] if visits[1:] else [])
         print(f"  {title:<22}" + "   ".join(f"{drawn:5.2f} {browser:5.2f} {cpu:5.2f}" for drawn, browser, cpu in shown))
+    assert first_chart is not None and all(seconds > 0 for seconds in bare.values())
+    print(
+        f"Floor, a bare Streamlit app in the same run (median of {FLOOR_READERS} new readers): opened in "
+        f"{bare['opened']:.2f} s (Home: {timings['Home (opened)'][0][0] / bare['opened']:.2f}×); its page with one "
+        f"chart, the tab's first, in {bare['first chart']:.2f} s ({first_chart}, the app's tab's first chart: "
+        f"{timings[first_chart][0][0] / bare['first chart']:.2f}×)"
+    )
 
 
 def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_the_old_results(page):

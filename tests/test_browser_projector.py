@@ -35,13 +35,13 @@ pytestmark = [
 
 
 @contextlib.contextmanager
-def serve(tmp: Path):
-    """The app on a free port, its runs in ``tmp / "runs"``, no starter runs; yields its URL."""
+def serve(tmp: Path, app: str = "app.py"):
+    """``app`` on a free port, its runs in ``tmp / "runs"``, no starter runs; yields its URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command = [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true"]
     command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
     command += ["--server.fileWatcherType", "none"]  # as `make serve`: no reruns from files others write meanwhile
     with (tmp / "server.log").open("w") as out:
