@@ -1,9 +1,10 @@
 """A real browser at a projector's size: 1280×720, and the same screen at 150 % zoom (853×480 CSS
 pixels drawn at device scale 1.5), with and without projector mode.
 
-Checked on element boxes: with or without projector mode the derivation step's formula lies above the fold; no
-button's label is cut (scrollWidth ≤ clientWidth), no two chart titles overlap, every heatmap axis keeps a label
-per field; the projector toggle collapses the sidebar in the same session, every time it is turned on.
+Checked on element boxes: the formula of every derivation step a lesson stop links to lies above the fold in
+projector mode, and the slip step's without it too; no button's label is cut (scrollWidth ≤ clientWidth), no two
+chart titles overlap, every heatmap axis keeps a label per field; the projector toggle collapses the sidebar in the
+same session, every time it is turned on.
 Screenshots of each view go to the test's temporary folder.
 """
 
@@ -17,14 +18,25 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
+
+from fmlib.lessons import lesson_files, load_lesson
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 SCREENS = {"1280x720": ({"width": 1280, "height": 720}, 1.0), "1280x720 at 150%": ({"width": 853, "height": 480}, 1.5)}
 FIELDS = 8  # the synthetic data's m
 STEP = "derivations?deriv_derivation=fm-gradient&deriv_step=7"  # the FM note's slip: two formulas
+# every derivation step a lesson stop links to: a class arrives there from the lesson, in projector mode (with the
+# sidebar open at 150 %, Rendle's long title takes a line of its own and step 1's formula ends 30 px lower)
+LESSON_STEPS = [
+    f"derivations?{urlencode(stop.params)}"
+    for path in lesson_files()
+    for stop in load_lesson(path).stops
+    if stop.page == "derivations"
+]
 
 pytestmark = [
     pytest.mark.browser,
@@ -109,14 +121,18 @@ def overlaps(boxes: list[dict]) -> list[tuple[int, int]]:
     ]
 
 
-@pytest.mark.parametrize("projector", [True, False], ids=["projector", "plain"])
+@pytest.mark.parametrize(
+    ("step", "projector"),
+    [*((step, True) for step in sorted({STEP, *LESSON_STEPS})), (STEP, False)],  # a class's view, then a reader's
+    ids=lambda value: {True: "projector", False: "plain"}.get(value, value),
+)
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(
-    server, browser, screen, projector, tmp_path
+    server, browser, screen, projector, step, tmp_path
 ):
     from playwright.sync_api import expect
 
-    tab = opened(browser, f"{server}/{STEP}" + ("&projector=true" if projector else ""), screen)
+    tab = opened(browser, f"{server}/{step}" + ("&projector=true" if projector else ""), screen)
     # waits: on a busy machine a rerun (the step bound to the URL) can redraw the page after the first idle look,
     # so the layout is measured once the step's buttons are back and the page is idle again
     expect(tab.get_by_role("button", name="◀ Back")).to_be_visible(timeout=30_000)
