@@ -86,8 +86,8 @@ def worked_example() -> None:
         st.markdown(
             f"Each added field adds about {(last.fm - first.fm) / fields:.2g} to the FM's gradient and multiplies "
             f"the product's by about {(last['product'] / first['product']) ** (1 / fields):.2g}: a line against an "
-            "exponential. The chart below measures the whole ‖∂y/∂X‖∞ by autograd, with §1.2's bounds and the "
-            "rotation layer beside them."
+            "exponential. The chart below measures the whole ‖∂y/∂X‖∞ (the largest row sum of |∂y/∂X|) by "
+            "autograd, with §1.2's bounds and the rotation layer beside them."
         )
 
 

@@ -1,8 +1,9 @@
 """A real browser follows the lesson as a class would, in projector mode at 1280×720 and at 150 % zoom.
 
-At every stop: the question and its choices are above the fold, no button's label is cut; a guess, Reveal, then the stop's prepared
-link opens its page with no exception, the view the stop describes drawn (Field interactions: the heatmaps
-and the ρ slider above the fold; a section the link opens in view), and reloading the lesson's URL returns to the stop with the guess still there.
+At every stop: the question and its choices are above the fold, no button's label is cut; a guess, Reveal, then the
+stop's prepared link opens its page with no exception, the view the stop describes drawn (Field interactions: the
+heatmaps and the ρ slider above the fold; a section the link opens in view; no chart text cut or run into another),
+and reloading the lesson's URL returns to the stop with the guess still there.
 Screenshots of each stop's linked view go to tests/screenshots/lesson/ (ignored by git).
 """
 
@@ -14,7 +15,7 @@ import time
 
 import pytest
 from apptest import on_demand_keys
-from test_browser_projector import CHROMIUM, ROOT, SCREENS, cut_buttons, opened
+from test_browser_projector import CHART_TEXT_PROBLEMS, CHROMIUM, ROOT, SCREENS, cut_buttons, opened
 
 from fmlib.lessons import lesson_files, load_lesson
 
@@ -34,6 +35,10 @@ def server(tmp_path_factory):
 
     with serve(tmp_path_factory.mktemp("lesson")) as url:
         yield url
+
+
+CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
+  .every((chart) => chart.querySelector(".main-svg"))"""
 
 
 def opened_sections(stop) -> list[str]:
@@ -96,6 +101,8 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
             box = tab.locator(f"[data-testid='stMain'] .st-key-{key}").bounding_box()
             assert box is not None, f"{where}: the link did not open the section {key}"
             assert 0 <= box["y"] < height - 100, f"{where}: the section {key} starts at {box['y']:.0f} px, out of view"
+        tab.wait_for_function(CHARTS_DRAWN, timeout=120_000)
+        assert not tab.evaluate(CHART_TEXT_PROBLEMS), f"{where}: {tab.evaluate(CHART_TEXT_PROBLEMS)}"
         tab.screenshot(path=str(SHOTS / f"stop {number} {stop.page} {screen}.png"))
         tab.goto(lesson_url)
         expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible(timeout=60_000)

@@ -175,6 +175,47 @@ def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, b
     assert not cut_buttons(tab)
 
 
+# Every chart's texts, by their boxes on the page: a title, axis title, subplot title, legend entry or tick label that
+# lies outside its chart (cut by the chart's edge), and a title that runs into another text of its chart.
+CHART_TEXT_PROBLEMS = """() => {
+  const problems = [];
+  const meet = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  for (const chart of document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")) {
+    const box = chart.getBoundingClientRect();
+    const name = (chart.querySelector(".gtitle") ?? chart.querySelector(".annotation-text"))?.textContent ?? "a chart";
+    const boxes = (selector) => [...chart.querySelectorAll(selector)]
+      .map((text) => [text.textContent, text.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+    const titles = boxes("text.gtitle, text[class$='title'], .annotation-text");
+    const others = boxes(".legendtext, [class*='tick'] text");
+    for (const [text, b] of [...titles, ...others])
+      if (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 || b.bottom > box.bottom + 1)
+        problems.push(`${name}: '${text}' is cut by the chart's edge`);
+    titles.forEach(([text, b], i) => {
+      for (const [other, c] of [...titles.slice(i + 1), ...others])
+        if (meet(b, c)) problems.push(`${name}: '${text}' runs into '${other}'`);
+    });
+  }
+  return problems;
+}"""
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page(server, browser, screen):
+    """Every page as it opens, in projector mode (larger chart text): each chart's titles, legend and tick labels
+    lie inside the chart, and no title runs into another of its texts (``CHART_TEXT_PROBLEMS``)."""
+    from app_pages._ui import PAGES
+
+    problems = {}
+    for path, title, _, _ in PAGES:
+        page = "" if path.endswith("home.py") else Path(path).stem
+        tab = opened(browser, f"{server}/{page}?dataset=synthetic&projector=true", screen)
+        found = tab.evaluate(CHART_TEXT_PROBLEMS)
+        if found:
+            problems[title] = found
+        tab.context.close()
+    assert not problems, f"chart texts cut or run together at {screen}: {problems}"
+
+
 def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_url(server, browser):
     from playwright.sync_api import expect  # waits up to 30 s: a shared machine may take seconds per rerun
 

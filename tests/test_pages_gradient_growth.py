@@ -38,7 +38,7 @@ def test_default_page_shows_all_lines(at):
     fig = figure(at, 0)
     names = [t["name"] for t in fig["data"]]
     assert len(names) == 7 and any("C₁·m" in n for n in names) and any("lower bound" in n for n in names)
-    assert any(n.startswith("one m-way product term") and "not an FM" in n for n in names)
+    assert names[0].startswith("one m-way product term") and names[2] == "FM (autograd)"
     assert fig["layout"]["yaxis"]["type"] == "log"
     rotation = next(t for t in fig["data"] if t["name"].startswith("rotation"))
     bound = next(t for t in fig["data"] if "C₁·m" in t["name"])
@@ -51,7 +51,7 @@ def test_the_fm_is_the_third_curve_and_grows_linearly(at):
     """The FM's gradient by autograd lies between d(m−1)(M∓ε) (defaults d = 8, M = 1.5, ε = 0.25), and the
     notice says from the same numbers that it grows linearly while the product term explodes."""
     fig = figure(at, 0)
-    fm = next(t for t in fig["data"] if t["name"].startswith("FM: "))
+    fm = next(t for t in fig["data"] if t["name"] == "FM (autograd)")
     m, y = values(fm["x"]).astype(float), values(fm["y"])
     assert np.all(8 * (m - 1) * 1.25 <= y) and np.all(y <= 8 * (m - 1) * 1.75)
     upper = next(t for t in fig["data"] if t["name"].startswith("FM upper bound"))

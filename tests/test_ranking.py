@@ -333,7 +333,7 @@ def test_per_item_cost_figure_has_spread_bars_title_and_units(monkeypatch):
     df = ranking_benchmark(sweep_schemas((8, 12), ()), sizes=(40,), ranks=(1,), repeats=2)
     fig = per_item_cost_figure(sweep_rows(df, 40, "m"), "m", title="cost per item")
     assert fig.layout.title.text == "cost per item" and "µs" in fig.layout.yaxis.title.text
-    assert fig.layout.xaxis.title.text.startswith("number of fields m")
+    assert fig.layout.xaxis.title.text.startswith("fields m")
     floor = next(t for t in fig.data if t.name == FLOOR)
     assert list(floor.x) == [8, 12] and min(floor.error_y.array) >= 0 and min(floor.error_y.arrayminus) >= 0
     assert list(fig.layout.yaxis.ticktext) == [f"{t:g}" for t in fig.layout.yaxis.tickvals]

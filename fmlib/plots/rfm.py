@@ -9,14 +9,14 @@ from plotly.subplots import make_subplots
 
 from ..analysis.rotation_construction import feature_labels
 
-GRADIENT_LINES = {  # column -> (legend name, colour, dash)
-    "product": ("one m-way product term g = X₁ᵃ ⊙ … ⊙ Xₘᵃ, not an FM (autograd)", "#d62728", "solid"),
-    "product_lower_bound": ("lower bound a(M−ε)<sup>am−1</sup>", "#d62728", "dash"),
-    "fm": ("FM: Σ ⟨Xᵢ, Xⱼ⟩ over pairs i < j (autograd)", "#2ca02c", "solid"),
+GRADIENT_LINES = {  # column -> (legend name, colour, dash); short names: the page says what each line is
+    "product": ("one m-way product term (autograd)", "#d62728", "solid"),
+    "product_lower_bound": ("its lower bound a(M−ε)<sup>am−1</sup>", "#d62728", "dash"),
+    "fm": ("FM (autograd)", "#2ca02c", "solid"),
     "fm_upper_bound": ("FM upper bound d(m−1)(M+ε)", "#2ca02c", "dash"),
     "fm_lower_bound": ("FM lower bound d(m−1)(M−ε), one sign", "#2ca02c", "dot"),
     "rotation": ("rotation layer σ(①)V (autograd)", "#1f77b4", "solid"),
-    "rotation_upper_bound": ("upper bound C₁·m", "#1f77b4", "dash"),
+    "rotation_upper_bound": ("its upper bound C₁·m", "#1f77b4", "dash"),
 }
 
 
@@ -39,9 +39,10 @@ def gradient_growth_figure(df: pd.DataFrame, log_y: bool = True) -> go.Figure:
     fig.update_layout(
         title="Gradient size as the number of fields grows",
         xaxis_title="number of fields m",
-        yaxis_title="‖∂y/∂X‖∞ (largest row sum of |∂y/∂X|" + (", log scale)" if log_y else ")"),
+        yaxis_title="‖∂y/∂X‖∞",  # short: it stands beside the plot's height, in projector mode at 150 % too
         yaxis_type="log" if log_y else "linear",
-        legend=dict(orientation="h", y=-0.25),
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
+        height=500,
         margin=dict(t=50),
     )
     return fig

@@ -50,10 +50,10 @@ def trace_figure(user: str = "Ann", movie: str = "Alien") -> go.Figure:
     )
     low = min(toy.W0, total) - 0.6
     fig.update_layout(
-        title=f"One rating traced through the FM: {user} rates {movie} (the Playground's toy FM)",
+        title=f"One rating, term by term: {user} rates {movie}",
         height=300,
         margin={"t": 50, "b": 10, "l": 10, "r": 10},
-        yaxis={"title": {"text": "predicted stars, term by term"}, "range": [low, max(toy.W0, total) + 0.6]},
+        yaxis={"title": {"text": "stars"}, "range": [low, max(toy.W0, total) + 0.6]},
         xaxis={"title": {"text": "term of the formula"}},
         showlegend=False,
     )
