@@ -47,3 +47,19 @@ def test_threshold_figure_draws_each_claim_with_its_interval_and_threshold():
     assert [t.name for t in fig.data] == ["holds", "threshold the claim needs"]
     assert list(fig.data[0].error_x.array) == [0.5, 0.0] and list(fig.data[0].error_x.arrayminus) == [0.5, 0.0]
     assert list(fig.data[1].x) == [1.0, 1e-10] and fig.layout.xaxis.type == "log"
+
+
+def test_a_long_claim_is_wrapped_on_the_axis_and_the_figure_grows_a_line_for_each_of_its_lines():
+    from fmlib.plots.verdicts import CLAIM_WIDTH, LINE, threshold_figure
+
+    claim = "The memoised O(dk) gradient is faster than the naive O(d²k) sum (synthetic, d = 192)"
+    rows = pd.DataFrame(
+        {"claim": [claim, "short"], "other": ["> 1", "< 1"], "other_mean": [1.0, 1.0], "difference": [2.0, 0.5]}
+        | {"low": [1.5, 0.4], "high": [2.5, 0.6], "measured": ["2×", "0.5"], "verdict": ["holds", "does not hold"]}
+    )
+    fig = threshold_figure(rows, "t")
+    labels = [label for trace in fig.data[:2] for label in trace.y]
+    assert [label.replace("<br>", " ") for label in labels] == [claim, "short"], "every claim, whole"
+    lines = [line for label in labels for line in label.split("<br>")]
+    assert len(lines) == 4 and all(len(line) <= CLAIM_WIDTH for line in lines)
+    assert fig.layout.height >= LINE * len(lines)

@@ -103,7 +103,8 @@ def success_figure(
         rows=1,
         cols=2,
         horizontal_spacing=0.16,  # room for the right panel's axis title at 150 % zoom in projector mode
-        subplot_titles=("recovered the secret (relative error < 1%)", "both starts end at the same point"),
+        # two lines each: on one, a panel's title at 150 % in projector mode is wider than its panel
+        subplot_titles=("recovered the secret<br>(relative error < 1%)", "both starts end<br>at the same point"),
     )
     dash = ["solid", "dash", "dot"]
     for k, (label, table) in enumerate(rates.items()):

@@ -50,7 +50,7 @@ def occurrence_histogram_figure(
                 line_dash="dash",
                 line_color="black",
                 annotation_text=f"t = {t:.3g}",
-                annotation_position="top",
+                annotation_position="top left",  # inside, under the row of rank labels: never on one of them
             )
         for D, lo, hi in zip(ranks, cuts, cuts[1:]):
             fig.add_annotation(
@@ -63,7 +63,12 @@ def occurrence_histogram_figure(
                 font=dict(size=13),
             )
     fig.update_layout(
-        barmode="stack", title=title, height=420, margin=dict(t=70, b=50, l=50, r=20), legend_title_text="field"
+        barmode="stack",
+        title=title,
+        height=480,
+        margin=dict(t=70, b=50, l=50, r=20),
+        # under the axis title, in rows: beside the bars, a dozen fields outgrow the chart's height in projector mode
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", title_text="field"),
     )
     return fig
 

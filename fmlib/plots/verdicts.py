@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 import plotly.graph_objects as go
+
+CLAIM_WIDTH = 40  # characters a line of a claim holds on the y axis: a claim is a sentence
+LINE = 26  # px of height a line of the claims takes, room for the projector's 20 px text too
+# the legend under the axis title, in rows (plotly's container reference: automargin makes room for both)
+LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom")
 
 COLOURS = {
     "holds": "#2ca02c",
@@ -14,12 +20,23 @@ COLOURS = {
 }
 
 
+def wrapped(claim: str) -> str:
+    """A claim in lines of at most ``CLAIM_WIDTH`` characters, for the y axis: a whole sentence on one line is
+    wider than the chart at 150 %."""
+    return "<br>".join(textwrap.wrap(claim, CLAIM_WIDTH))
+
+
+def height(rows: pd.DataFrame, other: int) -> int:
+    """The figure's height: ``other`` px for title, axis and legend, and a ``LINE`` per line of the claims."""
+    return other + LINE * sum(len(textwrap.wrap(claim, CLAIM_WIDTH)) for claim in rows["claim"])
+
+
 def _verdict_markers(part: pd.DataFrame, verdict: str, above, below, hover_columns: list, hover: str) -> go.Scatter:
     """The claims of one verdict: a marker per claim at its measured value, coloured by the verdict,
     with an asymmetric interval bar (``above``/``below`` the value) and the hover text ``hover``."""
     return go.Scatter(
         x=part["difference"],
-        y=part["claim"],
+        y=part["claim"].map(wrapped),
         mode="markers",
         name=verdict,
         marker=dict(color=COLOURS.get(verdict, "black"), size=10),
@@ -48,10 +65,10 @@ def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked
         fig.add_vline(x=-margin, line_dash="dot", line_color="grey", annotation_text="margin")
     fig.update_layout(
         title=title,
-        xaxis_title="paired difference per seed (> 0 favours the claim), 95 % interval",
-        height=120 + 40 * len(rows),
+        xaxis_title="difference per seed (> 0 favours the claim)",  # the page says: mean, paired, 95 % interval
+        height=height(rows, 140),
         margin=dict(t=50, b=40, l=20, r=20),
-        legend=dict(orientation="h", y=-0.3),
+        legend=LEGEND,
     )
     fig.update_yaxes(autorange="reversed", title_text="claim")
     return fig
@@ -71,7 +88,7 @@ def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.
     fig.add_trace(
         go.Scatter(
             x=rows["other_mean"],
-            y=rows["claim"],
+            y=rows["claim"].map(wrapped),
             mode="markers",
             name="threshold the claim needs",
             marker=dict(symbol="line-ns-open", size=24, color="grey", line=dict(width=3)),
@@ -81,10 +98,10 @@ def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.
     )
     fig.update_layout(
         title=title,
-        xaxis_title="measured value, 95 % interval" + (" (log scale)" if log_x else ""),
-        height=140 + 40 * len(rows),
+        xaxis_title="measured value, 95 % interval",  # a log scale shows in its ticks (powers of ten)
+        height=height(rows, 160),
         margin=dict(t=50, b=40, l=20, r=20),
-        legend=dict(orientation="h", y=-0.3),
+        legend=LEGEND,
     )
     fig.update_xaxes(type="log" if log_x else "linear", exponentformat="power")
     fig.update_yaxes(autorange="reversed", title_text="claim")
