@@ -8,6 +8,7 @@ URL value its widget cannot take without a word; ``link_check`` says so on the p
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -30,6 +31,8 @@ pio.templates.default = "streamlit+fmlib"  # Streamlit's colours (its default), 
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])(/[^\s'\"():,;]+)")  # not a URL's //host/path
 _UNSEEN = object()  # a widget value not read yet
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
+TITLE_WIDTH = 50  # characters a line of a chart's title holds: at 150 % zoom a chart is about 520 px wide
+TITLE_LINE = 24  # px of top margin (and height) each further line of a wrapped title takes
 PROJECTOR_CSS = """
 <style>
 html { font-size: 18px; }
@@ -269,9 +272,20 @@ def chart(fig: go.Figure, container=st, **kwargs) -> None:
     """``st.plotly_chart`` without Streamlit's browser-side theme (``theme=None``; its colours and the margins
     it gave come from the ``streamlit+fmlib`` template) and with larger text in projector mode. The theme is
     merged into each figure in Chromium, 70–200 ms per chart of a visit here (README, "How fast pages
-    draw"): on a page of four charts, more than the server's whole rerun."""
-    if projector():  # larger text, and a top margin grown with it, so titles keep clear of each other
+    draw"): on a page of four charts, more than the server's whole rerun. A plain title longer than
+    ``TITLE_WIDTH`` is wrapped over lines, the top margin and the height grown a ``TITLE_LINE`` for each further one."""
+    title = fig.layout.title.text or ""
+    # a title with markup (<br>, <sub>) is laid out by its figure: wrapping would count its tags as letters
+    lines = textwrap.wrap(title, TITLE_WIDTH, break_on_hyphens=False) if "<" not in title else [title]
+    if projector() or len(lines) > 1:
         fig = go.Figure(fig)
+    if len(lines) > 1:
+        extra = TITLE_LINE * (len(lines) - 1)
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 100
+        fig.update_layout(title_text="<br>".join(lines), margin_t=top + extra)
+        if fig.layout.height is not None:
+            fig.update_layout(height=fig.layout.height + extra)
+    if projector():  # larger text, and a top margin grown with it, so titles keep clear of each other
         grow = PROJECTOR_FONT / 12  # plotly's default font size
         top = fig.layout.margin.t if fig.layout.margin.t is not None else 100
         fig.update_layout(font_size=PROJECTOR_FONT, title_font_size=PROJECTOR_FONT + 4, margin_t=round(top * grow))

@@ -42,9 +42,9 @@ def features_figure(summary: pd.DataFrame) -> go.Figure:
     splits = int(summary["splits"].max())
     fig.update_layout(
         title=f"One FM, four inputs: test RMSE, mean and 95 % interval over {splits} splits",
-        xaxis=dict(title="feature set (each step adds to the last)", categoryorder="array", categoryarray=order),
+        xaxis=dict(title="feature set (each adds to the last)", categoryorder="array", categoryarray=order),
         yaxis_title="test RMSE (stars)",
         margin=dict(t=60, b=40, l=20, r=20),
-        legend=dict(orientation="h", y=-0.3),
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
     )
     return fig

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 import plotly.graph_objects as go
+
+LABEL_WIDTH = 16  # characters a line of a configuration's name holds under its bars (eight of them side by side)
 
 
 def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference: dict | None = None) -> go.Figure:
@@ -14,11 +18,12 @@ def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference:
     ``reference``: {label: test RMSE} dotted lines (e.g. a Bayesian FM measured elsewhere)."""
     order = list(dict.fromkeys(frame["model"]))
     stats = frame.groupby("model")[["valid_rmse", "rmse", "cpu_seconds"]].agg(["mean", "std"]).loc[order]
+    labels = ["<br>".join(textwrap.wrap(model, LABEL_WIDTH, break_on_hyphens=False)) for model in order]
     fig = go.Figure()
     for column, name, colour in (("valid_rmse", "validation", "#9ecae1"), ("rmse", "test", "#3182bd")):
         fig.add_trace(
             go.Bar(
-                x=order,
+                x=labels,
                 y=stats[(column, "mean")],
                 error_y=dict(type="data", array=stats[(column, "std")].fillna(0.0)),
                 name=f"{name} RMSE",
@@ -38,10 +43,10 @@ def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference:
     fig.update_layout(
         title=f"What the Adam FM needs: RMSE per configuration, mean ± std over {frame['seed'].nunique()} splits",
         barmode="group",
-        xaxis_title="configuration (ingredients added to the tuned FM, then averaging removed)",
+        xaxis_title="configuration",  # the page says how they follow each other
         yaxis_title="RMSE (stars)",
         yaxis_range=[low - 0.01, high + 0.01],
         margin=dict(t=60, b=40, l=20, r=20),
-        legend=dict(orientation="h", y=-0.35),
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
     )
     return fig

@@ -40,6 +40,7 @@ def interaction_heatmaps(
                 colorscale="RdBu",
                 reversescale=True,
                 showscale=i == len(names_of),
+                colorbar=dict(title=dict(text="no<br>unit")),  # a weight per pair of fields
                 hovertemplate="%{y} × %{x}: %{z:.3f}<extra>" + name + "</extra>",
             ),
             row=1,
@@ -57,7 +58,9 @@ def interaction_heatmaps(
         )
         fig.update_xaxes(title_text="field g", tickmode="array", tickvals=list(names), row=1, col=i)  # every field
     fig.update_layout(
-        title=f"{title}: {entry} per pair of fields (no unit)", height=420, margin=dict(t=110, l=10, r=10, b=10)
+        title=f"{title}: {entry}",
+        height=420,
+        margin=dict(t=110, l=10, r=10, b=10),  # short: narrow at 150 %
     )
     return fig
 
@@ -192,11 +195,11 @@ def eigen_spectrum_figure(eigenvalues: np.ndarray, reference: np.ndarray | None 
         )
     fig.update_layout(
         title="Eigenvalues of R",
-        xaxis_title="i (eigenvalues in descending order)",
+        xaxis_title="i (descending)",
         yaxis_title="eigenvalue λᵢ(R)",
         height=320,
         margin=dict(t=30),
-        legend=dict(orientation="h", y=1.12),
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # above the plot it met the title
     )
     return fig
 
@@ -207,11 +210,11 @@ def error_spectra_figure(spectra: dict) -> go.Figure:
     for name, sigma in spectra.items():
         fig.add_trace(go.Scatter(x=np.arange(1, len(sigma) + 1), y=sigma, name=name, mode="lines+markers"))
     fig.update_layout(
-        title="Singular values of the error E = R̃ − R",
-        xaxis_title="i (singular values in descending order)",
+        title="Singular values of E = R̃ − R",
+        xaxis_title="i (descending)",
         yaxis_title="singular value σᵢ(E)",
         height=320,
         margin=dict(t=60),
-        legend=dict(orientation="h", y=1.12),
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # above the plot it met the title
     )
     return fig

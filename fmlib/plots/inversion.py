@@ -143,7 +143,7 @@ def success_figure(
     # the legend at the top left (the chart's tools sit at the right): below the panels it would run into the
     # tick labels on a narrow screen
     legend = dict(orientation="h", yref="container", y=1, yanchor="top", x=0, xanchor="left")
-    fig.update_layout(title=title, height=420, margin=dict(t=110, b=40), legend=legend)
+    fig.update_layout(title=title, height=460, margin=dict(t=150, b=40), legend=legend)  # room for 2-line titles
     return fig
 
 

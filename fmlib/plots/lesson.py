@@ -20,7 +20,7 @@ def class_answers_figure(choices, counts: list[int], right=None) -> go.Figure:
     bar runs out of a narrow column at 150 %)."""
     total = sum(counts)
     labels = [
-        "<br>".join(textwrap.wrap(str(c), LABEL_WIDTH))
+        "<br>".join(textwrap.wrap(str(c), LABEL_WIDTH, break_on_hyphens=False))
         + f"<br><b>{n}"
         + (f" ({100 * n / total:.0f} %)" if total else "")
         + "</b>"

@@ -195,7 +195,7 @@ def curves_replay(history: list[dict], start: int = 0) -> go.Figure:
             )
         return out
 
-    frames = [(str(e), traces(i + 1), f"Learning curves up to epoch {e} · {metrics[e]}") for i, e in enumerate(epochs)]
+    frames = [(str(e), traces(i + 1), f"Learning curves up to epoch {e}<br>{metrics[e]}") for i, e in enumerate(epochs)]
 
     def padded(values):
         low, high = min(values), max(values)
@@ -208,7 +208,7 @@ def curves_replay(history: list[dict], start: int = 0) -> go.Figure:
     layout["xaxis2"].update(title={"text": "epoch"}, range=[0.5, max(epochs) + 0.5])
     layout["yaxis"].update(title={"text": "training loss"}, range=padded(series["train_loss"]))
     layout["yaxis2"].update(title={"text": "validation metric"}, range=padded(valid))
-    layout.update(height=480, margin={"t": 80, "l": 40, "r": 20})
+    layout.update(height=500, margin={"t": 110, "l": 40, "r": 20})  # room for a title of two lines over the legend
     return animated(frames, layout, start=min(start, len(frames) - 1))
 
 

@@ -23,12 +23,12 @@ COLOURS = {
 def wrapped(claim: str) -> str:
     """A claim in lines of at most ``CLAIM_WIDTH`` characters, for the y axis: a whole sentence on one line is
     wider than the chart at 150 %."""
-    return "<br>".join(textwrap.wrap(claim, CLAIM_WIDTH))
+    return "<br>".join(textwrap.wrap(claim, CLAIM_WIDTH, break_on_hyphens=False))
 
 
 def height(rows: pd.DataFrame, other: int) -> int:
     """The figure's height: ``other`` px for title, axis and legend, and a ``LINE`` per line of the claims."""
-    return other + LINE * sum(len(textwrap.wrap(claim, CLAIM_WIDTH)) for claim in rows["claim"])
+    return other + LINE * sum(wrapped(claim).count("<br>") + 1 for claim in rows["claim"])
 
 
 def _verdict_markers(part: pd.DataFrame, verdict: str, above, below, hover_columns: list, hover: str) -> go.Scatter:
@@ -65,7 +65,7 @@ def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked
         fig.add_vline(x=-margin, line_dash="dot", line_color="grey", annotation_text="margin")
     fig.update_layout(
         title=title,
-        xaxis_title="difference per seed (> 0 favours the claim)",  # the page says: mean, paired, 95 % interval
+        xaxis_title="difference (> 0 favours claim)",  # short, at 150 %; the page says: paired, per seed, 95 %
         height=height(rows, 140),
         margin=dict(t=50, b=40, l=20, r=20),
         legend=LEGEND,
