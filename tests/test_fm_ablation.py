@@ -83,12 +83,12 @@ def test_table_round_trip_findings_and_chart(tmp_path):
     assert found["splits"] == 3 and found["base"]["rmse"] == pytest.approx(0.901)
     fig = ablation_figure(loaded, target=found["target"])
     assert [t.name for t in fig.data] == ["validation RMSE", "test RMSE"]
-    shown = [label.replace("<br>", " ") for label in fig.data[1].x]  # names wrapped under their bars
+    shown = [label.replace("<br>", " ") for label in fig.data[1].y]  # names wrapped beside their bars
     assert shown == [label for label, _ in fm_ablation.STEPS] + [fm_ablation.ENSEMBLE]
     assert found["best_valid"] == fm_ablation.WINNER, "the ensemble is reported, not chosen"
     assert found["ensemble"]["rmse"] == pytest.approx(final_rmse - 0.003)
-    assert list(fig.data[1].y) == pytest.approx(list(fm_ablation.summary(loaded)["rmse_mean"]))
-    assert fig.layout.title.text and fig.layout.yaxis.title.text == "RMSE (stars)"
+    assert list(fig.data[1].x) == pytest.approx(list(fm_ablation.summary(loaded)["rmse_mean"]))
+    assert fig.layout.title.text and fig.layout.xaxis.title.text == "RMSE (stars)"
     (tmp_path / "bad.csv").write_text("# command: x\n# commit: y\n# date: z\nseed,model\n0,a\n")
     with pytest.raises(ValueError, match="lacks"):
         fm_ablation.load(tmp_path / "bad.csv")

@@ -7,15 +7,18 @@ import textwrap
 import pandas as pd
 import plotly.graph_objects as go
 
-LABEL_WIDTH = 16  # characters a line of a configuration's name holds under its bars (eight of them side by side)
+LABEL_WIDTH = 28  # characters a line of a configuration's name holds beside its bars
+LINE = 22  # px of height a line of the names takes (a pair of bars spans at least two lines)
 
 
 def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference: dict | None = None) -> go.Figure:
-    """Grouped bars from a ``reproduce fm-ablation`` table (one row per split and configuration,
+    """Grouped horizontal bars from a ``reproduce fm-ablation`` table (one row per split and configuration,
     columns ``model``, ``valid_rmse``, ``rmse``, ``cpu_seconds``): the validation and test RMSE of
-    every configuration, in the table's order, with the std over splits as error bars; the hover
+    every configuration, in the table's order from the top, with the std over splits as error bars; the hover
     gives the CPU seconds of training. ``target``: a dashed line (the test RMSE aimed at);
-    ``reference``: {label: test RMSE} dotted lines (e.g. a Bayesian FM measured elsewhere)."""
+    ``reference``: {label: test RMSE} dotted lines (e.g. a Bayesian FM measured elsewhere).
+    Horizontal, so that each configuration's name is read level, wrapped beside its bars: under vertical bars
+    a dozen names turn sideways and run into each other."""
     order = list(dict.fromkeys(frame["model"]))
     stats = frame.groupby("model")[["valid_rmse", "rmse", "cpu_seconds"]].agg(["mean", "std"]).loc[order]
     labels = ["<br>".join(textwrap.wrap(model, LABEL_WIDTH, break_on_hyphens=False)) for model in order]
@@ -23,29 +26,32 @@ def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference:
     for column, name, colour in (("valid_rmse", "validation", "#9ecae1"), ("rmse", "test", "#3182bd")):
         fig.add_trace(
             go.Bar(
-                x=labels,
-                y=stats[(column, "mean")],
-                error_y=dict(type="data", array=stats[(column, "std")].fillna(0.0)),
+                x=stats[(column, "mean")],
+                y=labels,
+                orientation="h",
+                error_x=dict(type="data", array=stats[(column, "std")].fillna(0.0)),
                 name=f"{name} RMSE",
                 marker_color=colour,
                 customdata=stats[("cpu_seconds", "mean")],
-                hovertemplate="%{x}<br>" + name + " RMSE %{y:.4f}<br>training %{customdata:.1f} s CPU<extra></extra>",
+                hovertemplate="%{y}<br>" + name + " RMSE %{x:.4f}<br>training %{customdata:.1f} s CPU<extra></extra>",
             )
         )
     if target is not None:
-        fig.add_hline(y=target, line_dash="dash", line_color="black", annotation_text=f"target {target:.3f}")
+        fig.add_vline(x=target, line_dash="dash", line_color="black", annotation_text=f"target {target:.3f}")
     for label, value in (reference or {}).items():
-        fig.add_hline(y=value, line_dash="dot", line_color="#d62728", annotation_text=f"{label} {value:.4f}")
+        fig.add_vline(x=value, line_dash="dot", line_color="#d62728", annotation_text=f"{label} {value:.4f}")
     low = min(
         stats[("rmse", "mean")].min(), stats[("valid_rmse", "mean")].min(), target or 9, *(reference or {}).values()
     )
     high = max(stats[("rmse", "mean")].max(), stats[("valid_rmse", "mean")].max())
+    lines = sum(max(2, label.count("<br>") + 1) for label in labels)
     fig.update_layout(
         title=f"What the Adam FM needs: RMSE per configuration, mean ± std over {frame['seed'].nunique()} splits",
         barmode="group",
-        xaxis_title="configuration",  # the page says how they follow each other
-        yaxis_title="RMSE (stars)",
-        yaxis_range=[low - 0.01, high + 0.01],
+        yaxis=dict(type="category", autorange="reversed", title="configuration"),  # the table's order, from the top
+        xaxis_title="RMSE (stars)",
+        xaxis_range=[low - 0.01, high + 0.01],
+        height=160 + LINE * lines,
         margin=dict(t=60, b=40, l=20, r=20),
         legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
     )

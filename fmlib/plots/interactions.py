@@ -40,7 +40,6 @@ def interaction_heatmaps(
                 colorscale="RdBu",
                 reversescale=True,
                 showscale=i == len(names_of),
-                colorbar=dict(title=dict(text="no<br>unit")),  # a weight per pair of fields
                 hovertemplate="%{y} × %{x}: %{z:.3f}<extra>" + name + "</extra>",
             ),
             row=1,
