@@ -8,7 +8,6 @@ URL value its widget cannot take without a word; ``link_check`` says so on the p
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -19,6 +18,8 @@ import plotly.io as pio
 import streamlit as st
 import torch
 from streamlit.errors import StreamlitAPIException
+
+from fmlib.plots.layout import lines, wrapped
 
 # The sidebar's bound widgets: part of every page's view.
 SIDEBAR_DEFAULTS = {"dataset": "ml-100k", "run_id": None, "projector": False}
@@ -276,13 +277,13 @@ def chart(fig: go.Figure, container=st, **kwargs) -> None:
     ``TITLE_WIDTH`` is wrapped over lines, the top margin and the height grown a ``TITLE_LINE`` for each further one."""
     title = fig.layout.title.text or ""
     # a title with markup (<br>, <sub>) is laid out by its figure: wrapping would count its tags as letters
-    lines = textwrap.wrap(title, TITLE_WIDTH, break_on_hyphens=False) if "<" not in title else [title]
-    if projector() or len(lines) > 1:
+    shown = title if "<" in title else wrapped(title, TITLE_WIDTH)
+    extra = TITLE_LINE * (lines(shown) - lines(title))
+    if projector() or extra:
         fig = go.Figure(fig)
-    if len(lines) > 1:
-        extra = TITLE_LINE * (len(lines) - 1)
+    if extra:
         top = fig.layout.margin.t if fig.layout.margin.t is not None else 100
-        fig.update_layout(title_text="<br>".join(lines), margin_t=top + extra)
+        fig.update_layout(title_text=shown, margin_t=top + extra)
         if fig.layout.height is not None:
             fig.update_layout(height=fig.layout.height + extra)
     if projector():  # larger text, and a top margin grown with it, so titles keep clear of each other

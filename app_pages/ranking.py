@@ -119,9 +119,8 @@ def cost_charts(bench: pd.DataFrame, n_items: int) -> tuple[go.Figure, go.Figure
     by_items = per_item_cost_figure(
         sweep_rows(bench, n_items, "item_fields"), "item_fields", f"Cost per item vs |I| ({n_items:,} items)"
     )
-    by_m.update_layout(
-        showlegend=False, height=380
-    )  # the same lines in the same colours: the second chart's legend names them
+    # the same lines in the same colours: the second chart's legend names them
+    by_m.update_layout(showlegend=False, height=380)
     return by_m, by_items, cache_payoff(bench, n_items)
 
 

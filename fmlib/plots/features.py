@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from .layout import LEGEND_BELOW
+
 COLOURS = {"FM (Adam": "#3182bd", "Bayesian FM": "#e6550d", "Surprise": "#31a354"}
 
 
@@ -45,6 +47,6 @@ def features_figure(summary: pd.DataFrame) -> go.Figure:
         xaxis=dict(title="feature set (each adds to the last)", categoryorder="array", categoryarray=order),
         yaxis_title="test RMSE (stars)",
         margin=dict(t=60, b=40, l=20, r=20),
-        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
+        legend=LEGEND_BELOW,
     )
     return fig

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pandas as pd
 import plotly.graph_objects as go
+
+from .layout import LEGEND_BELOW, lines, wrapped
 
 LABEL_WIDTH = 28  # characters a line of a configuration's name holds beside its bars
 LINE = 22  # px of height a line of the names takes (a pair of bars spans at least two lines)
@@ -21,7 +21,7 @@ def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference:
     a dozen names turn sideways and run into each other."""
     order = list(dict.fromkeys(frame["model"]))
     stats = frame.groupby("model")[["valid_rmse", "rmse", "cpu_seconds"]].agg(["mean", "std"]).loc[order]
-    labels = ["<br>".join(textwrap.wrap(model, LABEL_WIDTH, break_on_hyphens=False)) for model in order]
+    labels = [wrapped(model, LABEL_WIDTH) for model in order]
     fig = go.Figure()
     for column, name, colour in (("valid_rmse", "validation", "#9ecae1"), ("rmse", "test", "#3182bd")):
         fig.add_trace(
@@ -44,15 +44,15 @@ def ablation_figure(frame: pd.DataFrame, target: float | None = None, reference:
         stats[("rmse", "mean")].min(), stats[("valid_rmse", "mean")].min(), target or 9, *(reference or {}).values()
     )
     high = max(stats[("rmse", "mean")].max(), stats[("valid_rmse", "mean")].max())
-    lines = sum(max(2, label.count("<br>") + 1) for label in labels)
+    text_lines = sum(max(2, lines(label)) for label in labels)
     fig.update_layout(
         title=f"What the Adam FM needs: RMSE per configuration, mean ± std over {frame['seed'].nunique()} splits",
         barmode="group",
         yaxis=dict(type="category", autorange="reversed", title="configuration"),  # the table's order, from the top
         xaxis_title="RMSE (stars)",
         xaxis_range=[low - 0.01, high + 0.01],
-        height=160 + LINE * lines,
+        height=160 + LINE * text_lines,
         margin=dict(t=60, b=40, l=20, r=20),
-        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
+        legend=LEGEND_BELOW,
     )
     return fig

@@ -13,6 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .layout import LEGEND_BELOW
+
 PAIR_OUTLINE = (("#111111", 4), ("#ffffff", 1.5))  # (colour, width): a black ring with a white core, seen on any cell
 
 
@@ -198,7 +200,7 @@ def eigen_spectrum_figure(eigenvalues: np.ndarray, reference: np.ndarray | None 
         yaxis_title="eigenvalue λᵢ(R)",
         height=320,
         margin=dict(t=30),
-        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # above the plot it met the title
+        legend=LEGEND_BELOW,  # above the plot it met the title
     )
     return fig
 
@@ -214,6 +216,6 @@ def error_spectra_figure(spectra: dict) -> go.Figure:
         yaxis_title="singular value σᵢ(E)",
         height=320,
         margin=dict(t=60),
-        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # above the plot it met the title
+        legend=LEGEND_BELOW,  # above the plot it met the title
     )
     return fig

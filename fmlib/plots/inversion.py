@@ -7,6 +7,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .layout import LEGEND_BELOW
+
 COLORS = {"gd": "#1f77b4", "adam": "#2ca02c", "newton": "#d62728"}
 NAMES = {"gd": "gradient descent", "adam": "Adam", "newton": "damped Newton"}
 OTHER_COLORS = ["#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"]  # runs labelled by outcome, not by method
@@ -78,8 +80,7 @@ def convergence_figure(runs: dict, title: str = "Inverting the attention layer, 
     fig.update_yaxes(title_text="L(Xₜ)", row=1, col=1)
     fig.update_yaxes(title_text="‖Xₜ − X<sub>true</sub>‖<sub>F</sub>", row=1, col=2)
     fig.update_yaxes(title_text="λ<sub>min</sub>(∇²L)", row=1, col=3)
-    legend = dict(orientation="h", yref="container", y=0, yanchor="bottom")  # under the axis titles, not on them
-    fig.update_layout(title=title, height=460, margin=dict(t=110, b=40), legend=legend)
+    fig.update_layout(title=title, height=460, margin=dict(t=110, b=40), legend=LEGEND_BELOW)
     return fig
 
 

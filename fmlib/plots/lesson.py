@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import plotly.graph_objects as go
+
+from .layout import lines, wrapped
 
 RIGHT, OTHER, HIDDEN = "#2ca02c", "#d62728", "#7f7f7f"
 LABEL_WIDTH = 22  # characters a line of a choice's label holds beside its bar
@@ -20,10 +20,7 @@ def class_answers_figure(choices, counts: list[int], right=None) -> go.Figure:
     bar runs out of a narrow column at 150 %)."""
     total = sum(counts)
     labels = [
-        "<br>".join(textwrap.wrap(str(c), LABEL_WIDTH, break_on_hyphens=False))
-        + f"<br><b>{n}"
-        + (f" ({100 * n / total:.0f} %)" if total else "")
-        + "</b>"
+        wrapped(str(c), LABEL_WIDTH) + f"<br><b>{n}" + (f" ({100 * n / total:.0f} %)" if total else "") + "</b>"
         for c, n in zip(choices, counts, strict=True)
     ]
     colours = [HIDDEN if right is None else RIGHT if c == right else OTHER for c in choices]
@@ -32,7 +29,7 @@ def class_answers_figure(choices, counts: list[int], right=None) -> go.Figure:
         title=f"{total} answer{'s' * (total != 1)} so far",  # short: the teacher's column is narrow at 150 %
         xaxis_title="students",
         xaxis_range=[0, max(counts, default=0) + 1],
-        height=100 + LINE * sum(label.count("<br>") + 1 for label in labels),
+        height=100 + LINE * sum(map(lines, labels)),
         margin=dict(t=50, b=40, l=10, r=20),
     )
     fig.update_yaxes(type="category", autorange="reversed", automargin=True)

@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from .layout import LEGEND_BELOW
+
 
 def occurrence_histogram_figure(
     hist: pd.DataFrame, ranks=None, thresholds=None, title: str = "Occurrences per feature"
@@ -68,7 +70,7 @@ def occurrence_histogram_figure(
         height=480,
         margin=dict(t=70, b=50, l=50, r=20),
         # under the axis title, in rows: beside the bars, a dozen fields outgrow the chart's height in projector mode
-        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", title_text="field"),
+        legend={**LEGEND_BELOW, "title_text": "field"},
     )
     return fig
 

@@ -8,6 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from .layout import LEGEND_BELOW
+
 
 def log_ticks(low: float, high: float) -> list[float]:
     """Tick values 1, 2, 5 × 10ⁿ covering [low, high] (both > 0), labelled in full on a log axis."""
@@ -65,6 +67,6 @@ def per_item_cost_figure(df: pd.DataFrame, x: str = "m", title: str = "") -> go.
         ),
         height=480,
         margin=dict(t=60),
-        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
+        legend=LEGEND_BELOW,
     )
     return fig

@@ -8,6 +8,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..analysis.rotation_construction import feature_labels
+from .layout import LEGEND_BELOW
 
 GRADIENT_LINES = {  # column -> (legend name, colour, dash); short names: the page says what each line is
     "product": ("one m-way product term (autograd)", "#d62728", "solid"),
@@ -41,7 +42,7 @@ def gradient_growth_figure(df: pd.DataFrame, log_y: bool = True) -> go.Figure:
         xaxis_title="number of fields m",
         yaxis_title="‖∂y/∂X‖∞",  # short: it stands beside the plot's height, in projector mode at 150 % too
         yaxis_type="log" if log_y else "linear",
-        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),  # under the axis title, not on it
+        legend=LEGEND_BELOW,
         height=500,
         margin=dict(t=50),
     )

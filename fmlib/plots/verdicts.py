@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import textwrap
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from .layout import LEGEND_BELOW, lines, wrapped
+
 CLAIM_WIDTH = 40  # characters a line of a claim holds on the y axis: a claim is a sentence
 LINE = 26  # px of height a line of the claims takes, room for the projector's 20 px text too
-# the legend under the axis title, in rows (plotly's container reference: automargin makes room for both)
-LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom")
 
 COLOURS = {
     "holds": "#2ca02c",
@@ -20,15 +19,15 @@ COLOURS = {
 }
 
 
-def wrapped(claim: str) -> str:
+def claim_label(claim: str) -> str:
     """A claim in lines of at most ``CLAIM_WIDTH`` characters, for the y axis: a whole sentence on one line is
     wider than the chart at 150 %."""
-    return "<br>".join(textwrap.wrap(claim, CLAIM_WIDTH, break_on_hyphens=False))
+    return wrapped(claim, CLAIM_WIDTH)
 
 
 def height(rows: pd.DataFrame, other: int) -> int:
     """The figure's height: ``other`` px for title, axis and legend, and a ``LINE`` per line of the claims."""
-    return other + LINE * sum(wrapped(claim).count("<br>") + 1 for claim in rows["claim"])
+    return other + LINE * sum(lines(claim_label(claim)) for claim in rows["claim"])
 
 
 def _verdict_markers(part: pd.DataFrame, verdict: str, above, below, hover_columns: list, hover: str) -> go.Scatter:
@@ -36,7 +35,7 @@ def _verdict_markers(part: pd.DataFrame, verdict: str, above, below, hover_colum
     with an asymmetric interval bar (``above``/``below`` the value) and the hover text ``hover``."""
     return go.Scatter(
         x=part["difference"],
-        y=part["claim"].map(wrapped),
+        y=part["claim"].map(claim_label),
         mode="markers",
         name=verdict,
         marker=dict(color=COLOURS.get(verdict, "black"), size=10),
@@ -68,7 +67,7 @@ def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked
         xaxis_title="difference (> 0 favours claim)",  # short, at 150 %; the page says: paired, per seed, 95 %
         height=height(rows, 140),
         margin=dict(t=50, b=40, l=20, r=20),
-        legend=LEGEND,
+        legend=LEGEND_BELOW,
     )
     fig.update_yaxes(autorange="reversed", title_text="claim")
     return fig
@@ -88,7 +87,7 @@ def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.
     fig.add_trace(
         go.Scatter(
             x=rows["other_mean"],
-            y=rows["claim"].map(wrapped),
+            y=rows["claim"].map(claim_label),
             mode="markers",
             name="threshold the claim needs",
             marker=dict(symbol="line-ns-open", size=24, color="grey", line=dict(width=3)),
@@ -101,7 +100,7 @@ def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.
         xaxis_title="measured value, 95 % interval",  # a log scale shows in its ticks (powers of ten)
         height=height(rows, 160),
         margin=dict(t=50, b=40, l=20, r=20),
-        legend=LEGEND,
+        legend=LEGEND_BELOW,
     )
     fig.update_xaxes(type="log" if log_x else "linear", exponentformat="power")
     fig.update_yaxes(autorange="reversed", title_text="claim")
