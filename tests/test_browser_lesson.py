@@ -15,7 +15,7 @@ import time
 
 import pytest
 from apptest import on_demand_keys
-from test_browser_projector import CHART_TEXT_PROBLEMS, CHROMIUM, ROOT, SCREENS, cut_buttons, opened
+from test_browser_projector import CHART_TEXT_PROBLEMS, CHARTS_DRAWN, CHROMIUM, ROOT, SCREENS, cut_buttons, opened
 
 from fmlib.lessons import lesson_files, load_lesson
 
@@ -35,10 +35,6 @@ def server(tmp_path_factory):
 
     with serve(tmp_path_factory.mktemp("lesson")) as url:
         yield url
-
-
-CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
-  .every((chart) => chart.querySelector(".main-svg"))"""
 
 
 def opened_sections(stop) -> list[str]:

@@ -175,6 +175,10 @@ def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, b
     assert not cut_buttons(tab)
 
 
+# Every chart on the page has drawn its SVG: before, its texts have no boxes to check.
+CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
+  .every((chart) => chart.querySelector(".main-svg"))"""
+
 # Every chart's texts, by their boxes on the page: a title, axis title, subplot title, legend entry or tick label that
 # lies outside its chart (cut by the chart's edge), and a title that runs into another text of its chart.
 CHART_TEXT_PROBLEMS = """() => {
@@ -209,6 +213,7 @@ def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page
     for path, title, _, _ in PAGES:
         page = "" if path.endswith("home.py") else Path(path).stem
         tab = opened(browser, f"{server}/{page}?dataset=synthetic&projector=true", screen)
+        tab.wait_for_function(CHARTS_DRAWN, timeout=120_000)
         found = tab.evaluate(CHART_TEXT_PROBLEMS)
         if found:
             problems[title] = found
