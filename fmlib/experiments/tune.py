@@ -1,34 +1,53 @@
 """``python -m fmlib tune``: tune a model on the validation split with Optuna, write its preset.
 
-* Sampler: TPE, seeded (the seed is offset by the number of trials already stored, so a
-  resumed study does not replay its first random trials).
-* Pruner: the median pruner, fed the validation metric after every epoch through ``fit``'s
-  callback; a trial below the median of earlier trials at the same epoch stops early.
+* Budget: up to ``--epochs`` (default 200) epochs a trial, stopped early on the validation metric
+  (``--patience``): early stopping decides, the cap does not bind. Each trial records the epochs it
+  used; the preset records its best trial's.
+* Studies: ``--studies S`` (default 2) studies of the same model, the same space and the same number
+  of trials, differing only in the sampler's seed. The preset is the best of them all; it records
+  every study's best, and the tuning has *converged* when they agree within ``TOLERANCE`` (0.002 in
+  the validation metric). A study that has not converged says so; run again with more ``--trials``.
+* Sampler: TPE, seeded by the study's sampler seed, the worker and the number of trials already
+  stored (a resumed study does not replay its first random trials).
+* Seeds from the models it contains: a study starts (Optuna's ``enqueue_trial``) from the best
+  recipe of every tuned model that the tuned model contains (``CONTAINS``): an FwFM from the FM's
+  recipe with R held at the FM's 11ᵀ − I, a DPLR of rank ρ from the FM's and from DPLR ρ − 1's, an
+  FM of size k from the FMs of smaller sizes. Every model is seeded the same way, so the terms stay
+  equal, and no model need validate worse than a model it contains.
+* Pruner: the median pruner with epochs as steps, fed the validation metric after every epoch
+  through ``fit``'s callback; a trial below the median of earlier trials at the same epoch stops early.
 * Objective: the best validation metric of the run (RMSE for ratings, logloss for clicks).
   The test split is never read while tuning; it is touched once, by the final model.
-* Storage: one SQLite file per study under the run store, ``<runs>/.studies/<dataset>/<name>.sqlite3``.
-  ``--trials N`` asks for N finished trials in all: run again after an interruption and the
-  study resumes where it stopped. The preset is the best of the study's first N finished trials,
-  so every model gets the same tuning effort even when one study was run longer before.
+* Storage and workers: ``--workers N`` processes share each study through Optuna's storage, so
+  tuning uses every core. By default a journal file per preset under the run store,
+  ``<runs>/.studies/<dataset>/<name>.journal``; ``--storage URL`` (an RDB URL such as
+  ``postgresql://user:pass@host/db``) shares the studies between machines: start the same command,
+  with the same URL, on each of them. ``--trials N`` asks for N finished trials per study in all:
+  run again after an interruption and the studies resume where they stopped. Each study counts its
+  first N finished trials only, so every model gets the same tuning effort even when one study was
+  run longer before.
 * The search space of every model is in ``SEARCH_SPACES``: the same training ``TOOLS`` for every
   model (lr, L2, grouped L2 by field, weight averaging) plus the model's own sizes. A size fixed by
-  ``--rank`` (or ``--dim``) is taken out of the space. The space is part of the study's settings,
-  so a study made with another space is not resumed.
+  ``--rank`` (or ``--dim``) is taken out of the space. The space and the budget are part of the
+  study's settings, so a study made with other ones is not resumed.
 * The input can be drawn too: ``--draw-features SET [SET ...]`` adds the feature set
   (``fmlib.data.features``) to the space, one of the given sets per trial, for any model alike (a
   feature set one model may draw and another may not would decide a comparison, not the models).
   The preset records the set its best trial drew and goes where that set's presets live.
 The best configuration is written to ``presets/<dataset>/<model>[-<rank>].json`` only after the
-study has at least one finished trial; a failed or broken study leaves the old preset alone, and so
-does a study whose best validation score is worse than the one the old preset records.
+studies have at least one finished trial; a failed or broken study leaves the old preset alone, and
+so does one whose best validation score is worse than the one the old preset records under the
+same settings.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import shlex
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -143,38 +162,125 @@ def build(model: str, data, seed: int, hp: dict):
     return build_model(model, data.schema, **hp)
 
 
-def study_path(dataset: str, name: str, root=None) -> Path:
-    return Path(root or runs_root()) / ".studies" / dataset / f"{name}.sqlite3"
+TOLERANCE = 0.002  # studies whose bests differ by more (in the validation metric) have not converged
+EPOCHS = 200  # a trial's epoch cap; early stopping on validation decides where it ends
+# container -> {contained model: the values of the container's own hyperparameters at which it *is*
+# that model}. An FM of size k is an FM of size k' > k with zero extra factors; an FwFM with
+# R = 11ᵀ − I is the FM (DPLR eq. 7), held there by the strongest L2 of R toward it; a DPLR of rank ρ
+# contains the FM (U's first row 1ᵀ, e = (1, 0, …)) and every lower rank (zero rows of U).
+CONTAINS = {
+    "fm": {"fm": {}},
+    "fwfm": {"fm": {"r_l2": SEARCH_SPACES["fwfm"]["r_l2"][1]}},
+    "dplr": {"fm": {}, "dplr": {}},
+}
 
 
-def open_study(path: Path, name: str, seed: int, settings: dict):
-    """Create or resume the study stored at ``path``; a corrupt file or other settings: ValueError."""
+def contained_presets(model: str, fixed: dict, dataset: str, task: str, root) -> dict:
+    """{name: preset} of the tuned models that ``model`` at the sizes ``fixed`` contains (``CONTAINS``):
+    no larger embedding size k, for DPLR a lower rank ρ; never the preset being tuned itself."""
+    found = {}
+    for inner in CONTAINS.get(model, {}):
+        for name in presets.available(dataset, inner, task, root):
+            try:
+                hp = presets.load_named(dataset, name, inner, task, root)["hp"]
+            except ValueError:  # a broken preset seeds nothing
+                continue
+            same = inner == model and all(hp.get(k) == v for k, v in fixed.items())
+            smaller = hp.get("dim", 0) <= fixed.get("dim", hp.get("dim", 0))
+            lower = inner != "dplr" or hp["rank"] < fixed.get("rank", hp["rank"] + 1)
+            if smaller and lower and not same:
+                found[name] = presets.load_named(dataset, name, inner, task, root)
+    return found
+
+
+def seed_points(model: str, contained: dict, space: dict) -> dict:
+    """{name: Optuna parameters} that start a study at each contained model's recipe: its training
+    values and sizes where the space draws them, plus ``CONTAINS``' values of the container's own
+    hyperparameters. A value the space cannot draw (outside a range, not a choice) is left to the sampler."""
+    points = {}
+    for name, preset in contained.items():
+        values = {**preset["train"], **preset["hp"], **CONTAINS[model][preset["model"]]}
+        flat = flat_space(values)
+        points[name] = {
+            key: flat[key] for key, rng in flat_space(space).items() if key in flat and drawable(flat[key], rng)
+        }
+    return points
+
+
+def flat_space(space: dict) -> dict:
+    """A space (or a point) as Optuna names it: a dict entry as ``<name>.<key>`` entries (``suggest``)."""
+    flat = {}
+    for name, rng in space.items():
+        if isinstance(rng, dict):
+            flat.update({f"{name}.{key}": r for key, r in rng.items()})
+        else:
+            flat[name] = rng
+    return flat
+
+
+def drawable(value, rng) -> bool:
+    """Whether ``draw`` can give ``value``: inside a (low, high) float range, or one of the choices."""
+    if len(rng) == 2 and isinstance(rng[0], float):
+        return isinstance(value, (int, float)) and rng[0] <= value <= rng[1]
+    return value in rng
+
+
+def journal_path(dataset: str, name: str, root=None) -> Path:
+    return Path(root or runs_root()) / ".studies" / dataset / f"{name}.journal"
+
+
+def storage_of(spec: str):
+    """Optuna's storage for ``spec``: an RDB URL (``postgresql://…``, ``sqlite:///…``) shared by
+    several machines, else the path of a journal file shared by the processes of one machine."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    if "://" in spec:
+        from sqlalchemy.engine import make_url
+
+        try:
+            shown = make_url(spec).render_as_string(hide_password=True)
+        except Exception:
+            shown = "the given URL"
+        try:
+            return optuna.storages.RDBStorage(spec)
+        except Exception as err:  # a driver missing, a host that does not answer, a refused login
+            raise ValueError(f"cannot open the study storage {shown}: {type(err).__name__}") from None
+    Path(spec).parent.mkdir(parents=True, exist_ok=True)
+    return optuna.storages.JournalStorage(JournalFileBackend(spec))
+
+
+def open_study(spec: str, name: str, sampler_seed: int, settings: dict, worker: int = 0):
+    """Create or resume the study ``name`` in the storage ``spec`` (``storage_of``); a corrupt
+    storage or a study of other settings: ValueError. The TPE sampler's seed combines the study's
+    ``sampler_seed``, the ``worker`` and the trials already stored, so neither a second worker nor a
+    resumed study replays the same random trials."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    storage = storage_of(spec)
     try:
-        storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
         study = optuna.load_study(study_name=name, storage=storage)
     except KeyError:  # a new study
         study = None
     except Exception as err:  # sqlalchemy/optuna raise many kinds for a damaged file
         raise ValueError(
-            f"study database {path} is corrupt or unreadable ({type(err).__name__}): delete it to start again"
+            f"study storage {spec} is corrupt or unreadable ({type(err).__name__}): delete it to start again"
         ) from None
     if study is not None and study.user_attrs.get("settings") != settings:
         raise ValueError(
-            f"study {name} in {path} was run with other settings {study.user_attrs.get('settings')}: "
-            "rerun with those, or delete the file to start again"
+            f"study {name} in {spec} was run with other settings {study.user_attrs.get('settings')}: "
+            "rerun with those, or delete it to start again"
         )
     done = 0 if study is None else len(study.trials)
-    sampler = optuna.samplers.TPESampler(seed=seed + done)
+    sampler = optuna.samplers.TPESampler(seed=10_000 * sampler_seed + 1_000 * worker + done)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8, n_warmup_steps=5)  # slow starters get 5 epochs
-    study = optuna.create_study(
+    created = optuna.create_study(
         study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction="minimize", load_if_exists=True
     )
-    study.set_user_attr("settings", settings)
-    return study
+    if study is None:
+        created.set_user_attr("settings", settings)
+    return created
 
 
 def finished(study) -> list:
@@ -184,12 +290,24 @@ def finished(study) -> list:
     return [t for t in study.trials if t.state in states]
 
 
-def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"):
-    """Run the study up to ``trials`` finished trials; returns (best params, best valid metric).
+def seed_study(study, points: dict) -> None:
+    """Enqueue each of ``points`` ({name: parameters}) as the study's first trials (once: a
+    resumed study is not seeded again)."""
+    if not study.trials:
+        for params in points.values():
+            study.enqueue_trial(params, skip_if_exists=True)
+
+
+def optimize(
+    model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"
+):
+    """Run trials until the study holds ``trials`` finished ones — this process's share when other
+    workers run the same study on its storage.
 
     ``data``: the split, or {feature set: split} to draw the feature set per trial (the best
     params then name it as ``features``); per-field ranges keep the fields every set has."""
     import optuna
+    from optuna.study import MaxTrialsCallback
 
     sets = data if isinstance(data, dict) else {None: data}
     fields = set.intersection(*(set(d.schema.names) for d in sets.values()))
@@ -208,28 +326,65 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeou
             if trial.should_prune():
                 raise optuna.TrialPruned()
 
-        run = fit(build(model, data, base.seed, hp), data.train, data.valid, config, report)
+        run = fit(build(model, data, base.seed, hp), data.train, data.valid, config, report, snapshots=False)
+        trial.set_user_attr("epochs", len(run.history))
         return run.metrics["valid"][key]
 
+    def say(study, trial):
+        if progress and trial.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED):
+            done = len(finished(study))
+            value = trial.value if trial.value is not None else trial.intermediate_values.get(trial.last_step)
+            word = "pruned at" if trial.state == optuna.trial.TrialState.PRUNED else "stopped after"
+            count = f"{done}/{trials}" if done <= trials else f"{done} (beyond the {trials} that count)"
+            print(
+                f"{study.study_name}: trial {count}, valid {key} {value:.5f}, {word} epoch "
+                f"{trial.last_step}; best {study.best_value:.5f}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     missing = trials - len(finished(study))
     if missing > 0:
         study.optimize(
-            objective, n_trials=missing, timeout=timeout, catch=(RuntimeError, ValueError), show_progress_bar=progress
+            objective,
+            n_trials=missing,
+            timeout=timeout,
+            catch=(RuntimeError, ValueError),
+            callbacks=[MaxTrialsCallback(trials, states=states), say],
         )
-    # the best of the first ``trials`` finished trials: a study run longer before gives no model more tuning
-    first = finished(study)[:trials]
-    complete = [t for t in first if t.state == optuna.trial.TrialState.COMPLETE]
+
+
+def best_of(study, trials: int):
+    """The best of the study's first ``trials`` finished trials (a study run longer before gives no
+    model more tuning): (params, valid metric, epochs it used)."""
+    import optuna
+
+    complete = [t for t in finished(study)[:trials] if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
         raise RuntimeError(f"study {study.study_name}: every trial failed (diverged?); no preset written")
     best = min(complete, key=lambda t: t.value)
-    return nested(best.params), best.value
+    return nested(best.params), best.value, best.user_attrs.get("epochs")
+
+
+def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"):
+    """Run the study in this process up to ``trials`` finished trials; returns (best params, best valid metric)."""
+    optimize(model, data, trials, base, fixed, study, timeout, progress, protocol)
+    return best_of(study, trials)[:2]
 
 
 def make_preset(
-    model, dataset, rank, base: TrainConfig, fixed, params, value, study, min_count, command, trials
+    model, dataset, rank, base: TrainConfig, fixed, params, value, studies, min_count, command, settings, seeded=()
 ) -> dict:
+    """The preset of the best ``params`` (validation ``value``) over ``studies``, a list of
+    {study, sampler_seed, finished_trials, best_valid_<metric>, epochs}; ``converged`` when their
+    bests agree within ``TOLERANCE``. ``settings``: the studies' settings (space, budget, split);
+    ``seeded``: the presets whose recipes started the studies."""
+    key = f"best_valid_{MONITOR[base.task]}"
     train, hp = split_params(model, params, fixed)
     config = {**asdict(base), **train}
+    bests = [s[key] for s in studies]
+    best = min(studies, key=lambda s: s[key])
     preset = {
         "model": model,
         "dataset": dataset,
@@ -239,30 +394,36 @@ def make_preset(
         "train": {k: config[k] for k in presets.TRAIN_KEYS + presets.OPTIONAL_TRAIN_KEYS},
         "min_count": min_count,
         "tuning": {
-            "study": study.study_name,
-            "finished_trials": min(trials, len(finished(study))),
+            "study": best["study"],
+            "finished_trials": min(s["finished_trials"] for s in studies),
             "seed": base.seed,
-            f"best_valid_{MONITOR[base.task]}": round(value, 5),
+            key: round(value, 5),
+            "epochs_used": best["epochs"],
+            "studies": studies,
+            "converged": max(bests) - min(bests) <= TOLERANCE,
+            "tolerance": TOLERANCE,
+            "seeded_from": list(seeded),
             "command": command,
-            "space": study.user_attrs.get("settings", {}).get("space"),
+            "space": settings["space"],
+            "settings": settings,
         },
     }
     preset["tuning"]["recipe"] = presets.recipe(preset)
     return preset
 
 
-def recorded_better(path: Path, key: str, value: float, space: dict) -> float | None:
+def recorded_better(path: Path, key: str, value: float, settings: dict) -> float | None:
     """The validation score ``key`` recorded in the preset at ``path`` when it is better (lower)
-    than ``value`` and was found in the same search ``space``, else None (no file, no score, a
-    worse one, or one from another space — a preset tuned with other tools is no reference): a
-    short study never replaces a better preset of the same space."""
+    than ``value`` and was found under the same study ``settings`` (space, epoch budget, split),
+    else None (no file, no score, a worse one, or other settings — a preset tuned with other tools
+    or budget is no reference): a short study never replaces a better preset of the same settings."""
     try:
         tuning = json.loads(path.read_text())["tuning"]
         recorded = tuning[key]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    same_space = tuning.get("space") == space
-    return recorded if same_space and isinstance(recorded, (int, float)) and recorded < value else None
+    same = tuning.get("settings") == settings
+    return recorded if same and isinstance(recorded, (int, float)) and recorded < value else None
 
 
 def add_arguments(p) -> None:
@@ -290,10 +451,29 @@ def add_arguments(p) -> None:
         default=None,
         help="RaFM with --ranks: count cut-points t_1 < … instead of eq. 17's (preset rafm-<ranks>-t<cuts>)",
     )
-    p.add_argument("--trials", type=positive_int, required=True, help="finished trials in all (a rerun resumes)")
-    p.add_argument("--timeout", type=positive_int, default=None, help="stop starting trials after this many seconds")
+    p.add_argument(
+        "--trials", type=positive_int, required=True, help="finished trials per study in all (a rerun resumes)"
+    )
+    p.add_argument(
+        "--studies",
+        type=positive_int,
+        default=2,
+        help="studies of different sampler seeds; converged when their bests agree within 0.002 (default: 2)",
+    )
+    p.add_argument(
+        "--workers", type=positive_int, default=1, help="processes sharing each study (e.g. the cores; default: 1)"
+    )
+    p.add_argument(
+        "--storage",
+        default=None,
+        help="an RDB URL (postgresql://user:pass@host/db) shared by several machines running the same command "
+        "(default: a journal file per preset under the run store)",
+    )
+    p.add_argument(
+        "--timeout", type=positive_int, default=None, help="stop starting a study's trials after this many seconds"
+    )
     p.add_argument("--min-count", type=positive_int, default=1, help="features seen fewer times in train: rare bucket")
-    add_train_arguments(p, skip=TRAIN_PARAMS)
+    add_train_arguments(p, skip=TRAIN_PARAMS, epochs=EPOCHS)
     p.add_argument("--runs-dir", default=None, help="run store holding the studies (default: $FMLIB_RUNS or ./runs)")
     p.add_argument(
         "--protocol",
@@ -338,6 +518,7 @@ def tune_command(args) -> str:
         "thresholds",
         "dim",
         "trials",
+        "studies",
         "min_count",
         "seed",
         "epochs",
@@ -356,9 +537,66 @@ def tune_command(args) -> str:
     return shlex.join(words)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What every worker of a tuning needs (picklable: a worker is a new process)."""
+
+    model: str
+    dataset: str
+    data_dir: str | None
+    min_count: int
+    sets: tuple[str, ...]  # the feature sets: one, or those drawn per trial
+    drawn: bool
+    base: TrainConfig
+    fixed: dict
+    protocol: str
+    storage: str
+    name: str
+    settings: dict
+    trials: int
+    workers: int
+    timeout: int | None
+
+    def study_name(self, sampler_seed: int) -> str:
+        return f"{self.name}-sampler{sampler_seed}"
+
+
+def load_sets(plan: Plan, log=None) -> dict:
+    """{feature set: split} of the plan's data (a bad set is refused here, before any study opens)."""
+    from ..data import movielens, split
+
+    data = split(
+        movielens.load(plan.dataset, data_dir=plan.data_dir, log=log), seed=plan.base.seed, min_count=plan.min_count
+    )
+    return {text: with_features(data, text) for text in plan.sets}
+
+
+def work(plan: Plan, sampler_seed: int, worker: int, sets=None) -> None:
+    """One worker's share of one study: trials until the study holds ``plan.trials`` finished ones."""
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // plan.workers))
+    sets = sets or load_sets(plan)
+    study = open_study(plan.storage, plan.study_name(sampler_seed), sampler_seed, plan.settings, worker)
+    data = sets if plan.drawn else sets[plan.sets[0]]
+    optimize(plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol)
+
+
+def run_study(plan: Plan, sampler_seed: int, sets: dict) -> None:
+    """Run one study with ``plan.workers`` processes (this one alone when there is one worker)."""
+    if plan.workers == 1:
+        return work(plan, sampler_seed, 0, sets)
+    context = multiprocessing.get_context("spawn")  # torch and fork do not mix
+    procs = [context.Process(target=work, args=(plan, sampler_seed, w)) for w in range(plan.workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    failed = [w for w, proc in enumerate(procs) if proc.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"study {plan.study_name(sampler_seed)}: worker(s) {failed} failed; see above")
+
+
 def run(args) -> int:
     from ..arguments import train_config
-    from ..data import movielens, split
 
     fixed, rank = fixed_sizes(args)
     drawn = args.draw_features
@@ -369,7 +607,6 @@ def run(args) -> int:
     chosen = [args.features or "all"] if not drawn else drawn
     features = "" if chosen == ["all"] else "-" + ("draw-" if drawn else "") + "_".join(chosen).replace(",", "+")
     name = presets.preset_name(args.model, rank, base.task) + f"{protocol}{features}-seed{base.seed}"
-    path = study_path(args.dataset, name, args.runs_dir)
     space = search_space(args.model, fixed, protocol=args.protocol)
     settings = {
         "fixed": fixed,
@@ -378,58 +615,112 @@ def run(args) -> int:
         "space": json.loads(json.dumps({**space, "features": drawn} if drawn else space)),  # as stored
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
     }
-    data = split(
-        movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr)),
-        seed=base.seed,
-        min_count=args.min_count,
-    )
-    sets = {text: with_features(data, text) for text in chosen}  # a bad set is refused before the study opens
-    study = open_study(path, name, base.seed, settings)
-    params, value = tune(
+    plan = Plan(
         args.model,
-        sets if drawn else sets[chosen[0]],
-        args.trials,
+        args.dataset,
+        args.data_dir,
+        args.min_count,
+        tuple(chosen),
+        bool(drawn),
         base,
         fixed,
-        study,
+        args.protocol,
+        args.storage or str(journal_path(args.dataset, name, args.runs_dir)),
+        name,
+        settings,
+        args.trials,
+        args.workers,
         args.timeout,
-        protocol=args.protocol,
     )
+    sets = load_sets(plan, log=lambda m: print(m, file=sys.stderr))
+    root = presets.protocol_root(args.protocol, args.presets_dir)
+    contained = contained_presets(args.model, fixed, args.dataset, base.task, presets.features_root(chosen[0], root))
+    points = seed_points(args.model, contained, space if not drawn else {**space, "features": tuple(drawn)})
+    key = MONITOR[base.task]
+    studies, candidates = [], []
+    for s in range(args.studies):
+        study = open_study(plan.storage, plan.study_name(s), s, settings)  # settings checked before any work
+        seed_study(study, points)
+        run_study(plan, s, sets)
+        params, value, epochs = best_of(study, args.trials)
+        candidates.append((value, params))
+        count = min(args.trials, len(finished(study)))
+        studies.append(
+            {
+                "study": study.study_name,
+                "sampler_seed": s,
+                "finished_trials": count,
+                f"best_valid_{key}": round(value, 5),
+                "epochs": epochs,
+            }
+        )
+    value, params = min(candidates, key=lambda c: c[0])
     features = params.pop("features", chosen[0])
     data = sets[features]
-    command = tune_command(args)
     preset = make_preset(
-        args.model, args.dataset, rank, base, fixed, params, value, study, args.min_count, command, args.trials
+        args.model,
+        args.dataset,
+        rank,
+        base,
+        fixed,
+        params,
+        value,
+        studies,
+        args.min_count,
+        tune_command(args),
+        settings,
+        contained,
     )
     if features != "all":
         preset["features"] = features
-    root = presets.features_root(features, presets.protocol_root(args.protocol, args.presets_dir))
-    target = presets.preset_path(args.dataset, args.model, rank, base.task, root)
-    key = f"best_valid_{MONITOR[base.task]}"
-    better = recorded_better(target, key, value, settings["space"])
+    target = presets.preset_path(args.dataset, args.model, rank, base.task, presets.features_root(features, root))
+    better = recorded_better(target, f"best_valid_{key}", value, settings)
     if better is None:
         presets.save(preset, target)
     else:
         print(
-            f"kept {target}: its recorded {key} {better} is better than this study's {value:.5f} "
-            "(delete the file to replace it)",
+            f"kept {shown(target)}: its recorded best_valid_{key} {better} is better than these studies' "
+            f"{value:.5f} (delete the file to replace it)",
             file=sys.stderr,
         )
+    print(convergence_line(preset), file=sys.stderr)
     # the final model: the only time the test split is read
     model = build(args.model, data, base.seed, presets.hyperparameters(preset))
-    final = fit(model, data.train, data.valid, presets.train_config(preset, seed=base.seed))
+    final = fit(model, data.train, data.valid, presets.train_config(preset, seed=base.seed), snapshots=False)
     print(
         json.dumps(
             {
-                "preset": str(target),
+                "preset": shown(target),
                 "written": better is None,
-                "study": str(path),
+                "studies": studies,
+                "converged": preset["tuning"]["converged"],
                 "finished_trials": preset["tuning"]["finished_trials"],
                 "hp": preset["hp"],
                 "train": preset["train"],
+                "epochs_used": len(final.history),
                 "valid": final.metrics["valid"],
                 "test": evaluate(final.model, data.test, base.task),
             }
         )
     )
     return 0
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working folder when it lies below it: no message names a server's folders."""
+    path = Path(path).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else path.name
+
+
+def convergence_line(preset: dict) -> str:
+    """One line: every study's best, and whether they agree within the tolerance."""
+    tuning = preset["tuning"]
+    key = next(k for k in tuning if k.startswith("best_valid_"))
+    bests = ", ".join(f"{s[key]:.5f}" for s in tuning["studies"])
+    spread = max(s[key] for s in tuning["studies"]) - min(s[key] for s in tuning["studies"])
+    if tuning["converged"]:
+        return f"converged: the studies' bests ({bests}) agree within {spread:.4f} <= {tuning['tolerance']}"
+    return (
+        f"not converged: the studies' bests ({bests}) differ by {spread:.4f} > {tuning['tolerance']}; "
+        "run again with more --trials (the studies resume)"
+    )
