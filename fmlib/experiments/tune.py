@@ -164,13 +164,15 @@ def build(model: str, data, seed: int, hp: dict):
 
 TOLERANCE = 0.002  # studies whose bests differ by more (in the validation metric) have not converged
 EPOCHS = 200  # a trial's epoch cap; early stopping on validation decides where it ends
-# container -> {contained model: the values of the container's own hyperparameters at which it *is*
-# that model}. An FM of size k is an FM of size k' > k with zero extra factors; an FwFM with
-# R = 11ᵀ − I is the FM (DPLR eq. 7), held there by the strongest L2 of R toward it; a DPLR of rank ρ
+# container -> {contained model: the values of the container's own hyperparameters at which it is,
+# or comes closest to, that model}. An FM of size k is an FM of size k' > k with zero extra factors.
+# An FwFM with R = 11ᵀ − I is the FM (DPLR eq. 7), held there by the strongest L2 of R toward it; a
+# DPLR's R is one an FwFM can learn, closest with the weakest pull toward the FM. A DPLR of rank ρ
 # contains the FM (U's first row 1ᵀ, e = (1, 0, …)) and every lower rank (zero rows of U).
+R_L2 = SEARCH_SPACES["fwfm"]["r_l2"]
 CONTAINS = {
     "fm": {"fm": {}},
-    "fwfm": {"fm": {"r_l2": SEARCH_SPACES["fwfm"]["r_l2"][1]}},
+    "fwfm": {"fm": {"r_l2": R_L2[1]}, "dplr": {"r_l2": R_L2[0]}},
     "dplr": {"fm": {}, "dplr": {}},
 }
 
