@@ -90,13 +90,15 @@ def test_every_search_space_draws_the_same_tools():
         tune.search_space("fm", {}, protocol="nope")
 
 
-def test_a_preset_from_another_space_is_replaced(tmp_path):
+def test_a_preset_from_other_settings_is_replaced(tmp_path):
     path = tmp_path / "fm-8.json"
-    space = json.loads(json.dumps(tune.search_space("fm", {"dim": 8})))
-    path.write_text(json.dumps({"tuning": {"best_valid_rmse": 0.80, "space": space}}))
-    assert tune.recorded_better(path, "best_valid_rmse", 0.90, space) == 0.80  # same space, better: kept
-    assert tune.recorded_better(path, "best_valid_rmse", 0.70, space) is None  # worse: replaced
-    assert tune.recorded_better(path, "best_valid_rmse", 0.90, {"lr": [0.001, 0.05]}) is None  # other tools
+    settings = {"space": json.loads(json.dumps(tune.search_space("fm", {"dim": 8}))), "epochs": 200}
+    path.write_text(json.dumps({"tuning": {"best_valid_rmse": 0.80, "settings": settings}}))
+    assert tune.recorded_better(path, "best_valid_rmse", 0.90, settings) == 0.80  # same settings, better: kept
+    assert tune.recorded_better(path, "best_valid_rmse", 0.70, settings) is None  # worse: replaced
+    other_tools = {**settings, "space": {"lr": [0.001, 0.05]}}
+    assert tune.recorded_better(path, "best_valid_rmse", 0.90, other_tools) is None
+    assert tune.recorded_better(path, "best_valid_rmse", 0.90, {**settings, "epochs": 40}) is None  # other budget
 
 
 def test_the_preset_is_the_best_of_the_first_n_trials(tmp_path, small_split):

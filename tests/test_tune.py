@@ -10,7 +10,7 @@ from fmlib.train import TrainConfig
 
 
 def _study(tmp_path, name="fm-seed0", settings=None):
-    return tune.open_study(tmp_path / f"{name}.sqlite3", name, 0, settings or {"epochs": 3})
+    return tune.open_study(str(tmp_path / f"{name}.journal"), name, 0, settings or {"epochs": 3})
 
 
 def test_every_search_space_names_real_hyperparameters():
@@ -53,17 +53,20 @@ def test_other_settings_and_corrupt_database_are_refused(tmp_path):
     _study(tmp_path, settings={"epochs": 3})
     with pytest.raises(ValueError, match="other settings"):
         _study(tmp_path, settings={"epochs": 5})
-    bad = tmp_path / "bad.sqlite3"
-    bad.write_bytes(b"this is not a database" * 100)
+    bad = tmp_path / "bad.journal"
+    bad.write_bytes(b"this is not a journal" * 100)
     with pytest.raises(ValueError, match="corrupt"):
-        tune.open_study(bad, "bad", 0, {})
+        tune.open_study(str(bad), "bad", 0, {})
 
 
 def test_preset_round_trip_and_mismatch(tmp_path, small_split):
     base = TrainConfig(epochs=2, patience=2)
     study = _study(tmp_path)
     params, value = tune.tune("dplr", small_split, 2, base, {"rank": 2, "dim": 4}, study, progress=False)
-    preset = tune.make_preset("dplr", "synthetic", "2", base, {"rank": 2, "dim": 4}, params, value, study, 1, "cmd", 2)
+    studies = [{"study": "s", "sampler_seed": 0, "finished_trials": 2, "best_valid_rmse": value, "epochs": 2}]
+    settings = {"space": tune.search_space("dplr", {"rank": 2, "dim": 4})}
+    fixed = {"rank": 2, "dim": 4}
+    preset = tune.make_preset("dplr", "synthetic", "2", base, fixed, params, value, studies, 1, "cmd", settings)
     path = presets.save(preset, presets.preset_path("synthetic", "dplr", 2, root=tmp_path))
     assert path.name == "dplr-2.json"
     loaded = presets.load("synthetic", "dplr", 2, root=tmp_path)
@@ -116,7 +119,7 @@ def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypat
     code, _, err = _cli(["train", "--model", "fm", "--dim", "8", "--preset", "tuned"], capsys)
     assert code == 2 and "corrupt" in err and len(err.strip().splitlines()) == 1
     before = good.read_text()
-    study = tmp_path / "runs" / ".studies" / "ml-100k" / "fm-8-seed0.sqlite3"
+    study = tmp_path / "runs" / ".studies" / "ml-100k" / "fm-8-seed0.journal"
     study.parent.mkdir(parents=True)
     study.write_bytes(b"garbage" * 200)
     code, _, err = _cli(["tune", "--model", "fm", "--rank", "8", "--trials", "2"], capsys)
@@ -183,3 +186,117 @@ def test_available_presets_by_model_and_task(tmp_path):
     assert presets.available("d", "fm", root=tmp_path) == ["fm", "fm-32", "fm-8"]
     assert presets.available("d", "fm", "click", root=tmp_path) == ["fm-8-click"]
     assert presets.available("d", "dplr", root=tmp_path) == []
+
+
+def _preset(root, model, rank, hp, **train):
+    """A minimal preset file as ``tune`` writes it, for the seeding tests."""
+    preset = {
+        "model": model,
+        "dataset": "ml-100k",
+        "task": "rating",
+        "rank": str(rank),
+        "hp": hp,
+        "train": {"lr": 0.01, "weight_decay": 1e-4, "batch_size": 1024, "epochs": 200, "patience": 3, **train},
+        "min_count": 1,
+        "tuning": {},
+    }
+    presets.save(preset, presets.preset_path("ml-100k", model, rank, root=root))
+
+
+def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
+    _preset(tmp_path, "fm", 8, {"dim": 8}, average_from=3, linear_decay=0.5, field_decay={"user_id": 2.0})
+    _preset(tmp_path, "fm", 32, {"dim": 32})
+    for rank in (1, 2, 3):
+        _preset(tmp_path, "dplr", rank, {"dim": 8, "rank": rank}, lr=0.02)
+    _preset(tmp_path, "dplr", 4, {"dim": 8, "rank": 4}, lr=0.9)  # an lr the space cannot draw
+
+    def seeds(model, fixed):
+        contained = tune.contained_presets(model, fixed, "ml-100k", "rating", tmp_path)
+        return tune.seed_points(model, contained, tune.search_space(model, fixed))
+
+    fwfm = seeds("fwfm", {"dim": 8})
+    assert sorted(fwfm) == ["dplr-1", "dplr-2", "dplr-3", "dplr-4", "fm-8"], "not FM(32): larger than k = 8"
+    assert fwfm["fm-8"] == {
+        "lr": 0.01,
+        "weight_decay": 1e-4,
+        "average_from": 3,
+        "field_decay.user_id": 2.0,
+        "linear_decay": 0.5,
+        "r_l2": 1.0,  # R held at the FM's: the strongest pull of the space
+    }
+    assert fwfm["dplr-1"]["r_l2"] == 1e-4 and "lr" not in fwfm["dplr-4"]  # R free; lr 0.9 left to the sampler
+    assert sorted(seeds("dplr", {"rank": 3, "dim": 8})) == ["dplr-1", "dplr-2", "fm-8"]
+    assert sorted(seeds("fm", {"dim": 32})) == ["fm-8"] and seeds("fm", {"dim": 8}) == {}
+    assert seeds("rfm", {}) == {}
+
+
+def test_the_seeded_recipe_is_the_first_trial_of_every_study(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, lr=0.02)
+    args = ["tune", "--model", "fwfm", "--rank", "4", "--trials", "2", "--epochs", "1", "--studies", "2"]
+    code, out, err = _cli(args, capsys)
+    assert code == 0, err
+    preset = json.loads((tmp_path / "presets" / "ml-100k" / "fwfm-4.json").read_text())
+    assert preset["tuning"]["seeded_from"] == ["fm-4"]
+    storage = str(tmp_path / "runs" / ".studies" / "ml-100k" / "fwfm-4-seed0.journal")
+    for s in (0, 1):
+        study = optuna.load_study(study_name=f"fwfm-4-seed0-sampler{s}", storage=tune.storage_of(storage))
+        assert study.trials[0].params["lr"] == 0.02 and study.trials[0].params["r_l2"] == 1.0
+
+
+def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "2", "--epochs", "2", "--studies", "2"]
+    code, out, err = _cli(args, capsys)
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
+    bests = [s["best_valid_rmse"] for s in tuning["studies"]]
+    assert [s["sampler_seed"] for s in tuning["studies"]] == [0, 1] and result["studies"] == tuning["studies"]
+    assert tuning["best_valid_rmse"] == min(bests) and all(1 <= s["epochs"] <= 2 for s in tuning["studies"])
+    assert tuning["converged"] == (max(bests) - min(bests) <= tune.TOLERANCE)
+    assert ("converged:" if tuning["converged"] else "not converged:") in err
+    assert tuning["settings"]["epochs"] == 2 and "2 studies × 2 Optuna trials" in tuning["recipe"]
+
+
+def test_workers_share_one_study(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "3", "--epochs", "1", "--studies", "1"]
+    code, out, err = _cli([*args, "--workers", "2"], capsys)
+    assert code == 0, err
+    storage = tune.storage_of(str(tmp_path / "runs" / ".studies" / "ml-100k" / "fm-4-seed0.journal"))
+    study = optuna.load_study(study_name="fm-4-seed0-sampler0", storage=storage)
+    assert len(tune.finished(study)) >= 3  # a worker may finish its trial after the other reached 3
+    assert len({tuple(sorted(t.params.items())) for t in study.trials}) == len(study.trials)  # no replayed point
+
+
+def test_bad_workers_and_storage_are_one_line_and_write_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    base = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "1"]
+    for extra, message in [
+        (["--workers", "0"], "--workers"),
+        (["--storage", "postgresql://user:secret@127.0.0.1:9/db"], "cannot open the study storage"),
+        (["--storage", "nosuch://host/db"], "cannot open the study storage"),
+    ]:
+        code, _, err = _cli([*base, *extra], capsys)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (extra, err)
+        assert "secret" not in err
+    assert not (tmp_path / "presets").exists()
+
+
+def test_the_convergence_line_says_which(tmp_path):
+    def line(bests):
+        studies = [{"best_valid_rmse": b} for b in bests]
+        return tune.convergence_line(
+            {
+                "tuning": {
+                    "best_valid_rmse": min(bests),
+                    "studies": studies,
+                    "converged": max(bests) - min(bests) <= 0.002,
+                    "tolerance": 0.002,
+                }
+            }
+        )
+
+    assert line([0.9, 0.9015]).startswith("converged: the studies' bests (0.90000, 0.90150) agree within 0.0015")
+    assert line([0.9, 0.905]).startswith("not converged: the studies' bests (0.90000, 0.90500) differ by 0.0050")

@@ -261,14 +261,18 @@ def open_study(spec: str, name: str, sampler_seed: int, settings: dict, worker: 
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = storage_of(spec)
+
+    def corrupt(err):  # sqlalchemy and optuna raise many kinds for a damaged file
+        return ValueError(
+            f"study storage {spec} is corrupt or unreadable ({type(err).__name__}): delete it to start again"
+        )
+
     try:
         study = optuna.load_study(study_name=name, storage=storage)
     except KeyError:  # a new study
         study = None
-    except Exception as err:  # sqlalchemy/optuna raise many kinds for a damaged file
-        raise ValueError(
-            f"study storage {spec} is corrupt or unreadable ({type(err).__name__}): delete it to start again"
-        ) from None
+    except Exception as err:
+        raise corrupt(err) from None
     if study is not None and study.user_attrs.get("settings") != settings:
         raise ValueError(
             f"study {name} in {spec} was run with other settings {study.user_attrs.get('settings')}: "
@@ -277,9 +281,12 @@ def open_study(spec: str, name: str, sampler_seed: int, settings: dict, worker: 
     done = 0 if study is None else len(study.trials)
     sampler = optuna.samplers.TPESampler(seed=10_000 * sampler_seed + 1_000 * worker + done)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8, n_warmup_steps=5)  # slow starters get 5 epochs
-    created = optuna.create_study(
-        study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction="minimize", load_if_exists=True
-    )
+    try:
+        created = optuna.create_study(
+            study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction="minimize", load_if_exists=True
+        )
+    except Exception as err:
+        raise corrupt(err) from None
     if study is None:
         created.set_user_attr("settings", settings)
     return created
@@ -709,9 +716,9 @@ def run(args) -> int:
 
 
 def shown(path: Path) -> str:
-    """``path`` relative to the working folder when it lies below it: no message names a server's folders."""
+    """``path`` relative to the working folder when it lies below it (``presets/ml-100k/fm-8.json``)."""
     path = Path(path).resolve()
-    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else path.name
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 def convergence_line(preset: dict) -> str:
