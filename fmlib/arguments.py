@@ -3,7 +3,9 @@
 Value parsers (``positive_int``, ``int_list``, ...) raise ``BadValue``: argparse prints its
 message in one line (exit code 2), and any other caller (a page parsing a text box) catches
 it as a ``ValueError``. ``add_train_arguments`` adds one flag per ``TrainConfig`` field, its
-default taken from ``TrainConfig``, so a new field appears on every command that trains.
+default taken from ``TrainConfig``, so a new field appears on every command that trains; with
+``unset=True`` a flag left out stays None, so a command tells the flags given from the rest
+(``given_train_settings``: the train command lets them override a preset).
 """
 
 from __future__ import annotations
@@ -110,9 +112,10 @@ TRAIN_FIELDS = {
 }
 
 
-def add_train_arguments(parser, skip=(), **defaults) -> None:
+def add_train_arguments(parser, skip=(), unset: bool = False, **defaults) -> None:
     """``--epochs``, ``--batch-size``, ... for every ``TrainConfig`` field not in ``skip``; a
-    command's own default for a field goes in ``defaults`` (e.g. ``epochs=15``)."""
+    command's own default for a field goes in ``defaults`` (e.g. ``epochs=15``). ``unset``: a flag
+    not given is None (its help still names the default that ``train_config`` then takes)."""
     names = [f.name for f in fields(TrainConfig)]
     unknown = set(defaults) - set(names)
     if unknown:
@@ -124,13 +127,19 @@ def add_train_arguments(parser, skip=(), **defaults) -> None:
         default = defaults.get(f.name, f.default if f.default is not MISSING else f.default_factory())
         settings = dict(TRAIN_FIELDS.get(f.name, {"type": hints[f.name]}))
         settings["help"] = f"{settings.get('help', f.name.replace('_', ' '))} (default: {default})"
-        parser.add_argument("--" + f.name.replace("_", "-"), default=default, **settings)
+        parser.add_argument("--" + f.name.replace("_", "-"), default=None if unset else default, **settings)
+
+
+def given_train_settings(args) -> dict:
+    """The ``TrainConfig`` fields that parsed arguments set: every flag whose value is not None
+    (with ``add_train_arguments(unset=True)``: the flags given on the command line)."""
+    return {f.name: getattr(args, f.name) for f in fields(TrainConfig) if getattr(args, f.name, None) is not None}
 
 
 def train_config(args, **fixed) -> TrainConfig:
-    """The ``TrainConfig`` of parsed arguments; ``fixed`` sets fields the command has no flag for."""
-    given = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)}
-    return TrainConfig(**{**given, **fixed})
+    """The ``TrainConfig`` of parsed arguments, ``TrainConfig``'s defaults for the fields they leave
+    None; ``fixed`` sets fields the command has no flag for."""
+    return TrainConfig(**{**given_train_settings(args), **fixed})
 
 
 def add_device_argument(parser) -> None:

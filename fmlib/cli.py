@@ -15,6 +15,7 @@ import json
 import sys
 import time
 from importlib import import_module
+from pathlib import Path
 
 # (group, command, help, module): module has add_arguments(parser) and run(args) -> int
 TOPIC_COMMANDS = [
@@ -105,28 +106,20 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message}\n")
 
 
-def load_split(args, log=None):
-    """The data set named by --dataset/--data-dir, split by --seed/--min-count, with the fields
+def load_split(args, seed: int, min_count: int, log=None):
+    """The data set named by --dataset/--data-dir, split by ``seed`` and ``min_count``, with the fields
     of --features."""
     from .data import movielens, split
     from .data.features import with_features
 
     data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
-    return with_features(split(data, seed=args.seed, min_count=args.min_count), args.features or "all")
+    return with_features(split(data, seed=seed, min_count=min_count), args.features or "all")
 
 
-def cmd_train(args) -> int:
-    from tqdm import tqdm
-
-    from .arguments import train_config
+def given_hyperparameters(args) -> dict:
+    """The model hyperparameters the command line gives: --hp, then --dim, --rank (DPLR's ρ) and
+    --ranks (RaFM's rank set)."""
     from .models import hyperparameters
-    from .models.bfm import SWEEPS
-    from .runs import RunStore
-    from .train import TrainConfig, check_field_decay, train_model
-
-    if args.epochs is None:
-        args.epochs = SWEEPS if args.model == "bfm" else TrainConfig.epochs
-    config = train_config(args)
 
     try:
         hp = json.loads(args.hp)
@@ -137,7 +130,7 @@ def cmd_train(args) -> int:
     accepted = hyperparameters(args.model)
     if "dim" in accepted and args.dim is not None:
         hp.setdefault("dim", args.dim)
-    for key in ("rank", "ranks"):  # DPLR's ρ, RaFM's rank set
+    for key in ("rank", "ranks"):
         value = getattr(args, key)
         if value is not None:
             if key not in accepted:
@@ -145,22 +138,92 @@ def cmd_train(args) -> int:
                     f"--{key} does not apply to model {args.model!r} (its hyperparameters: {', '.join(accepted)})"
                 )
             hp[key] = value
-    if args.preset == "tuned":  # the preset's settings and split; --seed, --task and the size flags pick it
-        from . import presets
+    return hp
 
-        size = presets.RANK_HP.get(args.model)
-        preset = presets.load(args.dataset, args.model, hp.get(size), args.task, presets.features_root(args.features))
-        config = presets.train_config(preset, seed=args.seed)
-        hp = {**presets.hyperparameters(preset), **hp}
-        args.min_count = preset["min_count"]
+
+SIZE_FLAGS = {"dim": "--dim N", "rank": "--rank N", "ranks": "--ranks D1,D2,..."}  # presets.RANK_HP's flags
+
+
+def chosen_preset(args, size, task: str, root) -> str:
+    """The name of the preset --preset asks for: a name must be one of the model's presets; "tuned" takes
+    the one the size flag (``size``: --dim, --rank or --ranks, None when not given) names, else the
+    model's preset without a size, else its only one. Several and none picked: ValueError listing them."""
+    from . import presets
+
+    names = presets.available(args.dataset, args.model, task, root)
+    where = f"{args.model} on {args.dataset}" + ("" if task == "rating" else f" ({task} task)")
+    if args.preset != "tuned":
+        if args.preset not in names:
+            raise ValueError(
+                f"--preset {args.preset}: no such preset of {where}; "
+                + (f"its presets: {', '.join(names)}" if names else "it has none (run `python -m fmlib tune` first)")
+            )
+        return args.preset
+    unsized = presets.preset_name(args.model, None, task)
+    if size is None and len(names) > 1 and unsized not in names:
+        flag = SIZE_FLAGS[presets.RANK_HP[args.model]]
+        raise ValueError(
+            f"several tuned presets of {where}: {', '.join(names)} — pick one with {flag} or --preset NAME"
+        )
+    return names[0] if size is None and len(names) == 1 else presets.preset_name(args.model, size, task)
+
+
+def train_setup(args) -> tuple:
+    """(TrainConfig, model hyperparameters, min count, what the run records of its preset) of the train
+    command: the preset's values (--preset), replaced by each flag given on the command line."""
+    from . import presets
+    from .arguments import given_train_settings
+    from .models.bfm import SWEEPS
+    from .train import TrainConfig
+
+    given, hp = given_train_settings(args), given_hyperparameters(args)
+    if args.preset is None:
+        config = TrainConfig(**{"epochs": SWEEPS if args.model == "bfm" else TrainConfig.epochs, **given})
+        return config, hp, 1 if args.min_count is None else args.min_count, None
+    task, root = given.get("task", TrainConfig.task), presets.features_root(args.features)
+    name = chosen_preset(args, hp.get(presets.RANK_HP.get(args.model)), task, root)
+    preset = presets.load_named(args.dataset, name, args.model, task, root)
+    fixed = {**presets.train_settings(preset), **presets.hyperparameters(preset), "min_count": preset["min_count"]}
+    explicit = {**given, **hp, **({} if args.min_count is None else {"min_count": args.min_count})}
+    record = {
+        "name": name,
+        "file": presets.shown(Path(root) / args.dataset / f"{name}.json", root),
+        "overridden": {
+            key: {"preset": fixed[key], "given": value}
+            for key, value in explicit.items()
+            if key in fixed and value != fixed[key]  # the size that picked the preset replaces nothing
+        },
+    }
+    config = presets.train_config(preset, **given)
+    return config, {**presets.hyperparameters(preset), **hp}, explicit.get("min_count", preset["min_count"]), record
+
+
+def preset_line(record: dict) -> str:
+    """One line for stderr: the preset used and the flags that replaced its values."""
+    changes = ", ".join(
+        f"--{key.replace('_', '-')} {value['given']} (the preset's: {value['preset']})"
+        for key, value in record["overridden"].items()
+    )
+    return f"preset {record['file']}" + (f"; given: {changes}" if changes else "")
+
+
+def cmd_train(args) -> int:
+    from tqdm import tqdm
+
+    from .runs import RunStore
+    from .train import check_field_decay, train_model
+
+    config, hp, min_count, preset = train_setup(args)
 
     def log(msg):
         return print(msg, file=sys.stderr)
 
-    data = load_split(args, log)
+    if preset:
+        log(preset_line(preset))
+    data = load_split(args, config.seed, min_count, log)
     check_field_decay(data.schema, config)  # before the progress bar: bad input is one line
     start = time.perf_counter()
-    metric = "valid_rmse" if args.task == "rating" else "valid_logloss"
+    metric = "valid_rmse" if config.task == "rating" else "valid_logloss"
     with tqdm(total=config.epochs, desc=f"train {args.model}", unit="epoch", file=sys.stderr) as bar:
 
         def progress(record):
@@ -168,6 +231,8 @@ def cmd_train(args) -> int:
             bar.update(1)
 
         run = train_model(args.model, data, config, progress, **hp)
+    if preset:
+        run.config["preset"] = preset
     run_id = RunStore(args.runs_dir).save(run)
     print(
         json.dumps(
@@ -244,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, choices=list(MODELS))
     add_data_arguments(p)
     add_features_argument(p)
-    add_train_arguments(p, skip=("epochs",))
+    add_train_arguments(p, skip=("epochs",), unset=True)  # a flag given replaces the preset's value
     p.add_argument(
         "--epochs",
         type=positive_int,
@@ -253,16 +318,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dim", type=positive_int, default=None, help="embedding size k (default: the model's)")
     p.add_argument(
-        "--min-count", type=positive_int, default=1, help="features seen fewer times in train go to the rare bucket"
+        "--min-count",
+        type=positive_int,
+        default=None,
+        help="features seen fewer times in train go to the rare bucket (default: the preset's, else 1)",
     )
     p.add_argument("--rank", type=positive_int, default=None, help="DPLR: rank ρ of R (1..m-1)")
     p.add_argument("--ranks", type=int_list, default=None, help="RaFM: rank set D_1 < ... < D_m, e.g. 8,32")
     p.add_argument("--hp", default="{}", help="extra model hyperparameters as JSON, e.g. '{\"rank\": 2}'")
     p.add_argument(
         "--preset",
-        choices=["tuned"],
         default=None,
-        help="tuned: lr, weight decay, epochs, hyperparameters and min count from presets/<dataset>/<model>[-<size>].json",
+        metavar="tuned|NAME",
+        help="lr, weight decay, epochs, hyperparameters and min count from presets/<dataset>/<NAME>.json; tuned: "
+        "the model's preset of the size --dim/--rank/--ranks give, else its only one; NAME: one of the model's "
+        "presets, e.g. dplr-2. Each flag given replaces the preset's value",
     )
     p.add_argument("--runs-dir", default=None, help="run store (default: $FMLIB_RUNS or ./runs)")
     p.set_defaults(func=cmd_train)

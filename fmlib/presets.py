@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from .results import write_text
@@ -23,11 +24,21 @@ from .train import TrainConfig
 TRAIN_KEYS = ("lr", "weight_decay", "batch_size", "epochs", "patience")  # what a preset fixes
 OPTIONAL_TRAIN_KEYS = ("average_from", "field_decay", "linear_decay")  # fixed when present (older presets lack them)
 RANK_HP = {"fm": "dim", "fwfm": "dim", "rfm": "dim", "dplr": "rank", "rafm": "ranks"}
+REPOSITORY = Path(__file__).resolve().parents[1]
+SIZE_LABEL = re.compile(r"-\d+(,\d+)*(-t\d+(,\d+)*)?")  # what follows the model in a file stem: "-8", "-8,32-t2000"
 
 
 def default_root() -> Path:
     """``$FMLIB_PRESETS``, else the repository's presets/ folder."""
-    return Path(os.environ.get("FMLIB_PRESETS", Path(__file__).resolve().parents[1] / "presets"))
+    return Path(os.environ.get("FMLIB_PRESETS", REPOSITORY / "presets"))
+
+
+def shown(path, root=None) -> str:
+    """A preset's ``path`` as a message names it, never absolute: relative to the repository
+    (``presets/ml-100k/fm-8.json``), else to the folder that holds the presets ``root``."""
+    path = Path(path).resolve()
+    base = REPOSITORY if path.is_relative_to(REPOSITORY) else Path(root or default_root()).resolve().parent
+    return str(path.relative_to(base)) if path.is_relative_to(base) else path.name
 
 
 def protocol_root(protocol: str = "ours", root=None) -> Path:
@@ -72,7 +83,7 @@ def save(preset: dict, path: Path) -> Path:
 def load(dataset: str, model: str, rank=None, task: str = "rating", root=None) -> dict:
     """The tuned preset of ``model`` on ``dataset`` (at ``rank``), checked against what was asked."""
     path = preset_path(dataset, model, rank, task, root)
-    name = f"{preset_name(model, rank, task)} on {dataset}"
+    name, where = f"{preset_name(model, rank, task)} on {dataset}", shown(path, root)
     try:
         preset = json.loads(path.read_text())
         found = (preset["model"], preset["dataset"], preset["task"])
@@ -81,14 +92,14 @@ def load(dataset: str, model: str, rank=None, task: str = "rating", root=None) -
     except FileNotFoundError:
         rank_flag = "" if rank is None else f" --{'ranks' if model == 'rafm' else 'rank'} {rank_label(rank)}"
         raise ValueError(
-            f"no tuned preset {name} ({path}): run `python -m fmlib tune --model {model} --dataset {dataset}"
+            f"no tuned preset {name} ({where}): run `python -m fmlib tune --model {model} --dataset {dataset}"
             f"{rank_flag}{'' if task == 'rating' else f' --task {task}'} --trials 30` first"
         ) from None
     except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise ValueError(f"preset {path} is corrupt ({err})") from None
+        raise ValueError(f"preset {where} is corrupt ({err})") from None
     if found != (model, dataset, task):
         raise ValueError(
-            f"preset {path} was tuned for model {found[0]!r} on {found[1]!r} ({found[2]} task), "
+            f"preset {where} was tuned for model {found[0]!r} on {found[1]!r} ({found[2]} task), "
             f"not for {model!r} on {dataset!r} ({task} task)"
         )
     return preset
@@ -112,12 +123,13 @@ def hyperparameters(preset: dict) -> dict:
 
 
 def available(dataset: str, model: str, task: str = "rating", root=None) -> list[str]:
-    """Names of the presets of ``model`` on ``dataset`` for ``task`` (``fm``, ``fm-8``, …), sorted."""
+    """Names of the presets of ``model`` on ``dataset`` for ``task`` (``fm``, ``fm-8``,
+    ``rafm-8,32-t2000``, …), sorted."""
     suffix = "" if task == "rating" else f"-{task}"
     names = []
     for path in (Path(root or default_root()) / dataset).glob(f"{model}*{suffix}.json"):
         rank = path.stem.removesuffix(suffix).removeprefix(model)
-        if rank == "" or (rank.startswith("-") and rank[1:].replace(",", "").isdigit()):
+        if rank == "" or SIZE_LABEL.fullmatch(rank):
             names.append(path.stem)
     return sorted(names)
 
