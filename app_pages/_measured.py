@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages._view import cached, chart, error, shown_path
+from fmlib.data.dataset import TASKS
 from fmlib.experiments import fmgrad, inversion, scorecard, tables
 from fmlib.experiments.claims import measure_all
 from fmlib.plots.inversion import success_figure
@@ -67,15 +68,18 @@ def result_table(name: str, columns, command: str):
 
 
 @st.cache_data(show_spinner=False)
-def _scorecard(dataset: str, task: str, seen: tuple) -> pd.DataFrame:
+def _scorecard(dataset: str, tasks: tuple, seen: tuple) -> pd.DataFrame:
     """The scorecard, computed once per version of the result tables (``seen``: their paths and times)."""
-    return scorecard.scorecard(dataset, task)
+    return scorecard.scorecard(dataset, tasks)
 
 
-def scorecard_card(dataset: str = "ml-100k", task: str = "rating") -> pd.DataFrame:
-    """The scorecard (``fmlib.experiments.scorecard``) of the newest result tables; a damaged table: ValueError."""
-    newest = (tables.newest(name(dataset, task)) for _paper, name, *_ in scorecard.SOURCES)
-    return _scorecard(dataset, task, tuple((str(path), path.stat().st_mtime_ns) for path in newest if path is not None))
+def scorecard_card(dataset: str = "ml-100k", tasks: tuple = TASKS) -> pd.DataFrame:
+    """The scorecard (``fmlib.experiments.scorecard``) of the newest result tables of ``tasks``; a damaged
+    table: ValueError."""
+    newest = (tables.newest(name(dataset, task)) for _paper, name, *_ in scorecard.SOURCES for task in tasks)
+    return _scorecard(
+        dataset, tasks, tuple((str(path), path.stat().st_mtime_ns) for path in newest if path is not None)
+    )
 
 
 def scorecard_rows(page: str) -> pd.DataFrame:
@@ -96,7 +100,7 @@ def claims_of(page: str, table: str, dataset: str, task: str):
 
 def verdict_table(rows) -> None:
     """The claims with what was measured and the verdict (a static table: the page's data frames stay its own)."""
-    columns = ["claim", *(["protocol"] if "protocol" in rows else []), "measured", "verdict"]
+    columns = ["claim", *(c for c in ("protocol", "task") if c in rows), "measured", "verdict"]
     st.table(rows[columns].set_index("claim"))
 
 

@@ -8,7 +8,7 @@ from app_pages._ui import PAGES
 from app_pages._view import copy_link_and_reset, error, on_demand, title_bar
 from fmlib import toy
 from fmlib.experiments import scorecard
-from fmlib.experiments.verdict import VERDICTS
+from fmlib.experiments.verdict import OUTCOMES, outcome
 
 bar = title_bar("fmlib explainer")
 st.markdown(
@@ -47,31 +47,36 @@ one_prediction()
 st.subheader("Scorecard: the papers' claims on MovieLens 100K")
 st.markdown(
     "Each model with its own tuned preset, 5 seeds; the paired per-seed difference (> 0 favours the claim) "
-    "with its 95 % interval, and the verdict it earns. Computed from the result tables in `results/` "
+    "with its 95 % interval, and the verdict it earns: *holds*, *does not hold*, or *undecided* — and then "
+    "the verdict says which side the interval left open. Rating task (predict the stars) and, where its "
+    "table exists, click task (predict a rating ≥ 4). Computed from the result tables in `results/` "
     "(or a newer recomputation in `artifacts/`)."
 )
 
 
 def verdict_counts(card) -> None:
-    """One line a paper: how many of its claims earned each verdict, and the page that shows them."""
+    """One line a paper: how many of its claims earned each outcome (holds, does not hold, undecided), and
+    the page that shows them."""
     pages = {}
     for paper, _name, _claims, page, title, _protocol in scorecard.SOURCES:
         pages.setdefault(paper, (page, title))
     lines = []
     for paper, rows in card.groupby("paper", sort=False):
-        counts = rows["verdict"].value_counts()
-        shown = ", ".join(f"{verdict} {counts[verdict]}×" for verdict in VERDICTS if verdict in counts)
-        protocols = rows["protocol"].nunique()
+        counts = rows["verdict"].map(outcome).value_counts()
+        shown = ", ".join(f"{decided} {counts[decided]}×" for decided in OUTCOMES if decided in counts)
+        protocols, tasks = rows["protocol"].nunique(), rows.loc[rows["task"] != "", "task"].nunique()
         page, title = pages[paper]
         lines.append(
             f"- **{paper}**: {len(rows)} claim{'s' * (len(rows) > 1)} under {protocols} "
-            f"protocol{'s' * (protocols > 1)}: {shown} ([{title}]({page}))"
+            f"protocol{'s' * (protocols > 1)}{f' and {tasks} tasks' if tasks > 1 else ''}: {shown} ([{title}]({page}))"
         )
     st.markdown("\n".join(lines))
 
 
 def every_claim(card) -> None:
-    st.dataframe(card[["paper", "claim", "protocol", "measured", "verdict", "recipes", "table"]], hide_index=True)
+    st.dataframe(
+        card[["paper", "claim", "protocol", "task", "measured", "verdict", "recipes", "table"]], hide_index=True
+    )
 
 
 try:

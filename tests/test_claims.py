@@ -44,6 +44,23 @@ def test_margin_turns_better_into_no_worse():
     assert loose["margin"] == pytest.approx(0.01 * loose["other_mean"])
 
 
+def test_an_open_margin_claim_says_which_side_is_open():
+    """RaFM-low at about 1 % worse than FM on every seed: worse is decided, "more than 1 %" is not."""
+    rows = [
+        {"seed": seed, "model": model, "rank": 0, "mse": mse}
+        for seed, (low, fm) in enumerate([(0.8080, 0.80), (0.8092, 0.80), (0.8075, 0.80), (0.8087, 0.80)])
+        for model, mse in (("RaFM-low", low), ("FM", fm))
+    ]
+    claim = Claim("RaFM", "RaFM-low is about as accurate as FM", ("RaFM-low", 0), (("FM", 0),), "mse", margin=0.01)
+    row = measure(pd.DataFrame(rows), claim)
+    assert row["high"] < 0 and row["low"] < -row["margin"] < row["high"]  # below 0, holds −δ: −0.008 at 0.80
+    assert row["verdict"] == "worse on every seed; whether by more than 1 % is undecided"
+    rows[0]["mse"], rows[2]["mse"] = 0.8150, 0.8000  # RaFM-low: seed 0 worse by 1.9 %, seed 1 as good
+    row = measure(pd.DataFrame(rows), claim)
+    assert row["low"] < -row["margin"] and row["high"] > 0
+    assert row["verdict"] == "not shown to be worse, nor to be within 1 %"
+
+
 def test_claims_on_missing_models_are_skipped_and_bad_metric_refused():
     frame = _table(np.random.default_rng(3))
     claims = [

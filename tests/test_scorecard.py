@@ -1,10 +1,14 @@
 import re
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from test_pages_table1 import fake_table
 
-from fmlib.experiments import scorecard
+from fmlib.experiments import dplr, scorecard, tables
+from fmlib.experiments.claims import measure_all
+from fmlib.experiments.verdict import OUTCOMES, outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,7 +19,7 @@ def test_scorecard_rows_come_from_the_result_table(tmp_path):
     fake_table(tmp_path / "dplr_ml-100k_rating.csv")
     card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
     row = card.set_index("claim").loc["DPLR beats the FwFM pruned to the same budget at ρ = 2"]
-    assert row["verdict"] == "holds" and "5 seeds, vs Pruned ρ=2" in row["measured"]
+    assert row["verdict"] == "holds" and "5 seeds, vs Pruned ρ=2" in row["measured"] and row["task"] == "rating"
     assert row["page"].startswith("Field interactions")
     assert "| DPLR |" in scorecard.markdown(card, "ml-100k")
 
@@ -27,8 +31,44 @@ def test_replace_block():
         scorecard.replace_block("a\n", "new\n")
 
 
+def fake_click_table(path):
+    """Table 1 of the click task: log loss and AUC per seed, DPLR a little better than the rest."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for seed in range(5):
+        for model, rank in [("FM", 0), ("FwFM", 0)] + [(m, r) for r in (1, 2) for m in ("DPLR", "Pruned")]:
+            logloss = 0.55 - 0.01 * (model == "DPLR") + 0.001 * rng.standard_normal()
+            rows.append({"seed": seed, "model": model, "rank": rank, "logloss": logloss, "auc": 1.3 - logloss})
+    return tables.write(pd.DataFrame(rows), path, "python -m fmlib reproduce dplr --task click --seeds 5")
+
+
+def test_the_click_tables_claims_are_on_the_scorecard_beside_the_ratings(tmp_path):
+    fake_table(tmp_path / "dplr_ml-100k_rating.csv")
+    fake_click_table(tmp_path / "dplr_ml-100k_click.csv")
+    card = scorecard.scorecard("ml-100k", artifacts=tmp_path, committed=tmp_path / "none")
+    assert list(card["task"].unique()) == ["rating", "click"]
+    click = card[card["task"] == "click"].set_index("claim")
+    frame, _ = tables.read(tmp_path / "dplr_ml-100k_click.csv", columns=("seed", "model", "rank"))
+    expected = measure_all(frame, dplr.claims("click", [1, 2])).set_index("claim")
+    assert list(click.index) == list(expected.index) and list(click["verdict"]) == list(expected["verdict"])
+    assert "LOGLOSS, 5 seeds" in click.loc["DPLR beats the FwFM pruned to the same budget at ρ = 2", "measured"]
+    assert click["table"].str.startswith(f"{tmp_path.name}/dplr_ml-100k_click.csv").all()
+    only = scorecard.scorecard("ml-100k", "click", tmp_path, tmp_path / "none")
+    assert set(only["task"]) == {"click"} and len(only) == len(click)
+
+
+def test_the_committed_click_table_is_measured_on_the_readme_scorecard(tmp_path):
+    card = scorecard.scorecard("ml-100k", artifacts=tmp_path / "no-artifacts")
+    click = card[card["task"] == "click"]
+    path = tables.committed_root() / dplr.table_name("ml-100k", "click")
+    frame, _ = tables.read(path, columns=("seed", "model", "rank"))
+    expected = measure_all(frame, dplr.claims("click", sorted(int(r) for r in frame["rank"].unique() if r > 0)))
+    assert list(click["claim"]) == list(expected["claim"]) and list(click["verdict"]) == list(expected["verdict"])
+    assert list(click["measured"]) == list(expected["measured"])
+
+
 def test_readme_scorecard_is_the_one_the_committed_results_give(tmp_path):
-    card = scorecard.scorecard("ml-100k", "rating", tmp_path / "no-artifacts")
+    card = scorecard.scorecard("ml-100k", artifacts=tmp_path / "no-artifacts")
     expected = scorecard.replace_block((ROOT / "README.md").read_text(), scorecard.markdown(card, "ml-100k"))
     assert (ROOT / "README.md").read_text() == expected, "run: python -m fmlib scorecard --readme README.md"
 
@@ -38,6 +78,7 @@ def test_home_page_shows_the_scorecard(tmp_path, monkeypatch):
 
     monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path))
     fake_table(tmp_path / "dplr_ml-100k_rating.csv")
+    fake_click_table(tmp_path / "dplr_ml-100k_click.csv")
     at = app_page("app.py", dataset="synthetic")  # home is the frame's default page
     at.run()
     assert not at.exception and not at.error
@@ -45,14 +86,16 @@ def test_home_page_shows_the_scorecard(tmp_path, monkeypatch):
     lines = next(m.value for m in at.markdown if m.value.startswith("- **DPLR**")).splitlines()  # always shown
     counts = lines[0]  # a line a paper
     dplr = every[every["paper"] == "DPLR"]
-    assert f"**DPLR**: {len(dplr)} claims under {dplr['protocol'].nunique()} protocols:" in counts
-    assert (
-        f"holds {(dplr['verdict'] == 'holds').sum()}×" in counts
-        and "([Field interactions](field_interactions))" in counts
-    )
+    assert set(dplr["task"]) == {"rating", "click"}
+    assert f"**DPLR**: {len(dplr)} claims under {dplr['protocol'].nunique()} protocols and 2 tasks:" in counts
+    decided = dplr["verdict"].map(outcome)
+    for each in OUTCOMES:  # open margin verdicts count as "undecided"
+        assert (f"{each} {(decided == each).sum()}×" in counts) == (decided == each).any()
+    assert "([Field interactions](field_interactions))" in counts
     assert sum(int(n) for n in re.findall(r" (\d+)×", counts)) == len(dplr), "every verdict is counted"
     assert not app_page("app.py", open_sections=False, dataset="synthetic").run().dataframe, "a visit draws no table"
-    card = every[every["protocol"] == scorecard.OURS].set_index("claim")  # the committed paper-protocol rows too
+    ours = (every["protocol"] == scorecard.OURS) & (every["task"] == "rating")  # the committed paper-protocol rows too
+    card = every[ours].set_index("claim")
     assert card.loc["DPLR beats the FwFM pruned to the same budget at ρ = 2", "verdict"] == "holds"
     assert any("[Field interactions](field_interactions)" in m.value for m in at.markdown)
 

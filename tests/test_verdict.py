@@ -7,9 +7,13 @@ from scipy import stats
 from fmlib.experiments.verdict import (
     DOES_NOT_HOLD,
     HOLDS,
+    OPEN,
+    OUTCOMES,
     UNDECIDED,
     Interval,
     mean_interval,
+    outcome,
+    paired_differences,
     paired_interval,
     threshold_verdict,
     verdict,
@@ -48,11 +52,56 @@ def test_one_seed_decides_nothing():
         (-0.01, 0.01, 0.0, UNDECIDED),
         (-0.004, 0.002, 0.005, HOLDS),  # no worse than the other by more than the margin
         (-0.02, -0.006, 0.005, DOES_NOT_HOLD),
-        (-0.008, 0.002, 0.005, UNDECIDED),
+        (-0.008, 0.002, 0.005, "not shown to be worse, nor to be within 0.005"),  # holds −δ and 0
+        (-0.008, -0.001, 0.005, "worse on average; whether by more than 0.005 is undecided"),  # holds −δ, below 0
     ],
 )
 def test_verdict_reads_the_interval_against_the_margin(low, high, margin, expected):
     assert verdict(Interval((low + high) / 2, low, high, 5), margin) == expected
+
+
+# per-seed differences d_s (> 0 favours the claim) of a claim "at most 1 % worse" against a model
+# whose mean is 0.32 (δ = 0.0032), one case per side of −δ and 0 that the interval can leave open
+WORSE_EVERY_SEED = [-0.0030, -0.0042, -0.0025, -0.0037, -0.0031]
+WORSE_ON_AVERAGE = [-0.0080, -0.0070, -0.0090, -0.0060, 0.0010]
+EITHER_WAY = [-0.0090, 0.0040, -0.0070, 0.0010, -0.0020]
+
+
+@pytest.mark.parametrize(
+    "d, words, below_zero, holds_margin",
+    [
+        (WORSE_EVERY_SEED, "worse on every seed; whether by more than 1 % is undecided", True, True),
+        (WORSE_ON_AVERAGE, "worse on average; whether by more than 1 % is undecided", True, True),
+        (EITHER_WAY, "not shown to be worse, nor to be within 1 %", False, True),
+    ],
+)
+def test_a_margin_claim_says_which_side_it_left_open(d, words, below_zero, holds_margin):
+    other = np.full(len(d), 0.32)
+    favoured = other - np.asarray(d)  # a loss: d_s = other_s − favoured_s
+    differences = paired_differences(favoured, other, lower_is_better=True)
+    interval = paired_interval(favoured, other, lower_is_better=True)
+    margin = 0.01 * other.mean()
+    np.testing.assert_allclose(differences, d)
+    assert (interval.high < 0) == below_zero and (interval.low <= -margin <= interval.high) == holds_margin
+    assert (differences < 0).all() == ("every seed" in words)
+    assert verdict(interval, margin, "1 %", differences) == words
+    assert outcome(verdict(interval, margin, "1 %", differences)) == OPEN
+
+
+def test_a_margin_claim_decided_either_way_says_so():
+    other = np.full(5, 0.32)
+    within = paired_interval(other + 0.001, other, lower_is_better=True)  # 0.3 % worse on every seed
+    beyond = paired_interval(other + np.array([0.008, 0.009, 0.007, 0.0085, 0.0075]), other, lower_is_better=True)
+    assert -0.0032 < within.low and within.high < 0 and verdict(within, 0.0032, "1 %") == HOLDS
+    assert beyond.high < -0.0032 and verdict(beyond, 0.0032, "1 %") == DOES_NOT_HOLD
+    assert [outcome(verdict(i, 0.0032, "1 %")) for i in (within, beyond)] == [HOLDS, DOES_NOT_HOLD]
+
+
+def test_without_margin_an_interval_around_zero_detects_no_difference():
+    interval = paired_interval([0.30, 0.32, 0.31], [0.31, 0.31, 0.31], lower_is_better=True)
+    assert interval.low < 0 < interval.high
+    assert verdict(interval) == UNDECIDED == "no difference detectable at this sample size"
+    assert outcome(UNDECIDED) == OPEN and OUTCOMES == (HOLDS, DOES_NOT_HOLD, OPEN)
 
 
 def test_bad_input():

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .verdict import Interval, mean_interval, paired_interval, threshold_verdict, verdict, wilson_interval
+from .verdict import (
+    Interval,
+    mean_interval,
+    paired_differences,
+    paired_interval,
+    threshold_verdict,
+    verdict,
+    wilson_interval,
+)
 
 LOWER_IS_BETTER = {"mse": True, "rmse": True, "mae": True, "logloss": True, "auc": False}
 
@@ -162,6 +170,7 @@ def measure(frame: pd.DataFrame, claim: Claim | Threshold) -> dict:
     a, b = scores(frame, *claim.favoured, claim.metric), scores(frame, *other, claim.metric)
     seeds = a.index.intersection(b.index)
     interval = paired_interval(a[seeds], b[seeds], LOWER_IS_BETTER[claim.metric])
+    differences = paired_differences(a[seeds], b[seeds], LOWER_IS_BETTER[claim.metric])
     margin = claim.margin * abs(b[seeds].mean())
     return {
         "paper": claim.paper,
@@ -176,7 +185,7 @@ def measure(frame: pd.DataFrame, claim: Claim | Threshold) -> dict:
         "low": interval.low,
         "high": interval.high,
         "margin": margin,
-        "verdict": verdict(interval, margin),
+        "verdict": verdict(interval, margin, f"{100 * claim.margin:g} %", differences),
         "measured": (
             f"{interval.mean:+.4f} [{interval.low:+.4f}, {interval.high:+.4f}] {claim.metric.upper()}, "
             f"{interval.n} seeds, vs {label(*other)}"

@@ -1,8 +1,9 @@
 """The scorecard: every paper claim we test, what we measured with its interval, and the verdict.
 
 Computed from the result tables (``tables.newest``: a fresh recomputation in artifacts/, else
-the committed results/), never typed in. ``python -m fmlib scorecard`` prints it as markdown;
-with ``--readme README.md`` it rewrites the block between the two ``SCORECARD`` markers there.
+the committed results/) of both tasks — rating (MSE) and click (rating ≥ 4, log loss) — never
+typed in. ``python -m fmlib scorecard`` prints it as markdown; with ``--readme README.md`` it
+rewrites the block between the two ``SCORECARD`` markers there.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data import synthetic
+from ..data.dataset import TASKS
 from . import bfm, dplr, fm_ablation, fmgrad, inversion, rafm, rfm, tables
 from .claims import measure_all
 
@@ -47,30 +49,35 @@ SOURCES = [
     ("RFM", rfm.table_name, rfm.claims, "gradient_growth", "Gradient growth", OURS),
 ]
 BEGIN, END = "<!-- SCORECARD: begin (python -m fmlib scorecard --readme README.md) -->", "<!-- SCORECARD: end -->"
-COLUMNS = ["paper", "claim", "protocol", "measured", "verdict", "recipes", "page", "table"]
+COLUMNS = ["paper", "claim", "protocol", "task", "measured", "verdict", "recipes", "page", "table"]
 
 
-def scorecard(dataset: str = "ml-100k", task: str = "rating", artifacts=None, committed=None) -> pd.DataFrame:
-    """One row per claim whose result table exists (columns ``COLUMNS``)."""
+def scorecard(dataset: str = "ml-100k", tasks=TASKS, artifacts=None, committed=None) -> pd.DataFrame:
+    """One row per claim whose result table exists (columns ``COLUMNS``), from the tables of each of
+    ``tasks`` (a task's name: that task only); a table of no task (synthetic data) once, its task blank."""
+    tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
     rows = []
     for _paper, name, claims_of, page, title, protocol in SOURCES:
-        path = tables.newest(name(dataset, task), artifacts, committed)
-        if path is None:
-            continue
-        frame, header = tables.read(path, columns=("seed", "model", "rank"))
-        for _, row in measure_all(*claims_of(frame, task)).iterrows():
-            rows.append(
-                {
-                    "paper": row["paper"],
-                    "claim": row["claim"],
-                    "protocol": protocol,
-                    "measured": row["measured"],
-                    "verdict": row["verdict"],
-                    "recipes": row["recipes"],
-                    "page": f"{title} ({page})",
-                    "table": f"{path.parent.name}/{path.name} ({header['date']})",
-                }
-            )
+        by_task = len({name(dataset, task) for task in TASKS}) > 1
+        for task in tasks if by_task else tasks[:1]:
+            path = tables.newest(name(dataset, task), artifacts, committed)
+            if path is None:
+                continue
+            frame, header = tables.read(path, columns=("seed", "model", "rank"))
+            for _, row in measure_all(*claims_of(frame, task)).iterrows():
+                rows.append(
+                    {
+                        "paper": row["paper"],
+                        "claim": row["claim"],
+                        "protocol": protocol,
+                        "task": task if by_task else "",
+                        "measured": row["measured"],
+                        "verdict": row["verdict"],
+                        "recipes": row["recipes"],
+                        "page": f"{title} ({page})",
+                        "table": f"{path.parent.name}/{path.name} ({header['date']})",
+                    }
+                )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -81,7 +88,8 @@ def markdown(card: pd.DataFrame, dataset: str) -> str:
     if card.empty:
         return f"No result tables for {dataset} yet: run the `python -m fmlib reproduce ...` commands.\n"
     intro = (
-        f"Measured on {dataset}: the paired per-seed difference (> 0 favours the claim) with its 95 % t-interval; "
+        f"Measured on {dataset}: the paired per-seed difference (> 0 favours the claim) with its 95 % t-interval, "
+        "in the metric that *measured* names (*task* rating: predict the stars; click: predict a rating ≥ 4); "
         "rows marked synthetic measure one quantity (an error, a speed-up, a success rate) on generated inputs, "
         "with its 95 % interval (t; for a rate, Wilson) against the threshold the claim needs. "
         "Each row's page shows the bars; each table's header names the command that made it. "
@@ -104,7 +112,7 @@ def add_arguments(p) -> None:
     from ..arguments import add_data_arguments
 
     add_data_arguments(p)
-    p.add_argument("--task", choices=list(dplr.METRICS), default="rating")
+    p.add_argument("--task", choices=TASKS, default=None, help="only this task's tables (default: every task's)")
     p.add_argument("--readme", default=None, help="rewrite the scorecard block of this markdown file")
 
 
@@ -113,7 +121,7 @@ def run(args) -> int:
 
     # the README shows the committed tables only, never a local recomputation in artifacts/
     artifacts = tables.committed_root() if args.readme else None
-    text = markdown(scorecard(args.dataset, args.task, artifacts), args.dataset)
+    text = markdown(scorecard(args.dataset, args.task or TASKS, artifacts), args.dataset)
     if args.readme:
         path = Path(args.readme)
         write_text(path, replace_block(path.read_text(), text))

@@ -11,7 +11,13 @@ than the other by more than δ", how a claim such as "DPLR is about as good as F
 
 * "holds"          — the whole interval lies above −δ;
 * "does not hold"  — the whole interval lies below −δ;
-* otherwise "no difference detectable at this sample size" (one seed never decides anything).
+* otherwise the interval holds −δ and the verdict says what is left open (one seed never decides
+  anything). Without a margin: "no difference detectable at this sample size". With one, whether
+  the claimed model is worse at all is read against 0:
+  - the whole interval below 0: "worse on every seed; whether by more than δ is undecided" (or
+    "worse on average; …" when some seed's difference is not below 0);
+  - the interval holds 0 as well: "not shown to be worse, nor to be within δ".
+  Each of these has the outcome "undecided" (``outcome``), what a count of verdicts counts.
 
 A claim about one measured quantity against a threshold τ (a success rate of at least 0.9, an
 error below a tolerance, a speed-up above 1) reads its interval the same way, shifted by τ
@@ -32,8 +38,10 @@ from scipy.stats import t as student_t
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold"
-UNDECIDED = "no difference detectable at this sample size"
-VERDICTS = (HOLDS, DOES_NOT_HOLD, UNDECIDED)
+UNDECIDED = "no difference detectable at this sample size"  # a claim without margin, or against a threshold
+VERDICTS = (HOLDS, DOES_NOT_HOLD, UNDECIDED)  # the verdicts of a claim without margin
+OPEN = "undecided"  # the outcome of every verdict that decides neither way, margin claims' words included
+OUTCOMES = (HOLDS, DOES_NOT_HOLD, OPEN)
 
 
 @dataclass(frozen=True)
@@ -46,15 +54,20 @@ class Interval:
     n: int
 
 
-def paired_interval(favoured, other, lower_is_better: bool, confidence: float = 0.95) -> Interval:
-    """Interval of d_s = score(favoured) − score(other) per seed, signed so that d > 0 favours
-    ``favoured`` (for a loss such as MSE: d_s = other_s − favoured_s)."""
+def paired_differences(favoured, other, lower_is_better: bool) -> np.ndarray:
+    """d_s = score(favoured) − score(other) per seed, signed so that d > 0 favours ``favoured``
+    (for a loss such as MSE: d_s = other_s − favoured_s)."""
     a, b = np.asarray(favoured, dtype=float), np.asarray(other, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or len(a) < 1:
         raise ValueError(f"need two equally long, non-empty lists of per-seed scores, got {a.shape} and {b.shape}")
+    return b - a if lower_is_better else a - b
+
+
+def paired_interval(favoured, other, lower_is_better: bool, confidence: float = 0.95) -> Interval:
+    """Interval of the per-seed differences ``paired_differences``."""
+    d = paired_differences(favoured, other, lower_is_better)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    d = b - a if lower_is_better else a - b
     n, mean = len(d), float(d.mean())
     if n == 1:
         return Interval(mean, -math.inf, math.inf, 1)
@@ -62,15 +75,33 @@ def paired_interval(favoured, other, lower_is_better: bool, confidence: float = 
     return Interval(mean, mean - half, mean + half, n)
 
 
-def verdict(interval: Interval, margin: float = 0.0) -> str:
-    """ "holds" / "does not hold" / "no difference detectable at this sample size" (module docstring)."""
+def verdict(interval: Interval, margin: float = 0.0, margin_text: str | None = None, differences=None) -> str:
+    """ "holds", "does not hold", or the words of what is left open (module docstring). ``margin_text``
+    names the margin in those words (e.g. "1 %"; default: its value); ``differences``, the per-seed
+    d_s, let them say "on every seed"."""
     if not margin >= 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     if interval.low > -margin:
         return HOLDS
     if interval.high < -margin:
         return DOES_NOT_HOLD
-    return UNDECIDED
+    if margin == 0:
+        return UNDECIDED
+    return open_margin(interval, margin_text or f"{margin:.2g}", differences)
+
+
+def open_margin(interval: Interval, margin_text: str, differences=None) -> str:
+    """The verdict of a margin claim whose interval holds −δ: worse or not is read against 0, and
+    whether every seed says so from the per-seed ``differences``."""
+    if interval.high < 0:
+        every = differences is not None and bool((np.asarray(differences) < 0).all())
+        return f"worse {'on every seed' if every else 'on average'}; whether by more than {margin_text} is undecided"
+    return f"not shown to be worse, nor to be within {margin_text}"
+
+
+def outcome(words: str) -> str:
+    """What a verdict decided, one of ``OUTCOMES``: "holds", "does not hold" or "undecided"."""
+    return words if words in (HOLDS, DOES_NOT_HOLD) else OPEN
 
 
 def mean_interval(values, confidence: float = 0.95) -> Interval:
