@@ -63,3 +63,28 @@ def test_a_long_claim_is_wrapped_on_the_axis_and_the_figure_grows_a_line_for_eac
     lines = [line for label in labels for line in label.split("<br>")]
     assert len(lines) == 4 and all(len(line) <= CLAIM_WIDTH for line in lines)
     assert fig.layout.height >= LINE * len(lines)
+
+
+def test_every_undecided_verdict_is_grey_whatever_its_words():
+    words = [
+        "holds",
+        "does not hold",
+        "no difference detectable at this sample size",
+        "worse on every seed; whether by more than 1 % is undecided",
+    ]
+    rows = pd.DataFrame(
+        {
+            "claim": list("abcd"),
+            "other": list("wxyz"),
+            "metric": ["mse"] * 4,
+            "seeds": [5] * 4,
+            "difference": [0.01, -0.02, 0.0, -0.004],
+            "low": [0.005, -0.03, -0.01, -0.0055],
+            "high": [0.015, -0.01, 0.01, -0.0031],
+            "margin": [0.0, 0.0, 0.0, 0.0032],
+            "verdict": words,
+        }
+    )
+    colours = {t.name: t.marker.color for t in verdict_figure(rows).data}
+    assert colours[words[0]] == "#2ca02c" and colours[words[1]] == "#d62728"
+    assert colours[words[2]] == colours[words[3]] == "#7f7f7f"

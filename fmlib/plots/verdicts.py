@@ -12,11 +12,8 @@ from .layout import LEGEND_BELOW, lines, wrapped
 CLAIM_WIDTH = 40  # characters a line of a claim holds on the y axis: a claim is a sentence
 LINE = 26  # px of height a line of the claims takes, room for the projector's 20 px text too
 
-COLOURS = {
-    "holds": "#2ca02c",
-    "does not hold": "#d62728",
-    "no difference detectable at this sample size": "#7f7f7f",
-}
+COLOURS = {"holds": "#2ca02c", "does not hold": "#d62728"}
+UNDECIDED = "#7f7f7f"  # every verdict that decides neither way, whatever its words say was left open
 
 
 def claim_label(claim: str) -> str:
@@ -38,7 +35,7 @@ def _verdict_markers(part: pd.DataFrame, verdict: str, above, below, hover_colum
         y=part["claim"].map(claim_label),
         mode="markers",
         name=verdict,
-        marker=dict(color=COLOURS.get(verdict, "black"), size=10),
+        marker=dict(color=COLOURS.get(verdict, UNDECIDED), size=10),
         error_x=dict(type="data", symmetric=False, array=above, arrayminus=below),
         customdata=part[hover_columns].values,
         hovertemplate=hover,
