@@ -154,6 +154,7 @@ def recipe(preset: dict) -> str:
     if train.get("average_from"):
         parts.append(f"averaging from epoch {train['average_from']}")
     parts.append(f"≤ {train['epochs']} epochs")
-    trials = tuning.get("finished_trials")
-    chosen = f"{trials} Optuna trials on validation" if trials else "chosen by hand on validation"
+    trials, studies = tuning.get("finished_trials"), len(tuning.get("studies", ()))
+    each = f"{studies} studies × {trials}" if studies > 1 else f"{trials}"
+    chosen = f"{each} Optuna trials on validation" if trials else "chosen by hand on validation"
     return ", ".join(parts) + f" ({chosen})"

@@ -100,7 +100,7 @@ def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
     path = tmp_path / "presets" / "ml-100k" / "fm-8.json"
-    assert result["preset"] == str(path) and result["finished_trials"] == 2
+    assert result["preset"] == "presets/ml-100k/fm-8.json" and result["finished_trials"] == 2
     preset = json.loads(path.read_text())
     assert preset["hp"] == {"dim": 8} and "--rank 8" in preset["tuning"]["command"]
     code, out, _ = _cli([*args[:6], "3", *args[7:]], capsys)  # resumes: one more trial

@@ -688,7 +688,7 @@ def run(args) -> int:
         presets.save(preset, target)
     else:
         print(
-            f"kept {shown(target)}: its recorded best_valid_{key} {better} is better than these studies' "
+            f"kept {presets.shown(target, root)}: its recorded best_valid_{key} {better} is better than these studies' "
             f"{value:.5f} (delete the file to replace it)",
             file=sys.stderr,
         )
@@ -699,7 +699,7 @@ def run(args) -> int:
     print(
         json.dumps(
             {
-                "preset": shown(target),
+                "preset": presets.shown(target, root),
                 "written": better is None,
                 "studies": studies,
                 "converged": preset["tuning"]["converged"],
@@ -713,12 +713,6 @@ def run(args) -> int:
         )
     )
     return 0
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the working folder when it lies below it (``presets/ml-100k/fm-8.json``)."""
-    path = Path(path).resolve()
-    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 def convergence_line(preset: dict) -> str:
