@@ -33,6 +33,7 @@ from app_pages._view import (
     secondary,
     title_bar,
 )
+from fmlib import presets
 from fmlib.analysis.budget_toy import FIELDS as TOY_FIELDS
 from fmlib.analysis.budget_toy import ODD as TOY_ODD
 from fmlib.analysis.budget_toy import budget_toy
@@ -47,9 +48,11 @@ from fmlib.analysis.interactions import (
     prune,
     prune_mask,
     r_fm,
+    r_summary,
     spectrum,
 )
 from fmlib.analysis.pair_contribution import pair_contribution, sample_embeddings, sample_label
+from fmlib.data import movielens, split
 from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
@@ -61,6 +64,7 @@ from fmlib.plots.interactions import (
     interaction_heatmaps,
     pickable,
     picked_pair,
+    r_heatmaps,
     toy_heatmaps,
     with_pair,
 )
@@ -127,7 +131,7 @@ def toy_dialog() -> None:
 def table1_section():
     """Table 1 with verdicts, from the newest result table; never stops the rest of the page."""
     st.markdown(
-        "Every model with its own tuned preset (embedding size 8, as in the paper), 5 seeds. **Our protocol**: "
+        "Every model with a tuned preset (embedding size 8, as in the paper), over seeds. **Our protocol**: "
         "every model tuned with the same training tools (L2, grouped L2 by field, weight averaging) and the "
         "same number of Optuna trials; **the DPLR paper's**: only the learning rate tuned, features seen fewer "
         "than 10 times as rare (§5). The pruned FwFM's fine-tune continues its training (Adam's state kept) "
@@ -177,6 +181,8 @@ def table1_section():
         return
     frame, header, verdicts = found
     source_caption(header)
+    st.caption(f"{dplr_experiment.preset_note(frame, table_task)} {dplr_experiment.epoch_note(frame)}")
+    st.markdown(f"**Where pruning bites.** {dplr_experiment.headline_note(frame)}")
     chart(drawn_once(header, "verdicts", lambda: verdict_figure(verdicts)), key="table1_verdicts")
     st.dataframe(
         verdicts[["claim", "other", "metric", "seeds", "difference", "low", "high", "verdict"]],
@@ -202,12 +208,36 @@ def approximations(R, rank: int, method: str):
     return prune(R, keep), dplr_posthoc(R, rank, method).R
 
 
+TUNED = ("fwfm", 8)  # the tuned FwFM: presets.load(dataset, "fwfm", 8), the preset the starter run trains with
+
+
+def tuned_preset(name: str) -> dict | None:
+    """The tuned FwFM's preset on data set ``name`` (``TUNED``), or None where it has none (synthetic data)."""
+    try:
+        return presets.load(name, *TUNED)
+    except ValueError:
+        return None
+
+
+def quick_name(name: str) -> str:
+    """What the FwFM trained here is called: the tuned one where ``name`` has a preset, else a quick one."""
+    return f"tuned FwFM (preset {presets.preset_name(*TUNED)})" if tuned_preset(name) else "quick FwFM"
+
+
 def quick_fwfm(name, data, progress):
-    config, hp = quick_settings(name)  # synthetic: enough steps, and the planted embedding size
-    return train_model("fwfm", data, config, progress, **hp)
+    """The FwFM trained here when no saved one is shown: with the tuned preset's settings where the data set has one
+    (on its split's min count), so the page opens on the R a tuned FwFM learns; else the short training of
+    ``quick_settings`` (synthetic: enough steps, and the planted embedding size)."""
+    preset = tuned_preset(name)
+    if preset is None:
+        config, hp = quick_settings(name)
+        return train_model("fwfm", data, config, progress, **hp)
+    if preset["min_count"] != data.min_count:  # read here, outside Streamlit's caches: this runs in a job's thread
+        data = split(movielens.load(name), seed=data.seed, min_count=preset["min_count"])
+    return train_model("fwfm", data, presets.train_config(preset), progress, **presets.hyperparameters(preset))
 
 
-QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces
+QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces; shown as ``quick_name``
 R_MODELS = ("fwfm", "dplr")  # the models with a field interaction matrix R; FwFM's is learned freely
 
 
@@ -233,17 +263,17 @@ def runs_with_R(dataset: str) -> dict[str, dict]:
 
 def run_label(run_id: str, configs: dict) -> str:
     if run_id == QUICK:
-        return run_id
+        return f"the {quick_name(dataset_name())}, trained here"
     config = configs[run_id]
     rank = f", ρ = {config['hp'].get('rank')}" if config["model"] == "dplr" else ""
     return f"{run_id} ({config['model']}{rank})"
 
 
 def chosen_run(configs: dict, container=st):
-    """The run whose R the page shows, picked on the page (key ``fi_run``): by default an FwFM —
-    the sidebar's pick if it is one, else the newest FwFM run, else a quick FwFM — never a DPLR
-    run, whose R is low rank by construction. A run picked in the sidebar while this page is open
-    is shown, whatever its model."""
+    """The run whose R the page shows, picked on the page (key ``fi_run``): the run a link names (a lesson's stop:
+    the starter FwFM, trained with the tuned preset), else by default an FwFM — the sidebar's pick if it is one,
+    else the newest FwFM run, else the FwFM trained here (``quick_name``) — never a DPLR run, whose R is low rank
+    by construction. A run picked in the sidebar while this page is open is shown, whatever its model."""
     picked = selected_run_id()
     fwfm = [run_id for run_id, config in configs.items() if config["model"] == "fwfm"]
     options = [*configs, QUICK]
@@ -252,7 +282,9 @@ def chosen_run(configs: dict, container=st):
         st.session_state["fi_run"] = picked  # the reader picked it in the sidebar just now
     st.session_state["fi_sidebar_seen"] = picked
     if st.session_state.get("fi_run") not in options:  # first visit, or its run was deleted
-        st.session_state["fi_run"] = picked if picked in fwfm else (fwfm[0] if fwfm else QUICK)
+        linked = st.query_params.get("fi_run")  # checked above: one of the options, or gone with a note
+        default = picked if picked in fwfm else (fwfm[0] if fwfm else QUICK)
+        st.session_state["fi_run"] = linked if linked in options else default
     choice = container.selectbox(
         "Run whose R is shown",
         options,
@@ -269,11 +301,12 @@ def chosen_run(configs: dict, container=st):
 
 
 def quick_run(run_id, note=None):
+    name = quick_name(dataset_name())
     return saved_or_quick_run(
         lambda run: hasattr(run.model, "R"),
         "it has no field interaction matrix R (an FM is the FwFM with R = 11ᵀ − I fixed). "
-        "Pick an fwfm or dplr run in the sidebar, or train a quick FwFM here.",
-        "quick FwFM",
+        f"Pick an fwfm or dplr run in the sidebar, or train the {name} here.",
+        name,
         "interactions_quick_run",
         quick_fwfm,
         run_id=run_id,
@@ -480,7 +513,7 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     else:
         choice = chosen_run(configs, row[0] if row else st)
         if choice == QUICK:
-            run, source = quick_run(None, "A quick FwFM is picked above.")
+            run, source = quick_run(None, f"The {quick_name(dataset_name())} is picked above.")
         else:
             try:
                 run = load_run(choice)
@@ -557,7 +590,10 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
         f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
         f"post-hoc DPLR, ρ = {rank}": posthoc,
     }
-    linked_chart(interaction_heatmaps, (shown, names), pair, "heatmaps", container=heatmap_box)
+    linked_chart(r_heatmaps, (shown, names), pair, "heatmaps", container=heatmap_box)
+    heatmap_box.markdown(
+        "**How far R is from the FM's:** " + r_summary(R, names, "this DPLR model" if is_dplr else "this FwFM")
+    )
     c1, c2, c3 = metrics_box.columns(3)
     c1.metric("% left = 2ρ(m+1)/(m(m−1))", f"{left_pct:.1f}%")
     c2.metric("pruned: relative error off the diagonal", f"{offdiag_error(pruned, R):.3f}")

@@ -82,11 +82,11 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
         errors = tab.locator("[data-testid='stException']")
         assert errors.count() == 0, f"{where}: {stop.page} shows {errors.first.inner_text()[:300]}"
         if stop.page == "field_interactions":
-            quick = tab.get_by_role("button", name=re.compile("^Train a quick FwFM"))
-            if quick.count():  # no starter runs on this test server: the student trains the page's quick FwFM
-                quick.click()
+            tuned = tab.get_by_role("button", name=re.compile("^Train a tuned FwFM"))
+            if tuned.count():  # no starter runs on this test server: the student trains the tuned preset's FwFM
+                tuned.click()
             heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="post-hoc DPLR").first
-            expect(heatmaps).to_be_visible(timeout=120_000)  # a fresh server trains a quick FwFM first
+            expect(heatmaps).to_be_visible(timeout=180_000)  # a fresh server trains the tuned FwFM first
             wait_idle(tab)
             slider = tab.locator("[data-testid='stMain'] [data-testid='stSlider']").first
             assert below_fold(tab, slider, height) <= 0, f"{where}: the ρ slider is below the fold"

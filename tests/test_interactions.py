@@ -14,6 +14,7 @@ from fmlib.analysis.interactions import (
     prune_mask,
     pruned_fwfm,
     r_fm,
+    r_summary,
     with_R,
 )
 from fmlib.data import synthetic
@@ -237,3 +238,39 @@ def test_a_pickable_figure_leaves_blank_cells_out_and_a_blank_diagonal_keeps_one
     limits = {(t.zmin, t.zmax) for t in toy.data}
     assert len(limits) == 1 and all(np.isfinite(limit) for limit in next(iter(limits)))
     assert all(np.isnan(np.asarray(t.z, dtype=float).diagonal()).all() for t in toy.data)
+
+
+def test_r_summary_names_the_range_the_spread_and_the_strongest_and_weakest_pair():
+    R = r_fm(4)
+    R[0, 1] = R[1, 0] = 1.9  # a × b: the strongest
+    R[2, 3] = R[3, 2] = 0.92  # c × d: the weakest
+    upper = R[np.triu_indices(4, 1)]
+    assert r_summary(R, list("abcd")) == (
+        f"R runs from 0.92 to 1.90 where an FM has 1 on every pair (std {upper.std():.2g} over the 6 pairs); "
+        "the strongest pair: a × b (1.90), the weakest: c × d (0.92)."
+    )
+
+
+def test_r_summary_says_when_R_stays_close_to_the_fms_one_with_its_numbers():
+    R = r_fm(4) + 0.01 * random_symmetric(4)  # every |R_fg − 1| well below 0.05
+    distance = np.abs(R - 1)[np.triu_indices(4, 1)].max()
+    text = r_summary(R, list("abcd"), "the tuned FwFM")
+    assert text.startswith(f"R stays within {distance:.2g} of the FM's 1 on every pair (std ")
+    assert text.endswith("over the 6 pairs): the tuned FwFM is close to an FM on this data.")
+    assert r_summary(r_fm(3), list("abc")).startswith("R stays within 0 of the FM's 1")
+    assert r_summary(R, list("abcd"), tolerance=distance / 2).startswith("R runs from")
+
+
+def test_r_heatmaps_share_one_scale_centred_on_the_fms_one_with_the_diagonal_blank():
+    from fmlib.plots.interactions import r_heatmaps
+
+    R = r_fm(4) + 0.1 * random_symmetric(4)
+    pruned = prune(R, 3)  # its zeros are the largest departure from 1
+    fig = r_heatmaps({"learned R": R, "pruned": pruned}, list("abcd"))
+    spread = max(np.abs(M - 1)[~np.eye(4, dtype=bool)].max() for M in (R, pruned))
+    assert [(t.zmin, t.zmax) for t in fig.data] == [pytest.approx((1 - spread, 1 + spread))] * 2
+    assert all(np.isnan(np.asarray(t.z, dtype=float).diagonal()).all() for t in fig.data)
+    assert "the FM's 1" in fig.layout.title.text
+    alone = r_heatmaps({"learned R": R}, list("abcd")).data[0]
+    near = np.abs(R - 1)[~np.eye(4, dtype=bool)].max()
+    assert (alone.zmin, alone.zmax) == pytest.approx((1 - near, 1 + near)), "fitted to the data"

@@ -1,13 +1,16 @@
 """AppTests for app_pages/field_interactions.py (synthetic data, tiny runs); the Ranking page's are in test_pages_ranking.py."""
 
+import base64
 import json
 import time
 
 import numpy as np
+import pytest
 from apptest import app_page, wait_for_training
 
+from fmlib import presets
 from fmlib.analysis.budget_toy import ODD
-from fmlib.analysis.interactions import budget, dplr_posthoc, interaction_matrix, prune
+from fmlib.analysis.interactions import budget, dplr_posthoc, interaction_matrix, prune, r_summary
 from fmlib.analysis.pair_contribution import pair_contribution, sample_embeddings
 from fmlib.data import split, synthetic
 from fmlib.plots.interactions import PAIR_OUTLINE
@@ -43,6 +46,14 @@ def chart(at, key: str) -> dict:
     """The plotly chart with this key, as JSON."""
     (found,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]
     return json.loads(found.proto.spec)
+
+
+def values(array) -> np.ndarray:
+    """A plotly JSON array: a list, or a typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(array, dict):
+        flat = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
+        return flat.reshape([int(n) for n in str(array.get("shape", len(flat))).split(",")])
+    return np.asarray(array, dtype=float)
 
 
 def pair_table(at):
@@ -82,6 +93,21 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
     ]
     (caption,) = [c.value for c in at.caption if "matches the planted one" in c.value]
     assert float(caption.rstrip(".").split()[-1]) >= 0.95
+
+
+def test_on_movielens_without_a_saved_fwfm_the_page_trains_the_tuned_one():
+    at = page("field_interactions.py", dataset="ml-100k")
+    assert at.button(key="quick_train").label == "Train a tuned FwFM (preset fwfm-8) on ml-100k"
+    wait_for_training(at.button(key="quick_train").click().run(), key="interactions_quick_run_job")
+    assert not at.exception and not at.error
+    run = at.session_state["interactions_quick_run"]
+    preset = presets.load("ml-100k", "fwfm", 8)
+    assert run.config["hp"] == {**run.config["hp"], **preset["hp"]}  # the preset's hyperparameters
+    assert {k: run.config["train"][k] for k in preset["train"]} == preset["train"]  # and its training settings
+    assert any("a tuned FwFM (preset fwfm-8) trained here" in c.value for c in at.caption)
+    R = interaction_matrix(run.model)
+    (sentence,) = [m.value for m in at.markdown if m.value.startswith("**How far R is from the FM's:**")]
+    assert sentence.endswith(r_summary(R, run.model.schema.names, "this FwFM"))
 
 
 def test_interactions_page_on_a_saved_dplr_run_says_its_posthoc_dplr_is_exact_by_construction():
@@ -169,6 +195,32 @@ def test_the_page_opens_with_the_toy_before_the_learned_R_and_in_projector_mode_
     projected.button(key="fi_toy").click().run()  # and the toy is one click away, in a window over the page
     assert not projected.exception and chart_keys(projected).count("toy") == 1
     assert any(m.value.startswith("Pruning keeps the 6 largest") for m in projected.markdown)
+
+
+def test_a_link_naming_a_run_opens_on_it_though_the_sidebar_picks_another_fwfm():
+    """A lesson's stop links the starter FwFM (tuned preset); a newer FwFM of the class is the sidebar's pick."""
+    starter, newer = saved_run("fwfm"), saved_run("fwfm")
+    at = app_page("app_pages/field_interactions.py", timeout=60, dataset="synthetic", run_id=newer)
+    at.query_params["fi_run"] = starter
+    at.run()
+    assert not at.exception and at.selectbox(key="fi_run").value == starter
+    assert any(f"saved run **{starter}**" in c.value for c in at.caption)
+
+
+def test_the_learned_R_is_drawn_around_the_fms_one_with_a_sentence_on_how_far_it_is_from_it():
+    run_id = saved_run("fwfm")
+    at = page("field_interactions.py", run_id=run_id)
+    R = interaction_matrix(RunStore().load(run_id).model)
+    names = [f"f{i}" for i in range(len(R))]
+    (sentence,) = [m.value for m in at.markdown if m.value.startswith("**How far R is from the FM's:**")]
+    assert sentence.endswith(r_summary(R, names, "this FwFM"))
+    heatmaps = [t for t in chart(at, "heatmaps")["data"] if t["type"] == "heatmap"]
+    shown = [R, prune(R, budget(len(R), 2)), dplr_posthoc(R, 2).R]  # learned, pruned, post-hoc DPLR at ρ = 2
+    spread = max(np.abs(M - 1)[~np.eye(len(R), dtype=bool)].max() for M in shown)
+    assert len(heatmaps) == 3
+    for trace in heatmaps:  # one scale for the three, white at the FM's 1; the diagonal blank
+        assert (trace["zmin"], trace["zmax"]) == pytest.approx((1 - spread, 1 + spread))
+        assert np.isnan(values(trace["z"]).diagonal()).all()
 
 
 def test_a_pair_picked_by_its_fields_is_outlined_in_every_heatmap_and_traced_in_one_rating():

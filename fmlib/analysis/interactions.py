@@ -44,6 +44,39 @@ def r_fm(m: int) -> np.ndarray:
     return np.ones((m, m)) - np.eye(m)
 
 
+NEAR_FM = 0.05  # an R whose every pair is within this of R_FM's 1 is called close to an FM (``r_summary``)
+
+
+def fm_distance(R) -> float:
+    """max_{f<g} |R_fg − 1|: how far R is from R_FM = 11ᵀ − I (DPLR eq. 7) on its worst pair."""
+    R = _square_symmetric(R)
+    return float(np.abs(R[np.triu_indices(len(R), 1)] - 1).max())
+
+
+def r_summary(R, names, model: str = "the FwFM", tolerance: float = NEAR_FM) -> str:
+    """One sentence on how far R is from the FM's R_FM = 11ᵀ − I (DPLR eq. 7: 1 on every pair f < g), and where:
+    R's range and spread over the m(m−1)/2 pairs with its largest and smallest pair; or, when every
+    |R_fg − 1| is below ``tolerance``, that R stays that close to the FM's 1 (``model`` names whose R it is)."""
+    R = _square_symmetric(R)
+    rows, cols = np.triu_indices(len(R), 1)
+    upper = R[rows, cols]
+    spread = f"std {upper.std():.2g} over the {len(upper)} pairs"
+    distance = fm_distance(R)
+    if distance < tolerance:
+        return (
+            f"R stays within {distance:.2g} of the FM's 1 on every pair ({spread}): "
+            f"{model} is close to an FM on this data."
+        )
+
+    def pair(i: int) -> str:
+        return f"{names[rows[i]]} × {names[cols[i]]} ({upper[i]:.2f})"
+
+    return (
+        f"R runs from {upper.min():.2f} to {upper.max():.2f} where an FM has 1 on every pair ({spread}); "
+        f"the strongest pair: {pair(int(np.argmax(upper)))}, the weakest: {pair(int(np.argmin(upper)))}."
+    )
+
+
 def _square_symmetric(R) -> np.ndarray:
     R = np.asarray(R, dtype=float)
     if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] < 2:

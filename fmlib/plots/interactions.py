@@ -23,11 +23,14 @@ def interaction_heatmaps(
     names: list[str],
     title: str = "Field interaction matrices R",
     entry: str = "R<sub>fg</sub>",
+    centre: float = 0.0,
 ) -> go.Figure:
-    """Side-by-side heatmaps of m×m matrices {title: R}, field names on the axes, one colour scale;
-    ``entry`` names what a cell holds in the figure's title."""
+    """Side-by-side heatmaps of m×m matrices {title: R}, field names on the axes, one diverging colour scale,
+    white at ``centre`` and as wide as the largest |R − centre| of them all; ``entry`` names what a cell
+    holds in the figure's title."""
     names_of = list(matrices)
-    vmax = max(float(np.nanmax(np.abs(R))) for R in matrices.values()) or 1.0  # NaN: a cell left blank
+    # NaN: a cell left blank
+    vmax = max(float(np.nanmax(np.abs(np.asarray(R, dtype=float) - centre))) for R in matrices.values()) or 1.0
     # a long subplot title takes two lines, so that three side by side never run into each other
     wrapped = ["<br>".join(textwrap.wrap(name.replace(" = ", "\u00a0=\u00a0"), 18)) for name in names_of]
     fig = make_subplots(rows=1, cols=len(names_of), subplot_titles=wrapped, horizontal_spacing=0.1)
@@ -37,8 +40,8 @@ def interaction_heatmaps(
                 z=np.asarray(matrices[name]),
                 x=names,
                 y=names,
-                zmin=-vmax,
-                zmax=vmax,
+                zmin=centre - vmax,
+                zmax=centre + vmax,
                 colorscale="RdBu",
                 reversescale=True,
                 showscale=i == len(names_of),
@@ -95,13 +98,24 @@ def deviation_heatmap(R, names: list[str]) -> go.Figure:
     return fig
 
 
+def blank_diagonal(matrices: dict) -> dict:
+    """{title: R} with each R's diagonal blank (NaN): the model never uses it ([DPLR] eq. 5), it is not a parameter."""
+    return {
+        name: np.where(np.eye(len(R), dtype=bool), np.nan, np.asarray(R, dtype=float)) for name, R in matrices.items()
+    }
+
+
+def r_heatmaps(matrices: dict, names: list[str], title: str = "Field interaction matrices R") -> go.Figure:
+    """A learned R and its approximations side by side ({title: R}) on one diverging colour scale centred on the
+    FM's R_FM = 11ᵀ − I ([DPLR] eq. 7): white where R_fg = 1 as in an FM, red above, blue below, as wide as the
+    largest |R_fg − 1| of them all; the diagonal blank."""
+    return interaction_heatmaps(blank_diagonal(matrices), names, title, "R<sub>fg</sub> (white: the FM's 1)", 1.0)
+
+
 def toy_heatmaps(matrices: dict, names: list[str], title: str) -> go.Figure:
     """A small R and its approximations side by side ({title: R}), each cell's value written in it, the unused
     diagonal left blank: the picture that comes before a learned R."""
-    blank = {
-        name: np.where(np.eye(len(R), dtype=bool), np.nan, np.asarray(R, dtype=float)) for name, R in matrices.items()
-    }
-    fig = interaction_heatmaps(blank, names, title)
+    fig = interaction_heatmaps(blank_diagonal(matrices), names, title)
     fig.update_traces(texttemplate="%{z:.2f}", textfont_size=11, showscale=False)
     fig.update_xaxes(title_standoff=2)
     fig.update_yaxes(title_standoff=6, row=1, col=1)
