@@ -188,7 +188,7 @@ def test_available_presets_by_model_and_task(tmp_path):
     assert presets.available("d", "dplr", root=tmp_path) == []
 
 
-def _preset(root, model, rank, hp, **train):
+def _preset(root, model, rank, hp, tuning=None, **train):
     """A minimal preset file as ``tune`` writes it, for the seeding tests."""
     preset = {
         "model": model,
@@ -198,7 +198,7 @@ def _preset(root, model, rank, hp, **train):
         "hp": hp,
         "train": {"lr": 0.01, "weight_decay": 1e-4, "batch_size": 1024, "epochs": 200, "patience": 3, **train},
         "min_count": 1,
-        "tuning": {},
+        "tuning": tuning or {},
     }
     presets.save(preset, presets.preset_path("ml-100k", model, rank, root=root))
 
@@ -232,12 +232,14 @@ def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
 
 def test_the_seeded_recipe_is_the_first_trial_of_every_study(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, lr=0.02)
+    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, {"best_valid_rmse": 0.1}, lr=0.02)  # unreachably good
     args = ["tune", "--model", "fwfm", "--rank", "4", "--trials", "2", "--epochs", "1", "--studies", "2"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
     preset = json.loads((tmp_path / "presets" / "ml-100k" / "fwfm-4.json").read_text())
     assert preset["tuning"]["seeded_from"] == ["fm-4"]
+    assert preset["tuning"]["better_inside"] == {"fm-4": 0.1} and not preset["tuning"]["converged"]
+    assert "not converged:" in err and "models it contains validate better: fm-4 0.10000" in err
     storage = str(tmp_path / "runs" / ".studies" / "ml-100k" / "fwfm-4-seed0.journal")
     for s in (0, 1):
         study = optuna.load_study(study_name=f"fwfm-4-seed0-sampler{s}", storage=tune.storage_of(storage))

@@ -383,17 +383,19 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeou
 
 
 def make_preset(
-    model, dataset, rank, base: TrainConfig, fixed, params, value, studies, min_count, command, settings, seeded=()
+    model, dataset, rank, base: TrainConfig, fixed, params, value, studies, min_count, command, settings, contained=None
 ) -> dict:
     """The preset of the best ``params`` (validation ``value``) over ``studies``, a list of
-    {study, sampler_seed, finished_trials, best_valid_<metric>, epochs}; ``converged`` when their
-    bests agree within ``TOLERANCE``. ``settings``: the studies' settings (space, budget, split);
-    ``seeded``: the presets whose recipes started the studies."""
+    {study, sampler_seed, finished_trials, best_valid_<metric>, epochs}. ``settings``: the studies'
+    settings (space, budget, split); ``contained``: {name: preset} of the tuned models the model
+    contains, whose recipes started the studies. The tuning has ``converged`` when the studies'
+    bests agree within ``TOLERANCE`` and no contained model validates better (``better_inside``)."""
     key = f"best_valid_{MONITOR[base.task]}"
     train, hp = split_params(model, params, fixed)
     config = {**asdict(base), **train}
     bests = [s[key] for s in studies]
     best = min(studies, key=lambda s: s[key])
+    inside = better_inside(contained or {}, key, value, min_count)
     preset = {
         "model": model,
         "dataset": dataset,
@@ -409,9 +411,10 @@ def make_preset(
             key: round(value, 5),
             "epochs_used": best["epochs"],
             "studies": studies,
-            "converged": max(bests) - min(bests) <= TOLERANCE,
+            "converged": max(bests) - min(bests) <= TOLERANCE and not inside,
             "tolerance": TOLERANCE,
-            "seeded_from": list(seeded),
+            "seeded_from": list(contained or {}),
+            "better_inside": inside,
             "command": command,
             "space": settings["space"],
             "settings": settings,
@@ -419,6 +422,16 @@ def make_preset(
     }
     preset["tuning"]["recipe"] = presets.recipe(preset)
     return preset
+
+
+def better_inside(contained: dict, key: str, value: float, min_count: int) -> dict:
+    """{name: recorded validation score} of the ``contained`` presets (on the same split) that
+    validate better than ``value``: a model whose tuning missed a point of its own space."""
+    return {
+        name: preset["tuning"][key]
+        for name, preset in contained.items()
+        if preset["min_count"] == min_count and preset["tuning"].get(key, float("inf")) < round(value, 5)
+    }
 
 
 def recorded_better(path: Path, key: str, value: float, settings: dict) -> float | None:
@@ -716,14 +729,21 @@ def run(args) -> int:
 
 
 def convergence_line(preset: dict) -> str:
-    """One line: every study's best, and whether they agree within the tolerance."""
+    """One line: every study's best, whether they agree within the tolerance, and any contained
+    model that validates better."""
     tuning = preset["tuning"]
     key = next(k for k in tuning if k.startswith("best_valid_"))
     bests = ", ".join(f"{s[key]:.5f}" for s in tuning["studies"])
     spread = max(s[key] for s in tuning["studies"]) - min(s[key] for s in tuning["studies"])
+    agree = spread <= tuning["tolerance"]
+    words = [
+        f"the studies' bests ({bests}) "
+        + (f"agree within {spread:.4f} <= " if agree else f"differ by {spread:.4f} > ")
+        + str(tuning["tolerance"])
+    ]
+    inside = tuning.get("better_inside", {})
+    if inside:
+        words.append("models it contains validate better: " + ", ".join(f"{n} {v:.5f}" for n, v in inside.items()))
     if tuning["converged"]:
-        return f"converged: the studies' bests ({bests}) agree within {spread:.4f} <= {tuning['tolerance']}"
-    return (
-        f"not converged: the studies' bests ({bests}) differ by {spread:.4f} > {tuning['tolerance']}; "
-        "run again with more --trials (the studies resume)"
-    )
+        return "converged: " + "; ".join(words)
+    return "not converged: " + "; ".join(words) + "; run again with more --trials (the studies resume)"
