@@ -87,8 +87,8 @@ def recompute_results(job) -> list[str]:
     return recompute.recompute(REPRODUCE, job)
 
 
-def rebuild_default_runs(job) -> list[str]:
-    rebuild = starter.Starter(run_store(), starter_split, replace=True)
+def rebuild_default_runs(job, tuned: bool) -> list[str]:
+    rebuild = starter.Starter(run_store(), starter_split, replace=True, tuned=tuned)
     try:
         saved = rebuild.run(job.report)
     finally:
@@ -109,7 +109,7 @@ REPRODUCE = [[group, command] for group, command, _, _ in TOPIC_COMMANDS if grou
         "--ranks",
         "2,8",
         "--variants",
-        "40",
+        "40,40+y",
         "--protocol",
         "rafm-paper",
     ],
@@ -129,16 +129,30 @@ server_job(
     lambda lines: "Results recomputed: " + " · ".join(lines),
     allowed=True,
 )
+
+
+def rebuild_label(tuned: bool) -> str:
+    """A rebuild choice with its cost: the largest epoch budget of the starter runs it trains."""
+    probe = starter.Starter(None, None, tuned=tuned)
+    budget = max(probe.settings(model, size)[0].epochs for model, size in starter.STARTERS)
+    if tuned:
+        return f"tuned presets: up to {budget} epochs each, early stopping deciding"
+    return f"quick settings: up to {budget} epochs each, as on a first start"
+
+
 st.subheader("Rebuild default runs")
 st.markdown(
-    "Trains the shared starter runs (" + ", ".join(f"{m}-ml-100k-starter" for m, _ in starter.STARTERS) + ") again "
-    "with their tuned presets, each replacing the old run of its name — after a preset changed, or a run was deleted."
+    "Trains the shared starter runs (" + ", ".join(f"{m}-ml-100k-starter" for m, _ in starter.STARTERS) + ") again, "
+    "each replacing the old run of its name — after a preset changed, or a run was deleted. A first start trains "
+    "them with the quick settings, so that students' first trainings need not wait; the tuned presets give "
+    "converged runs (a model without a preset keeps the quick settings)."
 )
+tuned = st.radio("Settings", [False, True], format_func=rebuild_label, key="teacher_rebuild_tuned")
 server_job(
     "teacher_rebuild",
     "Rebuild default runs",
     "Rebuild default runs",
-    rebuild_default_runs,
+    lambda job: rebuild_default_runs(job, tuned),
     lambda saved: f"Default runs rebuilt: {', '.join(saved)}.",
     allowed=True,
 )

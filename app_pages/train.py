@@ -34,7 +34,7 @@ from fmlib.plots.fm_ablation import ablation_figure
 from fmlib.plots.trace import trace_figure
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
-from fmlib.train import TrainConfig
+from fmlib.train import TrainConfig, quick_model_settings
 
 bar = title_bar("Train a model")
 notebook_link("01_fm_from_scratch")
@@ -52,12 +52,41 @@ st.markdown(
 chart(cached(trace_figure), key="trace")
 
 name = dataset_name()
-defaults = TrainConfig()
+# the first choice is the quick training (a few epochs); a tuned preset, up to its epoch budget, is the other
+defaults = quick_model_settings(name, "fm")[0]
 
 
 def widget_default(value):
     """A hyperparameter's default as its widget holds it (a tuple as comma-separated text)."""
     return ",".join(map(str, value)) if isinstance(value, tuple) else value
+
+
+def default_hp(model: str) -> dict:
+    """The model's hyperparameters under the quick settings (an FM's dim) and its own defaults otherwise."""
+    return {**hyperparameters(model), **quick_model_settings(name, model)[1]}
+
+
+def preset_label(choice: str) -> str:
+    """A choice of the *Preset* menu with its cost: the quick settings' epochs, or a preset's budget."""
+    if choice == "defaults":
+        return f"quick: {defaults.epochs} epochs at lr {defaults.lr:g}"
+    try:
+        preset = presets.load_named(name, choice, model, task, root)
+    except ValueError:
+        return f"{choice} (unreadable: choose it to see why)"
+    budget = presets.train_config(preset).epochs
+    return f"{choice}: tuned, up to {budget} epochs ({budget / defaults.epochs:.2g}× the quick run's)"
+
+
+def base_config() -> TrainConfig:
+    """The settings without a widget (batch size, patience) of the chosen preset, or of the quick run."""
+    choice = st.session_state.get("preset", "defaults")
+    if choice not in tuned:  # the quick settings (or a preset of another model, left from before)
+        return defaults
+    try:
+        return presets.train_config(presets.load_named(name, choice, model, task, root))
+    except ValueError as err:
+        fail(str(err))
 
 
 VIEW = {
@@ -72,7 +101,7 @@ VIEW = {
     **{
         f"hp_{m}_{key}": widget_default(value)
         for m in MODELS
-        for key, value in hyperparameters(m).items()
+        for key, value in default_hp(m).items()
         if value is not None
     },
 }
@@ -81,7 +110,7 @@ SECTIONS = ("watch_saved_run", "bfm_section", "feature_sets_section")  # drawn o
 
 
 def apply_preset():
-    """Fill the widgets from the chosen preset (or the defaults); they stay editable."""
+    """Fill the widgets from the chosen preset (or the quick settings); they stay editable."""
     model, task, choice = st.session_state["model"], st.session_state["task"], st.session_state["preset"]
     try:
         root = presets.features_root(st.session_state.get("train_features"))
@@ -90,7 +119,7 @@ def apply_preset():
         st.session_state["preset_error"] = str(err)
         return
     config = presets.train_config(preset) if preset else defaults
-    hp = presets.hyperparameters(preset) if preset else {}
+    hp = presets.hyperparameters(preset) if preset else default_hp(model)
     st.session_state.update(
         lr=config.lr, weight_decay=config.weight_decay, epochs=config.epochs, average_from=config.average_from
     )
@@ -129,9 +158,11 @@ with left:
         "Preset",
         ["defaults", *tuned],
         key="preset",
+        format_func=preset_label,
         on_change=apply_preset,
-        help="A tuned preset (python -m fmlib tune) fills in the learning rate, L2, epochs and hyperparameters "
-        "that did best on the validation split.",
+        help="The quick settings train a few epochs, enough to watch an FM learn. A tuned preset (python -m fmlib "
+        "tune) fills in the learning rate, L2, epochs and hyperparameters that did best on the validation split, "
+        "and trains up to its epoch budget, early stopping deciding: a converged model, at the cost its label says.",
     )
     seed = int(
         bounded_number(
@@ -174,7 +205,7 @@ if "preset_error" in st.session_state:
     st.error(st.session_state.pop("preset_error"))
 hp = {}
 with st.expander(f"{model} hyperparameters", expanded=True):
-    for key, default in hyperparameters(model).items():
+    for key, default in default_hp(model).items():
         label = "dim (embedding size k)" if key == "dim" else key
         bound = {"key": f"hp_{model}_{key}", "bind": "query-params"}
         if isinstance(default, bool):
@@ -200,6 +231,7 @@ with st.expander(f"{model} hyperparameters", expanded=True):
 
 copy_link_and_reset({**VIEW, "preset": "defaults", **dict.fromkeys(SECTIONS, False)}, container=bar)
 if st.button("Train", type="primary"):
+    base = base_config()
     try:
         config = TrainConfig(
             task=task,
@@ -208,6 +240,8 @@ if st.button("Train", type="primary"):
             weight_decay=weight_decay,
             seed=seed,
             average_from=average_from,
+            batch_size=base.batch_size,
+            patience=base.patience,
             **grouped_decay,
         )
         if features is None:

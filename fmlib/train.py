@@ -415,6 +415,16 @@ def quick_settings(dataset: str) -> tuple[TrainConfig, dict]:
     return TrainConfig(epochs=4, lr=1e-2, patience=2), {"dim": 8}
 
 
+def quick_model_settings(dataset: str, model: str) -> tuple[TrainConfig, dict]:
+    """``quick_settings`` for ``model``: its hyperparameters limited to those ``model`` takes (an FM's
+    dim, nothing for RaFM, whose ranks keep their defaults). What every default training runs: the
+    Train page's first choice and the starter runs; a tuned preset (its epoch budget, early stopping
+    deciding) is the explicit other choice."""
+    config, hp = quick_settings(dataset)
+    takes = hyperparameters(model)
+    return config, {k: v for k, v in hp.items() if k in takes}
+
+
 def train_model(
     name: str, data: Split, config: TrainConfig, callback=None, *, snapshots: bool | Snapshots = True, **hp
 ) -> Run:

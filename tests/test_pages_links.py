@@ -9,7 +9,9 @@ from apptest import ROOT, app_page, tiny_fwfm_run
 
 from app_pages._ui import PAGES
 from fmlib.lessons import lesson_files, load_lesson
-from fmlib.train import TrainConfig
+from fmlib.train import quick_settings
+
+QUICK, QUICK_HP = quick_settings("synthetic")  # the Train page's defaults on the synthetic data
 
 
 def opened(path: str, params: dict, **state):
@@ -47,9 +49,9 @@ def test_a_rank_set_link_restores_the_text():
     ("params", "key", "default"),
     [
         ({"model": "xgboost"}, "model", "fm"),
-        ({"epochs": "-3"}, "epochs", TrainConfig().epochs),
-        ({"lr": "abc"}, "lr", TrainConfig().lr),
-        ({"hp_fm_dim": "1e9"}, "hp_fm_dim", 16),
+        ({"epochs": "-3"}, "epochs", QUICK.epochs),
+        ({"lr": "abc"}, "lr", QUICK.lr),
+        ({"hp_fm_dim": "1e9"}, "hp_fm_dim", QUICK_HP["dim"]),
         ({"model": "rafm", "hp_rafm_ranks": "8,x"}, "hp_rafm_ranks", "8,32"),
     ],
 )
@@ -70,13 +72,13 @@ def test_the_note_stays_until_the_setting_is_changed():
 
 
 def test_reset_to_defaults_and_the_link_to_this_view():
-    at = opened("app_pages/train.py", {"model": "fwfm", "epochs": 7, "hp_fwfm_dim": 4}, dataset="synthetic")
+    at = opened("app_pages/train.py", {"model": "fwfm", "epochs": 7, "hp_fwfm_dim": 6}, dataset="synthetic")
     link = at.code[-1].value
-    assert "model=fwfm" in link and "epochs=7" in link and "hp_fwfm_dim=4" in link and "dataset=synthetic" in link
+    assert "model=fwfm" in link and "epochs=7" in link and "hp_fwfm_dim=6" in link and "dataset=synthetic" in link
     at.button(key="reset_view").click().run()
     assert not at.exception
-    assert at.selectbox(key="model").value == "fm" and at.number_input(key="epochs").value == TrainConfig().epochs
-    assert at.session_state["hp_fwfm_dim"] == 16
+    assert at.selectbox(key="model").value == "fm" and at.number_input(key="epochs").value == QUICK.epochs
+    assert at.session_state["hp_fwfm_dim"] == QUICK_HP["dim"]
     assert "model=" not in at.code[-1].value and "epochs=" not in at.code[-1].value
 
 

@@ -174,3 +174,34 @@ def test_the_worked_example_follows_the_rank_set():
     expected = example_for("synthetic", (4, 16, 64))
     assert table["level kᵢ"].tolist() == expected["k_i"].tolist()
     assert {"|log nᵢ − log 4|", "|log nᵢ − log 16|", "|log nᵢ − log 64|"} <= set(table.columns)
+
+
+def test_the_seed_run_here_is_quick_unless_the_tuned_presets_are_chosen():
+    """A student's click on *Run one seed here* trains the quick settings (a few epochs each); the tuned
+    presets, up to their epoch budget, are the labelled other choice."""
+    from fmlib.train import quick_model_settings
+
+    at = page("ml-100k")
+    quick = quick_model_settings("ml-100k", "fm")[0]
+    choice = at.radio(key="rafm_seed_settings")
+    assert choice.value == choice.options[0] == f"quick: {quick.epochs} epochs each at lr {quick.lr:g}"
+    budget = max(config.epochs for config, _, _ in rafm_experiment.preset_settings("ml-100k", (8, 32)).values())
+    assert choice.options[1].startswith(f"tuned presets: up to {budget} epochs each")
+
+
+def test_the_planted_finding_is_read_from_its_table():
+    """Section 4's planted paragraph: every number from the committed planted table and the data's defaults."""
+    import pandas as pd
+
+    from fmlib.data.synthetic import PLANTED_RANKS
+    from fmlib.experiments import tables
+
+    path = tables.newest(rafm_experiment.table_name(PLANTED_RANKS, "rating", "rafm-paper"))
+    frame = pd.DataFrame(rafm_experiment.load(path)["records"])
+    text = next(m.value for m in page().markdown if m.value.startswith("**Planted data"))
+    for row in rafm_experiment.top_rank_verdicts(frame, "rating").itertuples():
+        assert (
+            f"**{row.favoured}** {row.difference:+.4f} [{row.low:+.4f}, {row.high:+.4f}] MSE, *{row.verdict}*" in text
+        )
+    setup = rafm_experiment.planted_setup()
+    assert f"{setup['n_samples']:,} ratings" in text and f"the noise {setup['variances']['noise']:.2f}" in text

@@ -234,6 +234,57 @@ def test_algorithm_1_gradients_by_hand():
     assert model.bias.grad.item() == pytest.approx(g)
 
 
+PAIR = Schema.build([("user", "context", "single", 2, 1), ("movie", "item", "single", 2, 1)])
+
+
+def rare_frequent_gradients(dependent_fits_target: bool, rows):
+    """Ranks (1, 2) on two fields; user 0 and movie 0 rare (k = 1), user 1 and movie 1 frequent
+    (k = 2). One training step's gradients on the samples ``rows`` ((user, movie) pairs), y = 0."""
+    torch.manual_seed(0)
+    model = RaFM(
+        PAIR, ranks=(1, 2), counts=[1, 100, 1, 100], init_std=0.5, dependent_fits_target=dependent_fits_target
+    ).double()
+    index = torch.tensor([[u, 2 + m] for u, m in rows])
+    weight, y = torch.ones(len(rows), 2, dtype=torch.float64), torch.zeros(len(rows), dtype=torch.float64)
+    model.train()
+    criterion = nn.MSELoss()
+    out = model(index, weight)
+    (criterion(out, y) + model.extra_loss(criterion)).backward()
+    return model, out.detach()
+
+
+def test_a_rare_times_frequent_rating_never_moves_the_frequent_features_low_rank_copy():
+    """The mechanism behind RaFM trailing FM(D_h) on planted data (``fmlib.models.rafm``): on a sample
+    pairing a rare and a frequent feature, B_{1,1} = B_{1,2}, so Algorithm 1's consistency term
+    (eq. 12b) is zero there and the frequent feature's rank-D_1 copy v^(1) — the vector that pair
+    is predicted with — gets no gradient from that rating. With the authors' routing
+    (``dependent_fits_target``) it gets L(B_{1,2}, y)'s: 2 (ŷ − y) v_rare^(1) / batch."""
+    mixed = [(0, 1), (1, 0)]  # (rare user, frequent movie), (frequent user, rare movie)
+    model, _ = rare_frequent_gradients(False, mixed)
+    assert model.dependent[0].grad.abs().max() == 0
+    assert model.free[0].grad.abs().max() > 0  # the rare features' own v^(1) do learn
+    model, out = rare_frequent_gradients(True, mixed)
+    rare = model.free[0].detach()  # rows: user 0, movie 0 (k = 1, in row order)
+    by_hand = torch.stack([2 * out[1] * rare[1], 2 * out[0] * rare[0]]) / len(mixed)  # user 1, movie 1
+    assert torch.allclose(model.dependent[0].grad, by_hand, atol=1e-12)
+    model, _ = rare_frequent_gradients(False, [(1, 1)])  # frequent × frequent: the consistency term acts
+    assert model.dependent[0].grad.abs().min() > 0
+
+
+def test_the_authors_routing_changes_gradients_only_not_the_model():
+    """``dependent_fits_target`` leaves the score and the free variables' gradients alone (only the
+    dependent ones change); it is kept in ``hparams`` so that a saved run rebuilds it."""
+    rows = [(0, 1), (1, 1), (1, 0), (0, 0)]
+    printed, out = rare_frequent_gradients(False, rows)
+    authors, out_authors = rare_frequent_gradients(True, rows)
+    assert torch.equal(out, out_authors)
+    for p in range(2):
+        assert torch.allclose(printed.free[p].grad, authors.free[p].grad, atol=1e-12)
+    assert "dependent_fits_target" not in printed.hparams() and authors.hparams()["dependent_fits_target"] is True
+    rebuilt = build_model("rafm", PAIR, **authors.hparams())
+    assert rebuilt.dependent_fits_target and rebuilt.k.tolist() == authors.k.tolist()
+
+
 def test_algorithm_1_routing_matches_autograd_of_each_named_loss():
     """m = 3, a batch, click loss: each group's gradient is that of the one loss Algorithm 1 names,
     computed independently by autograd on the naive model (eqs. 1, 4, 5, 8)."""

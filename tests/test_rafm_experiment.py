@@ -120,6 +120,38 @@ def test_variants_get_their_own_claims_and_shares(small_split):
 
 
 def test_a_cut_point_read_back_as_a_number_is_named_as_an_integer():
-    assert rafm_experiment.cuts_suffix(40.0) == " (k_i cut at n_i > 40)"
-    assert rafm_experiment.cuts_suffix("16,256") == " (k_i cut at n_i > 16,256)"
-    assert rafm_experiment.cuts_suffix(float("nan")) == rafm_experiment.cuts_suffix("") == ""
+    assert rafm_experiment.variant_suffix(40.0) == " (k_i cut at n_i > 40)"
+    assert rafm_experiment.variant_suffix("16,256") == " (k_i cut at n_i > 16,256)"
+    assert rafm_experiment.variant_suffix(float("nan")) == rafm_experiment.variant_suffix("") == ""
+
+
+def test_a_variant_whose_dependent_factors_fit_y_is_named_and_parsed():
+    """``+y`` (the authors' code: y reaches the dependent factors) is its own variant, also read back as text."""
+    assert rafm_experiment.variants_arg("eq17,40,40+y") == ((None, False), ((40,), False), ((40,), True))
+    assert rafm_experiment.variants_text(rafm_experiment.variants_arg("eq17,16/256+y")) == "eq17,16/256+y"
+    named = " (k_i cut at n_i > 40; dependent factors also fit y)"
+    assert rafm_experiment.variant_suffix(40.0, "True") == rafm_experiment.variant_suffix("40", True) == named
+    assert rafm_experiment.rafm_label((2, 8), (40,), True) == "RaFM(2, 8)" + named
+    with pytest.raises(ValueError, match="no tuned presets"):
+        rafm_experiment.preset_settings("ml-100k", (8, 32), variants=((None, True),))
+
+
+def test_the_planted_data_has_power_and_is_drawn_anew_for_every_seed():
+    """The planted comparison's data: the interaction variances its docstring states (a frequent pair 1.0,
+    0.75 of it beyond rank 2, a pair with a rare feature 0.25) against noise 0.25, and new data per seed."""
+    import torch
+
+    from fmlib.data import synthetic
+
+    setup = rafm_experiment.planted_setup()
+    assert (setup["n_samples"], setup["users"], setup["movies"], setup["zipf"]) == (50_000, 1500, 1500, 1.0)
+    assert setup["variances"] == {
+        "frequent pair": 1.0,
+        "its last D_2 − D_1 coordinates": 0.75,
+        "pair with a rare feature": 0.25,
+        "noise": 0.25,
+    }
+    data_for = rafm_experiment.data_source(synthetic.PLANTED_RANKS)
+    first, again, second = data_for(0), data_for(0), data_for(1)
+    assert torch.equal(first.rating, again.rating) and torch.equal(first.rating, synthetic.planted_ranks(seed=0).rating)
+    assert not torch.equal(first.index, second.index) and not torch.equal(first.rating, second.rating)

@@ -5,9 +5,13 @@ from fmlib import presets
 from fmlib.experiments import starter
 from fmlib.jobs import JobQueue
 from fmlib.runs import RunStore
+from fmlib.train import quick_model_settings, quick_settings
 
 
-def test_starter_trains_and_saves_the_three_runs(tmp_path, monkeypatch, small_split):
+def test_starter_runs_are_quick_and_the_tuned_presets_one_choice_away(tmp_path, monkeypatch, small_split):
+    """The starter runs train ahead of every student's first training, so by default they take the
+    quick settings (a few epochs on MovieLens), not a preset's epoch budget; ``tuned=True`` (the
+    teacher's rebuild) trains the tuned presets."""
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     for model, size, hp in [("fm", None, {"dim": 3}), ("fwfm", 8, {"dim": 3}), ("dplr", 2, {"dim": 3, "rank": 2})]:
         preset = {
@@ -16,18 +20,26 @@ def test_starter_trains_and_saves_the_three_runs(tmp_path, monkeypatch, small_sp
             "task": "rating",
             "rank": size,
             "hp": hp,
-            "train": {"lr": 0.02, "weight_decay": 1e-5, "batch_size": 256, "epochs": 2, "patience": 2},
+            "train": {"lr": 0.03, "weight_decay": 1e-5, "batch_size": 256, "epochs": 2, "patience": 2},
             "min_count": 1,
             "tuning": {},
         }
         presets.save(preset, presets.preset_path("synthetic", model, size, root=tmp_path / "presets"))
     store = RunStore(tmp_path / "runs")
-    job = starter.Starter(store, lambda: small_split, "synthetic")
+    quick = starter.Starter(store, lambda: small_split, "synthetic")
+    for model, size in starter.STARTERS:
+        config, hp, source = quick.settings(model, size)
+        assert (config, source) == (quick_model_settings("synthetic", model)[0], "quick settings")
+    assert quick.settings("dplr", 2)[1] == {"dim": quick_settings("synthetic")[1]["dim"], "rank": 2}
+    config, hp, _ = starter.Starter(store, None).settings("fm", None)  # MovieLens 100K, the app's
+    assert config.epochs <= 4 and hp == {"dim": 8}
+
+    job = starter.Starter(store, lambda: small_split, "synthetic", tuned=True)
     job.run()
     assert job.done and job.error is None
     assert sorted(store.ids()) == ["dplr-synthetic-starter", "fm-synthetic-starter", "fwfm-synthetic-starter"]
     fm = json.loads((tmp_path / "runs" / "fm-synthetic-starter" / "run.json").read_text())
-    assert fm["config"]["hp"]["dim"] == 3 and fm["config"]["train"]["lr"] == 0.02  # the tuned preset
+    assert fm["config"]["hp"]["dim"] == 3 and fm["config"]["train"]["lr"] == 0.03  # the tuned preset
     assert "ready" in job.status
 
 

@@ -85,27 +85,33 @@ PLANTED_RANKS = "planted-ranks"
 
 
 def planted_ranks(
-    n_samples: int = 40_000,
-    users: int = 800,
-    movies: int = 800,
+    n_samples: int = 50_000,
+    users: int = 1500,
+    movies: int = 1500,
     ranks: tuple[int, int] = (2, 8),
     cut: int = 40,
-    zipf: float = 1.1,
-    tail: float = 0.5,
+    zipf: float = 1.0,
+    tail: float = 1.0,
     noise: float = 0.5,
     seed: int = 0,
 ) -> Dataset:
     """Two fields, ``user_id`` and ``movie_id``, drawn with Zipf popularity ∝ 1/r^``zipf``, and a
-    rating y = 3 + ⟨v_u, v_m⟩ + ε whose planted embeddings follow a frequency-dependent rank, as
-    the rank-aware FM assumes ([RaFM] §3, eq. 4): a feature expected in the training split (80 %)
-    at most ``cut`` times keeps only its first D_1 = ``ranks[0]`` coordinates (the rest are zero),
-    a frequent one has all D_2 = ``ranks[1]``. So a pair interacts through min(k_u, k_m)'s
-    coordinates, RaFM's own rule, and a RaFM with ranks ``ranks`` and cut-point ``cut`` matches the
-    truth while FM(D_1) cannot fit the frequent pairs and FM(D_2) must learn D_2 numbers per rare
-    feature from a few ratings. Coordinates are N(0, s_j² D_2^{−1/2}) with s_j = 1 for the first D_1
-    and s_j = ``tail`` < 1 for the others, so the first D_1 coordinates are also the best rank-D_1
-    summary of the frequent pairs — the level-1 factors that RaFM's consistency term (eq. 12b) fits
-    to the full model are the ones the rare features interact through."""
+    rating y = 3 + ⟨v_u, v_m⟩ + ε, ε ~ N(0, ``noise``²), whose planted embeddings follow a
+    frequency-dependent rank, as the rank-aware FM assumes ([RaFM] §3, eq. 4): a feature expected
+    in the training split (80 %) at most ``cut`` times keeps only its first D_1 = ``ranks[0]``
+    coordinates (the rest are zero), a frequent one has all D_2 = ``ranks[1]``. So a pair interacts
+    through min(k_u, k_m)'s coordinates, RaFM's own rule, and a RaFM with ranks ``ranks`` and
+    cut-point ``cut`` can express the truth while FM(D_1) cannot fit the frequent pairs and FM(D_2)
+    must learn D_2 numbers per rare feature from a few ratings.
+
+    Coordinates are N(0, s_j² D_2^{−1/2}), s_j = 1 for the first D_1 and s_j = ``tail`` for the
+    others, so the interaction of a pair has the variances of ``planted_variances`` (defaults: 1.0
+    for a frequent pair, 0.75 of it in the last D_2 − D_1 coordinates, 0.25 for a pair with a rare
+    feature, against a noise variance of 0.25). With ``tail`` = 1 a frequent embedding is alike in
+    every direction: the rare features' D_1 coordinates are *not* the best rank-D_1 summary of the
+    frequent pairs, which is what RaFM's Algorithm 1 fits the frequent features' low-rank copies to
+    (eq. 12b; ``fmlib.models.rafm``). With ``tail`` < 1 they are. Each ``seed`` draws new samples,
+    embeddings and noise."""
     low, high = ranks
     if not 1 <= low < high:
         raise ValueError(f"ranks must be two sizes D_1 < D_2, got {ranks}")
@@ -142,3 +148,17 @@ def planted_ranks(
         source=f"synthetic ({PLANTED_RANKS}: ranks {ranks}, cut {cut}, seed={seed})",
         click_threshold=float(rating.median()),
     )
+
+
+def planted_variances(ranks: tuple[int, int] = (2, 8), tail: float = 1.0, noise: float = 0.5) -> dict:
+    """Variance of ⟨v_u, v_m⟩ in ``planted_ranks`` by the kind of pair, and of the noise: a coordinate
+    product s_j² s_j² / D_2 summed over the pair's coordinates (D_1 of them at s = 1, and for two
+    frequent features D_2 − D_1 more at s = ``tail``)."""
+    low, high = ranks
+    tail_part = (high - low) * tail**4 / high
+    return {
+        "frequent pair": low / high + tail_part,
+        "its last D_2 − D_1 coordinates": tail_part,
+        "pair with a rare feature": low / high,
+        "noise": noise**2,
+    }

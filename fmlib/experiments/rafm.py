@@ -12,7 +12,10 @@ the train counts of that split; Algorithm 1), and evaluates on the test split:
   as ratios to the FM of the largest rank measured in the same run.
 
 Every model trains with its tuned preset (``python -m fmlib tune``): ``fm-<D_k>`` for each rank
-and ``rafm-<D_1,…,D_m>``, so FM(32) gets its own L2 instead of FM(8)'s. Validation metrics are
+and ``rafm-<D_1,…,D_m>``, so FM(32) gets its own L2 instead of FM(8)'s. A RaFM *variant* says how
+its k_i are set (eq. 17, or count cut-points) and whether its dependent factors also fit y (the
+authors' code, ``RaFM(dependent_fits_target=True)``; written ``+y``, e.g. ``--variants 40,40+y``).
+On the planted-ranks data (``synthetic.planted_ranks``) every seed draws new data as well. Validation metrics are
 recorded too: "the best single-rank FM" of ``claims`` is chosen on them, never on the test split.
 The per-seed records are written as a CSV with its command in a header (``tables.write``) to
 ``results_path(dataset, task)`` (``$FMLIB_RESULTS``, default ./artifacts; the committed tables are
@@ -22,6 +25,7 @@ shared 2-core machine more threads slow every run down and make ratios noisy).
 
 from __future__ import annotations
 
+import inspect
 import shlex
 import time
 from dataclasses import asdict
@@ -34,14 +38,15 @@ from torch import nn
 from .. import presets
 from ..arguments import BadValue, add_data_arguments, add_device_argument, int_list, on_device, positive_int
 from ..data import split as split_data
+from ..data import synthetic
 from ..data.movielens import SPECS
 from ..data.synthetic import PLANTED_RANKS
-from ..models import build_model
+from ..models import build_model, hyperparameters
 from ..models.rafm_ranks import check_ranks
 from ..results import results_dir
 from ..train import MONITOR, TrainConfig, evaluate, fit, predict
 from . import tables
-from .claims import Claim
+from .claims import Claim, measure_all
 
 METRICS = {"rating": ("mse", "rmse"), "click": ("logloss", "auc")}
 
@@ -61,18 +66,24 @@ def table_name(dataset: str, task: str, protocol: str = "ours") -> str:
     return f"rafm_{dataset}_{task}" + ("" if protocol == "ours" else f"_{protocol}") + ".csv"
 
 
-def cuts_suffix(cuts) -> str:
-    """ " (k_i cut at n_i > 128)" for a RaFM whose ranks come from cut-points, "" for eq. 17's."""
-    if cuts is None or (isinstance(cuts, float) and cuts != cuts) or cuts == "":
-        return ""
-    if isinstance(cuts, float):  # one cut-point read back from a table as a number
-        cuts = int(cuts)
-    return f" (k_i cut at n_i > {cuts})"
+FITS_TARGET = "dependent factors also fit y"  # how a variant with RaFM(dependent_fits_target=True) is named
+CONSISTENCY_GRID = (0.01, 0.1, 1.0)  # c for such a variant, chosen on validation (the authors' dependent_lr_coef)
+
+
+def variant_suffix(cuts, fits_target=False) -> str:
+    """A RaFM variant's name after "RaFM(…)": " (k_i cut at n_i > 40; dependent factors also fit y)",
+    " (k_i cut at n_i > 40)", " (dependent factors also fit y)" or "" (eq. 17, Algorithm 1)."""
+    parts = []
+    if not (cuts is None or (isinstance(cuts, float) and cuts != cuts) or cuts == ""):
+        parts.append(f"k_i cut at n_i > {int(cuts) if isinstance(cuts, float) else cuts}")  # a float: read back
+    if fits_target is True or fits_target == "True":  # a bool, or read back from a table as text
+        parts.append(FITS_TARGET)
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def claims(task: str, ranks, variants=("",)) -> list[Claim]:
     """RaFM's claims (§6, Fig. 3, Table 2) in the task's first metric, on ``claim_frame`` rows, for
-    every RaFM variant (a ``cuts_suffix``; "" is eq. 17's ranks)."""
+    every RaFM variant (a ``variant_suffix``; "" is eq. 17's ranks with Algorithm 1)."""
     metric = METRICS[task][0]
     fms = tuple(("FM", D) for D in ranks)
     out = []
@@ -102,32 +113,59 @@ def claims(task: str, ranks, variants=("",)) -> list[Claim]:
 
 def claim_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Records as the rows ``claims.measure`` reads: model FM/RaFM/RaFM-low (with the RaFM's
-    ``cuts_suffix``), rank D (0 for RaFM), test metrics without their ``test_`` prefix."""
+    ``variant_suffix``), rank D (0 for RaFM), test metrics without their ``test_`` prefix."""
     out = frame.rename(columns={c: c.removeprefix("test_") for c in frame if c.startswith("test_")})
     name = frame["kind"].map({"fm": "FM", "rafm": "RaFM", "rafm-low": "RaFM-low"})
-    cuts = frame["cuts"] if "cuts" in frame else pd.Series("", index=frame.index)
-    out["model"] = [n + ("" if n == "FM" else cuts_suffix(c)) for n, c in zip(name, cuts)]
+    out["model"] = [n + ("" if n == "FM" else suffix) for n, suffix in zip(name, suffixes(frame))]
     return out
+
+
+def suffixes(frame: pd.DataFrame) -> list[str]:
+    """Every record's ``variant_suffix`` from its ``cuts`` and ``fits_target`` columns (a table
+    made before either existed: eq. 17, Algorithm 1)."""
+    cuts = frame["cuts"] if "cuts" in frame else pd.Series("", index=frame.index)
+    fits = frame["fits_target"] if "fits_target" in frame else pd.Series(False, index=frame.index)
+    return [variant_suffix(c, f) for c, f in zip(cuts, fits)]
 
 
 def scorecard_claims(frame: pd.DataFrame, task: str):
     """(rows, claims) of a result table for the scorecard: every RaFM variant it holds."""
     rows = claim_frame(frame)
     ranks = sorted({int(r) for r in frame.loc[frame["kind"] == "fm", "rank"]})
-    cuts = frame.loc[frame["kind"] == "rafm", "cuts"] if "cuts" in frame else pd.Series([""])
-    variants = list(dict.fromkeys(cuts_suffix(c) for c in cuts))
-    return rows, claims(task, ranks, variants)
+    rafm_rows = frame["kind"] == "rafm"
+    variants = list(dict.fromkeys(s for s, r in zip(suffixes(frame), rafm_rows) if r))
+    return rows, claims(task, ranks, variants or [""])
 
 
-def rafm_label(ranks, cuts=None) -> str:
-    return f"RaFM{tuple(ranks)}" + cuts_suffix(None if cuts is None else presets.rank_label(cuts))
+def top_rank_verdicts(frame: pd.DataFrame, task: str) -> pd.DataFrame:
+    """``claims.measure`` rows of every RaFM variant's claim against FM(D_m), the FM of its largest rank."""
+    rows, found = scorecard_claims(frame, task)
+    top = ("FM", max(int(r) for r in frame.loc[frame["kind"] == "fm", "rank"]))
+    return measure_all(rows, [c for c in found if c.others == (top,)])
 
 
-def preset_settings(dataset: str, ranks, task: str = "rating", variants=(None,)) -> dict:
+def planted_setup() -> dict:
+    """The defaults ``synthetic.planted_ranks`` draws the planted comparison's data with (each seed a
+    new draw), and the interaction and noise variances they give (``synthetic.planted_variances``)."""
+    given = inspect.signature(synthetic.planted_ranks).parameters
+    setup = {k: p.default for k, p in given.items() if k != "seed"}
+    return {**setup, "variances": synthetic.planted_variances(setup["ranks"], setup["tail"], setup["noise"])}
+
+
+def rafm_label(ranks, cuts=None, fits_target: bool = False) -> str:
+    return f"RaFM{tuple(ranks)}" + variant_suffix(None if cuts is None else presets.rank_label(cuts), fits_target)
+
+
+def preset_settings(dataset: str, ranks, task: str = "rating", variants=((None, False),)) -> dict:
     """{label: (TrainConfig, hp, recipe)} from the tuned presets of FM(D_k) and of RaFM(ranks) for
-    every variant: None (eq. 17's ranks, preset rafm-<ranks>) or cut-points (rafm-<ranks>-t<cuts>)."""
+    every variant (cuts, fits_target): cuts None (eq. 17's ranks, preset rafm-<ranks>) or cut-points
+    (rafm-<ranks>-t<cuts>); the presets are tuned with Algorithm 1, so fits_target must be False."""
+    if any(fits_target for _, fits_target in variants):
+        raise ValueError(
+            f"no tuned presets for RaFM whose {FITS_TARGET} (+y): use --protocol rafm-paper (an L2 grid per model)"
+        )
     settings = {f"FM({D})": presets.load(dataset, "fm", D, task) for D in ranks}
-    for cuts in variants:
+    for cuts, _ in variants:
         size = ranks if cuts is None else presets.thresholds_label(ranks, cuts)
         settings[rafm_label(ranks, cuts)] = presets.load(dataset, "rafm", size, task)
     return {
@@ -136,32 +174,46 @@ def preset_settings(dataset: str, ranks, task: str = "rating", variants=(None,))
 
 
 def grid_settings(
-    data, ranks, task: str = "rating", variants=(None,), epochs: int = 40, log=None, device: str = "cpu"
+    data, ranks, task: str = "rating", variants=((None, False),), epochs: int = 40, log=None, device: str = "cpu"
 ) -> dict:
     """{label: (TrainConfig, hp, recipe)} under the paper's protocol ([RaFM] §6.1): each model's L2
     chosen from ``L2_GRID`` on the validation split of seed 0, everything else at ``TrainConfig``'s
-    defaults (Adam's lr, no grouped L2, no weight averaging) — one tool, the same for every model."""
+    defaults (Adam's lr, no grouped L2, no weight averaging) — one tool, the same for every model.
+    A variant whose dependent factors also fit y then takes its consistency weight c from
+    ``CONSISTENCY_GRID`` at that L2: there c trades fitting y against agreeing with the level above
+    (the authors' code exposes it as ``dependent_lr_coef``); under Algorithm 1 with Adam it acts only
+    against L2, and is left at 1."""
     parts = split_data(data, seed=0)
     key, counts = MONITOR[task], parts.train.feature_counts()
     models = {f"FM({D})": ("fm", {"dim": D}) for D in ranks}
-    models.update({rafm_label(ranks, c): ("rafm", {"ranks": tuple(ranks), "thresholds": c}) for c in variants})
+    for cuts, fits_target in variants:
+        hp = {"ranks": tuple(ranks), "thresholds": cuts} | ({"dependent_fits_target": True} if fits_target else {})
+        models[rafm_label(ranks, cuts, fits_target)] = ("rafm", hp)
+
+    def valid_score(name, hp, decay):
+        config = TrainConfig(task=task, epochs=epochs, weight_decay=decay, device=device)
+        torch.manual_seed(0)
+        extra = {"counts": counts} if name == "rafm" else {}
+        run = fit(build_model(name, parts.schema, **hp, **extra), parts.train, parts.valid, config)
+        return run.metrics["valid"][key]
+
     out = {}
     for label, (name, hp) in models.items():
-        extra = {"counts": counts} if name == "rafm" else {}
-        scores = {}
-        for decay in L2_GRID:
-            config = TrainConfig(task=task, epochs=epochs, weight_decay=decay, device=device)
-            torch.manual_seed(0)
-            run = fit(build_model(name, parts.schema, **hp, **extra), parts.train, parts.valid, config)
-            scores[decay] = run.metrics["valid"][key]
+        scores = {decay: valid_score(name, hp, decay) for decay in L2_GRID}
         best = min(scores, key=scores.get)
+        chosen = f"L2 {best:g} from the paper's grid on validation"
+        if hp.get("dependent_fits_target"):
+            at_default = hyperparameters("rafm")["consistency"]  # the c of the L2 search: scored already
+            by_c = {
+                c: scores[best] if c == at_default else valid_score(name, {**hp, "consistency": c}, best)
+                for c in CONSISTENCY_GRID
+            }
+            hp = {**hp, "consistency": min(by_c, key=by_c.get)}
+            chosen += f", then c {hp['consistency']:g} of {', '.join(map(str, CONSISTENCY_GRID))} at that L2"
         if log:
-            log(f"{label}: L2 {best:g} (valid {key} {scores[best]:.4f}; grid {L2_GRID[0]:g} … {L2_GRID[-1]:g})")
+            log(f"{label}: {chosen} (valid {key}; L2 grid {L2_GRID[0]:g} … {L2_GRID[-1]:g})")
         config = TrainConfig(task=task, epochs=epochs, weight_decay=best)
-        recipe = (
-            f"Adam lr {config.lr:.2g}, L2 {best:g} from the paper's grid on validation, ≤ {epochs} epochs "
-            "(no grouped L2, no averaging)"
-        )
+        recipe = f"Adam lr {config.lr:.2g}, {chosen}, ≤ {epochs} epochs (no grouped L2, no averaging)"
         out[label] = (config, hp, recipe)
     return out
 
@@ -229,6 +281,7 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
         hp = {**hp, "counts": counts} if name == "rafm" else hp
         cuts = hp.get("thresholds")
         cuts = "" if cuts is None else presets.rank_label(cuts)
+        fits_target = bool(hp.get("dependent_fits_target", False))
         config = TrainConfig(**{**asdict(config), "seed": seed})
         torch.manual_seed(seed)
         model = build_model(name, parts.schema, **hp)
@@ -245,6 +298,7 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
             "test_seconds": _test_seconds(model, parts.test),
             **metrics(model, parts, config.task),
             "cuts": cuts,
+            "fits_target": fits_target,
             "recipe": recipe,
         }
         if name == "rafm":
@@ -265,7 +319,7 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
             records.append(
                 {
                     "seed": seed,
-                    "model": "RaFM-low" + cuts_suffix(cuts),
+                    "model": "RaFM-low" + variant_suffix(cuts, fits_target),
                     "kind": "rafm-low",
                     "epochs": epochs,
                     "train_seconds_per_epoch": float("nan"),
@@ -274,6 +328,7 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
                     "rank": 0,
                     **metrics(low, parts, config.task),
                     "cuts": cuts,
+                    "fits_target": fits_target,
                     "recipe": f"{recipe}; read at level 1 (B₁,₁) of the trained RaFM",
                 }
             )
@@ -304,18 +359,20 @@ def summarize(records: list[dict]) -> pd.DataFrame:
 
 
 def engagement(result: dict) -> pd.DataFrame:
-    """Per RaFM of a comparison: how its k_i were set, the share of training slots and of samples
-    with a feature below the top rank (where it differs from FM(D_m) at all; mean over seeds) and
-    its parameters as a share of FM(D_m)'s."""
+    """Per RaFM of a comparison: how its k_i were set and its dependent factors trained, the share of
+    training slots and of samples with a feature below the top rank (where it differs from FM(D_m) at
+    all; mean over seeds) and its parameters as a share of FM(D_m)'s."""
     rows = []
     for r in result["summary"]:
         if not r["model"].startswith("RaFM("):
             continue
-        cut = r["model"].partition(" (")[2].rstrip(")")
+        parts = r["model"].partition(" (")[2].rstrip(")").split("; ")
+        cut = next((p for p in parts if p.startswith("k_i")), "")
         rows.append(
             {
                 "RaFM": r["model"].partition(" (")[0],
                 "k_i set by": cut or "eq. 17",
+                "dependent factors fit": "y and the level above" if FITS_TARGET in parts else "the level above",
                 "slots below the top rank": r.get("slots_below_top", float("nan")),
                 "samples below the top rank": r.get("samples_below_top", float("nan")),
                 f"parameters vs FM({result['ranks'][-1]})": r["parameters_vs_top_fm"],
@@ -337,12 +394,16 @@ def as_result(dataset: str, ranks, seeds, task: str, records: list[dict], made: 
     }
 
 
-def compare(data, ranks, seeds, settings: dict, log=None) -> dict:
-    """``run_seed`` for every seed, summarised."""
+def compare(data_for, ranks, seeds, settings: dict, log=None) -> dict:
+    """``run_seed`` for every seed on ``data_for(seed)`` (one data set for every seed, or a new draw
+    per seed), summarised."""
     ranks = check_ranks(ranks)
     if len(seeds) < 1:
         raise ValueError("need at least one seed")
-    records = [r for seed in seeds for r in run_seed(data, ranks, seed, settings, log)]
+    records = []
+    for seed in seeds:
+        data = data_for(seed)
+        records += run_seed(data, ranks, seed, settings, log)
     task = next(iter(settings.values()))[0].task
     return as_result(data.name, ranks, seeds, task, records)
 
@@ -394,13 +455,15 @@ def format_table(result: dict) -> str:
 
 # ---- command line ----------------------------------------------------------------------------
 def variants_arg(text: str) -> tuple:
-    """``"eq17,128,2000"`` -> (None, (128,), (2000,)): eq. 17's ranks, then each cut-point set
-    (several cut-points of one set joined by ``/``, e.g. ``16/256`` for three ranks)."""
+    """``"eq17,128,40+y"`` -> ((None, False), ((128,), False), ((40,), True)): eq. 17's ranks, then
+    each cut-point set (several cut-points of one set joined by ``/``, e.g. ``16/256`` for three
+    ranks); ``+y``: the dependent factors also fit y (``RaFM(dependent_fits_target=True)``)."""
     out = []
     for piece in filter(None, (p.strip() for p in str(text).split(","))):
-        out.append(None if piece == "eq17" else int_list(piece.replace("/", ",")))
+        cuts, fits_target = piece.removesuffix("+y"), piece.endswith("+y")
+        out.append((None if cuts == "eq17" else int_list(cuts.replace("/", ",")), fits_target))
     if not out:
-        raise BadValue(f"expected eq17 and/or cut-points such as eq17,128, got {text!r}")
+        raise BadValue(f"expected eq17 and/or cut-points such as eq17,128,128+y, got {text!r}")
     return tuple(out)
 
 
@@ -413,7 +476,8 @@ def add_arguments(parser) -> None:
         "--variants",
         type=variants_arg,
         default="eq17,2000",
-        help="how RaFM's k_i are set: eq17, and/or count cut-points (each a preset rafm-<ranks>-t<cuts>), e.g. eq17,128,2000",
+        help="how RaFM's k_i are set: eq17, and/or count cut-points (each a preset rafm-<ranks>-t<cuts>), e.g. "
+        "eq17,128,2000; a trailing +y also lets y reach the dependent factors (the authors' code; --protocol rafm-paper)",
     )
     parser.add_argument(
         "--protocol",
@@ -427,7 +491,9 @@ def add_arguments(parser) -> None:
 
 
 def variants_text(variants) -> str:
-    return ",".join("eq17" if c is None else "/".join(map(str, c)) for c in variants)
+    return ",".join(
+        ("eq17" if c is None else "/".join(map(str, c))) + ("+y" if fits_target else "") for c, fits_target in variants
+    )
 
 
 def command(args) -> str:
@@ -438,13 +504,15 @@ def command(args) -> str:
     return shlex.join(words + (["--out", args.out] if args.out else []))
 
 
-def load_data(dataset: str, data_dir=None, log=None):
-    """MovieLens, or the planted-rank synthetic data (``synthetic.planted_ranks``, its defaults)."""
+def data_source(dataset: str, data_dir=None, log=None):
+    """``data_for(seed)``: MovieLens, the same for every seed, or the planted-rank synthetic data
+    (``synthetic.planted_ranks``, its defaults) drawn anew from each seed."""
     from ..data import movielens, synthetic
 
     if dataset == PLANTED_RANKS:
-        return synthetic.planted_ranks()
-    return movielens.load(dataset, data_dir=data_dir, log=log)
+        return lambda seed: synthetic.planted_ranks(seed=seed)
+    data = movielens.load(dataset, data_dir=data_dir, log=log)
+    return lambda seed: data
 
 
 def run(args) -> int:
@@ -460,14 +528,14 @@ def run(args) -> int:
         raise ValueError(
             "the planted-ranks data has no tuned presets: use --protocol rafm-paper (an L2 grid per model)"
         )
-    data = load_data(args.dataset, args.data_dir, log)
+    data_for = data_source(args.dataset, args.data_dir, log)
     if args.protocol == "ours":
         settings = preset_settings(args.dataset, ranks, args.task, args.variants)
     else:  # the small planted data takes more epochs to converge at Adam's default lr
         epochs = 100 if args.dataset == PLANTED_RANKS else 40
-        settings = grid_settings(data, ranks, args.task, args.variants, epochs, log=log, device=args.device)
+        settings = grid_settings(data_for(0), ranks, args.task, args.variants, epochs, log=log, device=args.device)
     settings = on_device(settings, args.device)
-    result = compare(data, ranks, list(range(args.seeds)), settings, log)
+    result = compare(data_for, ranks, list(range(args.seeds)), settings, log)
     path = save(result, results_path(args.dataset, args.task, args.out, args.protocol), command(args))
     print(format_table(result))
     print(f"saved: {path}")

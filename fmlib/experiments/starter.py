@@ -1,17 +1,20 @@
 """Starter runs: on a first start with an empty run store, train FM, FwFM and DPLR once, in the background.
 
-Each model trains with its tuned preset when there is one (``STARTERS`` names it) and with the
-defaults otherwise, and is saved as a shared run ``<model>-<dataset>-starter``, so every page
-has a run to show. They train as one job of the server's job queue (``fmlib.jobs``), so they
-count against its limit like any other training. ``Starter.status`` says what is happening, for
-the app to display. ``replace=True`` rebuilds them: each new run replaces the one of its name.
+Each model trains with the quick settings (``fmlib.train.quick_model_settings``, at the size
+``STARTERS`` names) and is saved as a shared run ``<model>-<dataset>-starter``, so every page has a
+run to show. They train as one job of the server's job queue (``fmlib.jobs``), ahead of any
+student's first training, so they must be quick: a tuned preset runs up to its epoch budget
+(early stopping decides). ``tuned=True`` trains each with its tuned preset instead, where there is
+one — the teacher's explicit choice when rebuilding them. ``Starter.status`` says what is
+happening, for the app to display. ``replace=True`` rebuilds them: each new run replaces the one
+of its name.
 """
 
 from __future__ import annotations
 
 from .. import presets
 from ..jobs import Cancelled
-from ..train import TrainConfig, train_model
+from ..train import TrainConfig, quick_model_settings, train_model
 
 STARTERS = [("fm", None), ("fwfm", 8), ("dplr", 2)]  # (model, preset size) — see presets.preset_name
 
@@ -19,20 +22,27 @@ STARTERS = [("fm", None), ("fwfm", 8), ("dplr", 2)]  # (model, preset size) — 
 class Starter:
     """Trains the starter runs of ``dataset`` into ``store``; ``load_split()`` gives the data (split seed 0)."""
 
-    def __init__(self, store, load_split, dataset: str = "ml-100k", replace: bool = False):
+    def __init__(self, store, load_split, dataset: str = "ml-100k", replace: bool = False, tuned: bool = False):
         self.store, self.load_split, self.dataset, self.replace = store, load_split, dataset, replace
+        self.tuned = tuned
         self.status = "starter runs: waiting for a training slot"
         self.saved: list[str] = []
         self.error: str | None = None
         self.done = False
 
     def settings(self, model: str, size) -> tuple[TrainConfig, dict, str]:
-        """(config, hyperparameters, where they come from) of one starter run."""
-        try:
-            preset = presets.load(self.dataset, model, size)
-        except ValueError:
-            return TrainConfig(), {}, "defaults"
-        return presets.train_config(preset), presets.hyperparameters(preset), "tuned preset"
+        """(config, hyperparameters, where they come from) of one starter run: the quick settings at
+        ``size`` (its ``presets.RANK_HP``), or with ``tuned`` the tuned preset where there is one."""
+        if self.tuned:
+            try:
+                preset = presets.load(self.dataset, model, size)
+            except ValueError:
+                pass  # no tuned preset: the quick settings
+            else:
+                return presets.train_config(preset), presets.hyperparameters(preset), "tuned preset"
+        config, hp = quick_model_settings(self.dataset, model)
+        sized = {} if size is None else {presets.RANK_HP[model]: size}
+        return config, {**hp, **sized}, "quick settings"
 
     def run(self, report=None) -> list[str]:
         """Train and save the starter runs; ``report(record)``: each epoch's record (a job's

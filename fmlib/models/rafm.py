@@ -36,10 +36,24 @@ dependent variables are separate parameters (``free[p]``, ``dependent[p]``). In 
 ``forward`` returns B_{1,m} computed with the dependent variables cut from the graph, and keeps
 the consistency pairs (B_{1,p} with only v^(p)|F_{p+1} in the graph, B_{1,p+1} cut); the trainer
 adds ``extra_loss(criterion)`` = c · Σ_p L(B_{1,p}, B_{1,p+1}). One backward pass then gives every
-group exactly the gradient Algorithm 1 names (the authors' TF code uses the same stop-gradients,
-but lets L(B_{1,m}, y) reach the dependent variables too; we follow Algorithm 1 as printed).
-The linear weights and w0 are free variables. c is the ratio ρ_d/ρ_f for plain SGD; with Adam,
-which normalises each parameter's step, it sets the pull of the consistency term against L2.
+group exactly the gradient Algorithm 1 names. The linear weights and w0 are free variables. c is
+the ratio ρ_d/ρ_f for plain SGD; with Adam, which normalises each parameter's step, it only sets
+the pull of the consistency term against L2.
+
+**Where Algorithm 1 as printed loses: rare × frequent pairs.** A pair of a rare feature i (k_i = p)
+and a frequent one j (k_j > p) interacts through v_j^(p), a dependent variable. On such a sample
+B_{1,p} and B_{1,p+1} agree (the pair is at rank D_p in both), so the consistency residual is zero
+and the sample moves v_j^(p) not at all: the frequent feature's low-rank copy is fitted only to the
+frequent × frequent pairs, as their best rank-D_p summary (eq. 12b), never to the ratings it shares
+with rare features. When the D_p directions the rare features interact through are not that
+summary's — planted data whose frequent embeddings are alike in every direction
+(``synthetic.planted_ranks``, ``tail = 1``) — every rare × frequent pair is predicted through the
+wrong subspace, and RaFM trails FM(D_m) although its rank assumption holds by construction (the
+planted comparison, ``python -m fmlib reproduce rafm --dataset planted-ranks``, measures it). The
+authors' TF code (github.com/cxsmarkchan/RaFM, ``RaFM.py``) uses the same stop-gradients but lets
+L(B_{1,m}, y) reach the dependent variables too: ``dependent_fits_target=True`` does the same, and
+then c is a real trade-off between fitting the ratings and agreeing with the level above (their
+``dependent_lr_coef``). The default follows Algorithm 1 as printed.
 """
 
 from __future__ import annotations
@@ -59,11 +73,19 @@ class RaFM(LaidOutModel):
     ``counts``: occurrences n_i of every feature row in the training split
     (``split.train.feature_counts()``); ``ranks``: D_1 < … < D_m; ``consistency``: c in
     ``extra_loss``; ``thresholds``: count cut-points t_1 < … < t_{m−1} instead of eq. 17's
-    (``rafm_ranks.assign_ranks``).
+    (``rafm_ranks.assign_ranks``); ``dependent_fits_target``: L(B_{1,m}, y) also reaches the
+    dependent variables, as in the authors' code (default: only the consistency term, Algorithm 1).
     """
 
     def __init__(
-        self, schema, ranks=(8, 32), consistency: float = 1.0, counts=None, init_std: float = 0.01, thresholds=None
+        self,
+        schema,
+        ranks=(8, 32),
+        consistency: float = 1.0,
+        counts=None,
+        init_std: float = 0.01,
+        thresholds=None,
+        dependent_fits_target: bool = False,
     ):
         super().__init__()
         self.ranks = check_ranks(ranks)
@@ -77,6 +99,7 @@ class RaFM(LaidOutModel):
         if not consistency >= 0:
             raise ValueError(f"consistency must be >= 0, got {consistency}")
         self.schema, self.consistency = schema, float(consistency)
+        self.dependent_fits_target = bool(dependent_fits_target)
         m, n = len(self.ranks), schema.num_features
         k = assign_ranks(counts, self.ranks, self.thresholds)  # k_i ∈ 1..m (eq. 17, or the given cut-points)
         self.register_buffer("counts", torch.as_tensor(counts), persistent=False)
@@ -114,6 +137,8 @@ class RaFM(LaidOutModel):
         """Keyword arguments that rebuild this model with ``build_model`` (counts included, so a
         saved run gets back the same k_i and table sizes)."""
         hp = {"ranks": list(self.ranks), "consistency": self.consistency, "counts": self.counts.tolist()}
+        if self.dependent_fits_target:
+            hp["dependent_fits_target"] = True
         return hp if self.thresholds is None else {**hp, "thresholds": list(self.thresholds)}
 
     def field_tables(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
@@ -325,8 +350,9 @@ class RaFM(LaidOutModel):
             )
         m = len(self.ranks)
         first = self.first_order(index, weight)
-        # main output: B_{1,m} with the dependent variables cut (they do not step on L(B_{1,m}, y))
-        levels = [self._level(p, index, weight, cut="dependent") for p in range(m)]
+        # main output: B_{1,m}; Algorithm 1 cuts the dependent variables (they do not step on L(B_{1,m}, y))
+        cut = None if self.dependent_fits_target else "dependent"
+        levels = [self._level(p, index, weight, cut=cut) for p in range(m)]
         diagonal, upper = self._terms(levels, index)
         # loop index p is 0-based: level p is the paper's p+1; on entry before = first + B_{1,p+1} − A_{p+1,p+1}
         pairs, before = [], first
