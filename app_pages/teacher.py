@@ -137,15 +137,17 @@ def rebuild_label(tuned: bool) -> str:
     budget = max(probe.settings(model, size)[0].epochs for model, size in starter.STARTERS)
     if tuned:
         return f"tuned presets: up to {budget} epochs each, early stopping deciding"
-    return f"quick settings: up to {budget} epochs each, as on a first start"
+    kept = ", ".join(sorted(starter.TUNED))
+    return f"quick settings ({kept} with its tuned preset): up to {budget} epochs, as on a first start"
 
 
 st.subheader("Rebuild default runs")
 st.markdown(
     "Trains the shared starter runs (" + ", ".join(f"{m}-ml-100k-starter" for m, _ in starter.STARTERS) + ") again, "
     "each replacing the old run of its name — after a preset changed, or a run was deleted. A first start trains "
-    "them with the quick settings, so that students' first trainings need not wait; the tuned presets give "
-    "converged runs (a model without a preset keeps the quick settings)."
+    "the FM and the DPLR with the quick settings, so that students' first trainings need not wait, and the FwFM "
+    "with its tuned preset (its learned R is what Field interactions shows); the tuned presets give converged "
+    "runs of all (a model without a preset keeps the quick settings)."
 )
 tuned = st.radio("Settings", [False, True], format_func=rebuild_label, key="teacher_rebuild_tuned")
 server_job(

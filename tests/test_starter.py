@@ -9,9 +9,10 @@ from fmlib.train import quick_model_settings, quick_settings
 
 
 def test_starter_runs_are_quick_and_the_tuned_presets_one_choice_away(tmp_path, monkeypatch, small_split):
-    """The starter runs train ahead of every student's first training, so by default they take the
-    quick settings (a few epochs on MovieLens), not a preset's epoch budget; ``tuned=True`` (the
-    teacher's rebuild) trains the tuned presets."""
+    """The starter runs train ahead of every student's first training, so by default the FM and the
+    DPLR take the quick settings (a few epochs on MovieLens), not a preset's epoch budget; the FwFM,
+    whose R the app shows, takes its tuned preset; ``tuned=True`` (the teacher's rebuild) trains the
+    tuned presets of all."""
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     for model, size, hp in [("fm", None, {"dim": 3}), ("fwfm", 8, {"dim": 3}), ("dplr", 2, {"dim": 3, "rank": 2})]:
         preset = {
@@ -29,7 +30,10 @@ def test_starter_runs_are_quick_and_the_tuned_presets_one_choice_away(tmp_path, 
     quick = starter.Starter(store, lambda: small_split, "synthetic")
     for model, size in starter.STARTERS:
         config, hp, source = quick.settings(model, size)
-        assert (config, source) == (quick_model_settings("synthetic", model)[0], "quick settings")
+        if model == "fwfm":
+            assert (config.lr, source) == (0.03, "tuned preset")
+        else:
+            assert (config, source) == (quick_model_settings("synthetic", model)[0], "quick settings")
     assert quick.settings("dplr", 2)[1] == {"dim": quick_settings("synthetic")[1]["dim"], "rank": 2}
     config, hp, _ = starter.Starter(store, None).settings("fm", None)  # MovieLens 100K, the app's
     assert config.epochs <= 4 and hp == {"dim": 8}

@@ -1,11 +1,13 @@
 """Starter runs: on a first start with an empty run store, train FM, FwFM and DPLR once, in the background.
 
-Each model trains with the quick settings (``fmlib.train.quick_model_settings``, at the size
-``STARTERS`` names) and is saved as a shared run ``<model>-<dataset>-starter``, so every page has a
-run to show. They train as one job of the server's job queue (``fmlib.jobs``), ahead of any
-student's first training, so they must be quick: a tuned preset runs up to its epoch budget
-(early stopping decides). ``tuned=True`` trains each with its tuned preset instead, where there is
-one — the teacher's explicit choice when rebuilding them. ``Starter.status`` says what is
+The FM and the DPLR train with the quick settings (``fmlib.train.quick_model_settings``, at the
+size ``STARTERS`` names): they train as one job of the server's job queue (``fmlib.jobs``), ahead of
+any student's first training, so they must be quick — a tuned preset runs up to its epoch budget
+(early stopping decides). The FwFM trains with its tuned preset where there is one: its learned R is
+the picture the Field interactions page and the lesson's stop on it exist for, and a few quick
+epochs leave R at the FM's 1 (``TUNED``). Each is saved as a shared run
+``<model>-<dataset>-starter``, so every page has a run to show. ``tuned=True`` trains every one with
+its tuned preset — the teacher's explicit choice when rebuilding them. ``Starter.status`` says what is
 happening, for the app to display. ``replace=True`` rebuilds them: each new run replaces the one
 of its name.
 """
@@ -17,6 +19,7 @@ from ..jobs import Cancelled
 from ..train import TrainConfig, quick_model_settings, train_model
 
 STARTERS = [("fm", None), ("fwfm", 8), ("dplr", 2)]  # (model, preset size) — see presets.preset_name
+TUNED = {"fwfm"}  # trained with the tuned preset even by default: the model whose R the app exists to show
 
 
 class Starter:
@@ -32,8 +35,9 @@ class Starter:
 
     def settings(self, model: str, size) -> tuple[TrainConfig, dict, str]:
         """(config, hyperparameters, where they come from) of one starter run: the quick settings at
-        ``size`` (its ``presets.RANK_HP``), or with ``tuned`` the tuned preset where there is one."""
-        if self.tuned:
+        ``size`` (its ``presets.RANK_HP``), or with ``tuned`` (or for a model of ``TUNED``) the tuned
+        preset where there is one."""
+        if self.tuned or model in TUNED:
             try:
                 preset = presets.load(self.dataset, model, size)
             except ValueError:
