@@ -232,7 +232,8 @@ def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
 
 def test_the_seeded_recipe_is_the_first_trial_of_every_study(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, {"best_valid_rmse": 0.1}, lr=0.02)  # unreachably good
+    alike = {"studies": [], "settings": {"seed": 0, "min_count": 1, "task": "rating"}}  # tuned on this split
+    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, {"best_valid_rmse": 0.1, **alike}, lr=0.02)  # too good
     args = ["tune", "--model", "fwfm", "--rank", "4", "--trials", "2", "--epochs", "1", "--studies", "2"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
@@ -302,3 +303,25 @@ def test_the_convergence_line_says_which(tmp_path):
 
     assert line([0.9, 0.9015]).startswith("converged: the studies' bests (0.90000, 0.90150) agree within 0.0015")
     assert line([0.9, 0.905]).startswith("not converged: the studies' bests (0.90000, 0.90500) differ by 0.0050")
+
+
+def test_only_scores_measured_alike_make_a_tuning_unconverged():
+    settings = {"seed": 0, "min_count": 1, "task": "rating"}
+
+    def preset(**tuning):
+        return {"min_count": 1, "tuning": {"best_valid_rmse": 0.80, **tuning}}
+
+    contained = {
+        "fm-8": preset(studies=[], settings=settings),
+        "other-split": preset(studies=[], settings={**settings, "seed": 1}),
+        "by-hand": preset(note="a mean over splits 0-2"),  # no studies: seeds, but is no reference
+    }
+    assert tune.better_inside(contained, "best_valid_rmse", 0.90, settings) == {"fm-8": 0.80}
+    assert tune.better_inside(contained, "best_valid_rmse", 0.70, settings) == {}
+
+
+def test_a_recorded_score_equal_after_rounding_is_not_better(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"tuning": {"best_valid_rmse": 0.90289, "settings": {"epochs": 200}}}))
+    assert tune.recorded_better(path, "best_valid_rmse", 0.902893, {"epochs": 200}) is None  # the same trial
+    assert tune.recorded_better(path, "best_valid_rmse", 0.902899, {"epochs": 200}) == 0.90289

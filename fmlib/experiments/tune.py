@@ -395,7 +395,7 @@ def make_preset(
     config = {**asdict(base), **train}
     bests = [s[key] for s in studies]
     best = min(studies, key=lambda s: s[key])
-    inside = better_inside(contained or {}, key, value, min_count)
+    inside = better_inside(contained or {}, key, value, settings)
     preset = {
         "model": model,
         "dataset": dataset,
@@ -424,13 +424,20 @@ def make_preset(
     return preset
 
 
-def better_inside(contained: dict, key: str, value: float, min_count: int) -> dict:
-    """{name: recorded validation score} of the ``contained`` presets (on the same split) that
-    validate better than ``value``: a model whose tuning missed a point of its own space."""
+def better_inside(contained: dict, key: str, value: float, settings: dict) -> dict:
+    """{name: recorded validation score} of the ``contained`` presets that validate better than
+    ``value``: a model whose tuning missed a point of its own space. Only scores measured alike
+    count: a preset tuned by studies (``make_preset``) on the same split (seed, min count) and task;
+    a preset chosen otherwise (e.g. on a mean over splits) seeds a study but is no reference."""
+
+    def alike(tuning: dict) -> bool:
+        theirs = tuning.get("settings", {}) if "studies" in tuning else {}
+        return all(theirs.get(k) == settings[k] for k in ("seed", "min_count", "task"))
+
     return {
         name: preset["tuning"][key]
         for name, preset in contained.items()
-        if preset["min_count"] == min_count and preset["tuning"].get(key, float("inf")) < round(value, 5)
+        if alike(preset["tuning"]) and preset["tuning"].get(key, float("inf")) < round(value, 5)
     }
 
 
@@ -445,7 +452,7 @@ def recorded_better(path: Path, key: str, value: float, settings: dict) -> float
     except (OSError, ValueError, KeyError, TypeError):
         return None
     same = tuning.get("settings") == settings
-    return recorded if same and isinstance(recorded, (int, float)) and recorded < value else None
+    return recorded if same and isinstance(recorded, (int, float)) and recorded < round(value, 5) else None
 
 
 def add_arguments(p) -> None:
