@@ -1,0 +1,92 @@
+"""The committed presets: tuning that converged, and no model that validates worse than a model it contains.
+
+Both checks read the record ``fmlib.experiments.tune`` writes into every preset it tunes (its
+studies' bests, the epochs its best trial used, the presets that seeded it). A preset tuned before
+that record existed carries none of it, and is listed as such by
+``test_presets_not_yet_tuned_to_convergence_are_named`` rather than checked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fmlib import presets
+from fmlib.experiments import tune
+from fmlib.train import MONITOR
+
+ROOT = presets.default_root()
+
+
+def _committed() -> list[Path]:
+    return sorted(p for p in ROOT.rglob("*.json"))
+
+
+def _tuning(path: Path) -> dict:
+    return json.loads(path.read_text())["tuning"]
+
+
+def _recorded(path: Path) -> bool:
+    """Whether the preset was tuned with studies whose convergence it records."""
+    return "studies" in _tuning(path)
+
+
+def _score(preset: dict) -> float:
+    return preset["tuning"][f"best_valid_{MONITOR[preset['task']]}"]
+
+
+RECORDED = [p for p in _committed() if _recorded(p)]
+
+
+def test_some_presets_record_their_convergence():
+    assert RECORDED, "no committed preset records its studies"
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_studies_agree_and_no_epoch_cap_binds(path):
+    tuning = _tuning(path)
+    key = f"best_valid_{MONITOR[json.loads(path.read_text())['task']]}"
+    bests = [s[key] for s in tuning["studies"]]
+    assert len(bests) >= 2, "one study cannot show convergence"
+    assert max(bests) - min(bests) <= tune.TOLERANCE, f"studies disagree: {bests}"
+    cap = tuning["settings"]["epochs"]
+    assert all(s["epochs"] < cap for s in tuning["studies"]), f"a best trial stopped at the {cap}-epoch cap"
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_model_validates_worse_than_a_model_it_contains(path):
+    """``tune.CONTAINS``: an FwFM contains the FM (R = 11ᵀ − I) and every DPLR, a DPLR of rank ρ the
+    FM and every lower rank, an FM of size k every smaller FM — compared where both were tuned by
+    studies on the same split and task (``tune.better_inside``)."""
+    preset = json.loads(path.read_text())
+    fixed = {k: v for k, v in preset["hp"].items() if k in ("dim", "rank")}
+    inner = tune.contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], path.parents[1])
+    key = f"best_valid_{MONITOR[preset['task']]}"
+    assert inner or preset["model"] not in ("fwfm", "dplr"), "an FwFM or a DPLR contains at least the FM"
+    worse = tune.better_inside(inner, key, _score(preset), preset["tuning"]["settings"])
+    assert not worse, f"{path.stem} validates at {_score(preset)}, worse than the models it contains: {worse}"
+
+
+def test_presets_not_yet_tuned_to_convergence_are_named():
+    """The presets without a convergence record are few and known: each is re-tuned with
+    ``python -m fmlib tune ... --studies 2`` in turn (see the README's tuning section)."""
+    older = {str(p.relative_to(ROOT)) for p in _committed() if not _recorded(p)}
+    assert older <= NOT_YET_RETUNED, (
+        f"presets with no convergence record beyond the known ones: {older - NOT_YET_RETUNED}"
+    )
+
+
+NOT_YET_RETUNED = {
+    "ml-100k/fm.json",
+    "ml-100k/fm-32.json",
+    "ml-100k/fm-8-click.json",
+    "ml-100k/fwfm-8-click.json",
+    *(f"ml-100k/dplr-{r}-click.json" for r in range(1, 6)),
+    "ml-100k/rafm-8,32.json",
+    "ml-100k/rafm-8,32-t2000.json",
+    "ml-100k/rfm.json",
+    *(f"dplr-paper/ml-100k/{name}.json" for name in ("fm-8", "fwfm-8", *(f"dplr-{r}" for r in range(1, 6)))),
+    "features-all+rated+raters/ml-100k/fm.json",
+}
