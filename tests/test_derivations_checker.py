@@ -5,6 +5,7 @@ import time
 
 import pytest
 import sympy as sp
+from patience import limit
 
 from fmlib.derivations import Check, Derivation, Printed, Step, WrongVariant, cli, run_check
 from fmlib.derivations.checker import Side, check_derivations, check_step, weak_checks
@@ -120,14 +121,32 @@ def test_size_limits_fall_back_to_numeric_then_refuse():
 
 
 def test_timeout_is_not_checked_never_passed():
+    """The limit counts the check's CPU time; a check that waits on nothing is stopped after WALL_FACTOR times the
+    limit in wall-clock time (here 5 s)."""
+
     def slow(n):
         time.sleep(30)
         return a, a
 
+    def spinning(n):
+        while True:
+            pass
+
     start = time.perf_counter()
     result = run_check(Check(slow, "exact", size=1), timeout=0.5)
     assert result.status == "not-checked" and "time limit" in result.detail
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < limit(10)  # stopped by the wall-clock guard, not after the 30 s sleep
+    result = run_check(Check(spinning, "exact", size=1), timeout=0.5)
+    assert result.status == "not-checked" and "0.5 s time limit (CPU time)" in result.detail
+
+
+def test_the_time_limit_counts_cpu_time_not_the_wait_for_a_busy_core():
+    def idle_then_true(n):
+        time.sleep(1.5)  # longer than the limit in wall-clock time, but no CPU time
+        return a, a
+
+    result = run_check(Check(idle_then_true, "exact", size=1), timeout=1.0)
+    assert result.status == "passed", result.detail
 
 
 def test_broken_builder_is_not_checked():

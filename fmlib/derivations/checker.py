@@ -14,7 +14,9 @@ first probed at one random point: if the sides differ there, that settles it (si
 nonzero transcendental difference can take minutes); an algebraic check stops at the first
 entry of the difference that is not 0. A size above the step's exact limit
 falls back to numeric; above its build limit, and on a timeout, the step is
-"not checked" with the reason, never passed.
+"not checked" with the reason, never passed. The time limit counts the CPU time of the process that checks the
+line (where the system reports it, as Linux's /proc does), so a busy machine that gives the check a fraction of a
+core does not cut it short; a wall-clock limit WALL_FACTOR times as long still stops a check that waits on nothing.
 
 Statuses of a step: passed, failed, not-checked, and slip: the paper's printed line
 fails while the corrected line passes. A check that fails only because its sides cannot be
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -38,7 +41,8 @@ import sympy as sp
 from .core import Check, Derivation
 from .display import factored_latex
 
-DEFAULT_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = 30.0  # CPU seconds per check (wall seconds where the CPU time cannot be read)
+WALL_FACTOR = 10  # a check that has not answered in this many times its limit in wall-clock time is stopped too
 TOLERANCE = 1e-12
 DIGITS = 30
 SEED = 0
@@ -206,7 +210,7 @@ def run_checks(
             answer = CheckResult(
                 "not-checked",
                 "none",
-                f"not checked: no answer within the {timeout:g} s time limit",
+                f"not checked: no answer within the {timeout:g} s time limit (CPU time)",
                 size=n,
                 seconds=timeout,
             )
@@ -518,7 +522,8 @@ def _short(x, limit: int = 1500) -> str:
 
 
 def _run_in_children(jobs: list, timeout: float | None, workers: int) -> list[CheckResult | None]:
-    """Run each job in a forked child, `workers` at a time; None for a job that exceeded `timeout` s."""
+    """Run each job in a forked child, `workers` at a time; None for a job that exceeded `timeout` s of CPU time
+    (or WALL_FACTOR × `timeout` s of wall-clock time: a child that waits without computing)."""
     if timeout is None or "fork" not in multiprocessing.get_all_start_methods():
         return [_guarded(job) for job in jobs]
     ctx = multiprocessing.get_context("fork")
@@ -542,7 +547,7 @@ def _run_in_children(jobs: list, timeout: float | None, workers: int) -> list[Ch
                         results[i] = CheckResult(
                             "not-checked", "none", "not checked: the checking process ended without an answer"
                         )
-                elif time.monotonic() - started <= timeout:
+                elif not _over_limit(child, started, timeout):
                     continue
                 _stop(child, receive)
                 del running[i]
@@ -550,6 +555,24 @@ def _run_in_children(jobs: list, timeout: float | None, workers: int) -> list[Ch
         for child, receive, _ in running.values():
             _stop(child, receive)
     return results
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) that process ``pid`` has used, from Linux's /proc; None where unavailable."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()  # what follows the name: the state is field 3
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _over_limit(child, started: float, timeout: float) -> bool:
+    """Whether the child has used more than ``timeout`` s of CPU time (wall time where CPU time cannot be read),
+    or more than WALL_FACTOR × ``timeout`` s of wall time."""
+    wall = time.monotonic() - started
+    cpu = _cpu_seconds(child.pid)
+    return (wall if cpu is None else cpu) > timeout or wall > WALL_FACTOR * timeout
 
 
 def _stop(child, receive) -> None:

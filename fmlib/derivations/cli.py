@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=DEFAULT_TIMEOUT,
-        help=f"seconds allowed per check (default {DEFAULT_TIMEOUT:g})",
+        help=f"CPU seconds allowed per check (default {DEFAULT_TIMEOUT:g})",
     )
 
 
