@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 PORT    ?= 8501
 ADDRESS ?= 0.0.0.0
 
-.PHONY: venv app serve notebook notebooks-html test lint bench browser-deps clean
+.PHONY: venv app serve notebook notebooks-html test test-fast lint bench browser-deps clean
 
 venv: $(STAMP)
 
@@ -43,12 +43,19 @@ notebooks-html: venv
 	$(PY) -m fmlib data fetch
 	$(PY) notebooks/html/export.py --output-dir build/notebooks notebooks/*.ipynb
 
-# Two workers (the machine's two cores), one test file each at a time: a file's fixtures are built once.
-# One torch thread in every process the tests start (notebook kernels, the app's servers): beside the other
-# worker, a kernel with two threads spun for a core it could not have (notebook 01: 19 s alone, 323 s so).
+# Two workers (the machine's two cores), one group of tests each at a time (tests/conftest.py): a file's tests, or
+# the files that share a session fixture (every browser test one app server; the derivation tests one checked
+# catalogue), heaviest groups first. One torch thread in every process the tests start (notebook kernels, the app's
+# servers): beside the other worker, a kernel with two threads spun for a core it could not have (notebook 01: 19 s
+# alone, 323 s so). Every run ends with its 15 slowest tests (pytest.ini).
 test: venv browser-deps
 	$(PY) -m fmlib data fetch
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup
+
+# The inner loop: unit, property and sympy tests; no browser, notebook, app page or slow test (markers: pytest.ini).
+test-fast: venv
+	$(PY) -m fmlib data fetch
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup -m "not browser and not notebook and not app and not slow"
 
 # Style (ruff) and the layers of the README's architecture section (import-linter, pyproject.toml).
 lint: venv

@@ -6,6 +6,7 @@ import ast
 import json
 from pathlib import Path
 
+from patience import limit, wait_until
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,12 +14,13 @@ HOME = "app_pages/home.py"  # the frame's default page
 
 
 def app_page(path: str, timeout: float = 120, open_sections: bool = True, **state) -> AppTest:
-    """An AppTest of ``path`` (relative to the project root), ``state`` set before the first run.
+    """An AppTest of ``path`` (relative to the project root), ``state`` set before the first run; ``timeout``, the
+    seconds a run may take on an idle machine, guards against a hang (stretched on a busy one: patience.limit).
 
     With ``open_sections``, every section the page draws on demand (``on_demand``) is open, as for a
     reader who opened them all; ``open_sections=False`` is the page as a visit shows it. Home runs in the
     frame, ``app.py``, whose default page it is: its page links need the frame's navigation."""
-    at = AppTest.from_file(str(ROOT / ("app.py" if path == HOME else path)), default_timeout=timeout)
+    at = AppTest.from_file(str(ROOT / ("app.py" if path == HOME else path)), default_timeout=limit(timeout))
     for key in on_demand_keys(HOME if path == "app.py" else path) if open_sections else ():
         at.session_state[key] = True
     for key, value in state.items():
@@ -57,14 +59,12 @@ def figure(at: AppTest, k: int) -> dict:
 
 def wait_for_training(at: AppTest, timeout: float = 120, key: str = "train_job") -> AppTest:
     """Rerun the page until the job it queued (kept in the session under ``key``) has ended (the page
-    polls its job every second)."""
+    polls its job every second); ``timeout`` guards against a hang (patience.limit stretches it on a busy machine)."""
     import time
 
-    deadline = time.monotonic() + timeout
-    while key in at.session_state:
-        assert time.monotonic() < deadline, "the training did not end in time"
-        time.sleep(0.2)
-        at.run()
+    wait_until(
+        lambda: key not in at.session_state, timeout, "the training's end", between=lambda: (time.sleep(0.2), at.run())
+    )
     return at
 
 

@@ -1,16 +1,155 @@
-"""Shared fixtures: an isolated run store, small synthetic data, fixture MovieLens files."""
+"""Shared fixtures: an isolated run store, small synthetic data, fixture MovieLens files; what the suite shares per
+session (one Chromium, one app server for the browser tests, the derivation catalogue checked once); how `make test`
+spreads the suite over its workers and what `make test-fast` leaves out (markers).
+
+Markers, set here by file so that a new test in a file gets them: ``browser`` (tests/test_browser*.py, drives
+Chromium), ``notebook`` (a notebook executed by nbmake), ``app`` (tests/test_pages_*.py, AppTests of the pages) and
+``slow`` (the tests in ``SLOW``: more than about 5 s each on an idle 2-core machine). `make test-fast` deselects all
+four: what is left are the unit, property and sympy tests.
+
+Workers (`make test`: ``-n 2 --dist loadgroup``): the tests are dealt to the workers in groups, and a group runs
+on one worker (``GroupScheduling``, which conftest makes xdist use for ``--dist loadgroup``: xdist's own marks a
+group in the test's node id, which pytest 9 no longer lets it change). The files ``GROUPS`` names share one group:
+every browser test one app server and one Chromium, the derivation tests one checked catalogue. A file with a
+module- or class-scoped fixture is one group, so that the fixture is built once; so is a notebook; every other test
+is a group of its own, so that a heavy file spreads over both workers. The heavy files go first (``HEAVY_FIRST``,
+longest first as measured; then the rest in collection order), so that the last groups to finish are short ones
+and neither worker waits long on the other.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+from pathlib import Path
 
 import pytest
 import torch
+from patience import slowdown
 
 from fmlib.data import split, synthetic
 
 torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a busy machine
 os.environ.setdefault("FMLIB_STARTER_RUNS", "0")  # no background starter runs in tests (and their servers)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Files whose tests share a session fixture, run on one worker: the browser tests one app server and one Chromium
+# (browser_app.py), the derivation tests the catalogue checked once (``derivation_results``).
+GROUPS = {
+    "browser": ("test_browser.py", "test_browser_lesson.py", "test_browser_playground.py", "test_browser_projector.py"),
+    "derivations": ("test_derivations.py", "test_pages_derivations.py", "test_pages_math.py", "test_pages_measured.py"),
+}
+GROUP_OF = {f"tests/{name}": group for group, names in GROUPS.items() for name in names}
+
+# The groups that take longest, longest first (seconds of one worker on an idle 2-core machine, from `make test`'s
+# --durations and the README's test section); every other group starts after them, in collection order.
+HEAVY_FIRST = (
+    "browser",
+    "tests/test_tune.py",
+    "derivations",
+    "notebooks/02_field_interactions.ipynb",
+    "tests/test_pages_interactions.py",
+    "tests/test_recompute.py",
+    "notebooks/05_derivations.ipynb",
+    "notebooks/06_attention_inversion.ipynb",
+    "tests/test_pages_links.py",
+    "tests/test_derivations_autograd.py",
+    "tests/test_bench_classroom.py",
+    "tests/test_derivations_checker.py",
+    "tests/test_pages_state.py",
+    "tests/test_pages_classroom.py",
+    "tests/test_pages_inversion.py",
+    "notebooks/01_fm_from_scratch.ipynb",
+    "notebooks/07_feature_sets.ipynb",
+    "notebooks/03_rank_aware_fm.ipynb",
+    "notebooks/04_rotations_and_gradients.ipynb",
+)
+
+# Tests `make test-fast` leaves out although they are neither browser, notebook nor app tests: file -> prefixes of
+# the test names ("" for the whole file). Each trains on MovieLens, runs the CLI or a class in subprocesses, or
+# checks a derivation at length.
+SLOW = {
+    "tests/test_tune.py": ("test_cli_", "test_two_studies", "test_the_seeded_recipe", "test_workers_share"),
+    "tests/test_recompute.py": ("",),
+    "tests/test_bench_classroom.py": ("test_a_small_class", "test_a_class_on_the_playground"),
+    "tests/test_cli.py": ("test_bench_train",),
+    "tests/test_derivations_autograd.py": ("test_rfm_part_ii",),
+    "tests/test_data_large.py": ("test_data_info_exits_2",),
+    "tests/test_dplr_experiment.py": ("test_reproduce_writes",),
+}
+
+
+def _relative(item) -> str:
+    return Path(item.path).resolve().relative_to(ROOT).as_posix()
+
+
+@pytest.hookimpl(tryfirst=True)  # before the mark plugin deselects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = _relative(item)
+        name = Path(path).name
+        if path.endswith(".ipynb"):
+            item.add_marker(pytest.mark.notebook)
+        if name.startswith("test_browser"):
+            item.add_marker(pytest.mark.browser)
+        if name.startswith("test_pages_"):
+            item.add_marker(pytest.mark.app)
+        if any(item.name.startswith(prefix) for prefix in SLOW.get(path, ())):
+            item.add_marker(pytest.mark.slow)
+    heavy = {group: rank for rank, group in enumerate(HEAVY_FIRST)}
+    order = {}  # group -> position of its first test: a group's tests stay together, in their order
+    for i, item in enumerate(items):
+        order.setdefault(group_of(item.nodeid), i)
+    items.sort(key=lambda item: (heavy.get(heavy_key(item.nodeid), len(heavy)), order[group_of(item.nodeid)]))
+
+
+def heavy_key(nodeid: str) -> str:
+    path = nodeid.split("::")[0]
+    return GROUP_OF.get(path, path)
+
+
+@functools.cache
+def shares_a_fixture(path: str) -> bool:
+    """Whether the test file ``path`` defines a fixture that outlives a test but not the session."""
+    return bool(re.search(r"scope=[\"'](module|class|package)[\"']", (ROOT / path).read_text(errors="replace")))
+
+
+def group_of(nodeid: str) -> str:
+    """The group of the test ``nodeid``: its files' shared group, its file, or the test alone."""
+    path = nodeid.split("::")[0]
+    if path in GROUP_OF:
+        return GROUP_OF[path]
+    if not path.endswith(".py") or shares_a_fixture(path):
+        return path
+    return nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` deals whole groups (``group_of``) to the workers, in collection order (heaviest first)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    config.option.loadscopereorder = False  # keep the collection's order: heaviest groups first
+    return GroupScheduling(config, log)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # before pytest-timeout reads the test's limit
+def pytest_runtest_protocol(item, nextitem):
+    """pytest-timeout's limit (pytest.ini: 600 s, a test's own ``timeout`` mark) guards against a hang: it is
+    stretched by how busy the machine is when the test starts (patience.slowdown)."""
+    mark = item.get_closest_marker("timeout")
+    base = (mark.args[0] if mark.args else mark.kwargs.get("timeout")) if mark else None
+    base = base or item.config.getoption("timeout", None)
+    if base:
+        item.add_marker(pytest.mark.timeout(float(base) * slowdown()), append=False)  # the closest mark: first
+    yield
 
 
 @pytest.fixture(autouse=True)
@@ -34,12 +173,29 @@ def small_split():
     return split(data, seed=0)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """Debian's Chromium under Playwright, one per test module (the projector and lesson browser tests)."""
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="session")
+def derivation_results():
+    """Every line of the derivation catalogue, its printed slip and its wrong variants, checked once per session
+    (the checks may take every core). The checker keeps each result in its cache, so that the page tests of the
+    same worker (the group "derivations") find every step already checked."""
+    from fmlib.derivations import catalog, check_derivations
 
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+    return check_derivations(catalog(), workers=os.cpu_count() or 1)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium under Playwright, one per session: every browser test opens its own context in it."""
+    from browser_app import launch
+
+    with launch() as chromium:
         yield chromium
-        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """The app, one server for every browser test of the session (browser_app.serve_app)."""
+    from browser_app import serve_app
+
+    with serve_app(tmp_path_factory.mktemp("app")) as server:
+        yield server

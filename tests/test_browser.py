@@ -2,33 +2,22 @@
 interactions a class performs (train, save, switch the model, step, toggle, press the buttons).
 
 Fails on an exception shown on a page, on a stale message it can detect, and on any warning or
-traceback in the server's log. Screenshots go to tests/screenshots/ (ignored by git).
+traceback in the server's log. Screenshots go to tests/screenshots/ (ignored by git). The app server and Chromium
+are the session's (browser_app.py); a wait is for a state of the page (``settle``), never for a fixed time.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from functools import partial
 from pathlib import Path
 
 import pytest
+from browser_app import CHROMIUM, KINDS, ROOT, act, new_tab, read, sent, serve, settle
+from patience import ms
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "tests" / "screenshots"
-KINDS = {  # tiny hyperparameters of each model the run picker can hold
-    "fm": {"dim": 4},
-    "fwfm": {"dim": 4},
-    "dplr": {"dim": 4, "rank": 2},
-    "rafm": {"ranks": (2, 4)},
-    "rfm": {"dim": 4, "hidden": 8, "mlp_hidden": 8},
-}
 RUN_PAGES = ("Field interactions", "Ranking")  # the pages that use the run picked in the sidebar
 LOG_PROBLEM = re.compile(r"Traceback|WARNING|Warning|\bError\b|Exception")
 
@@ -40,78 +29,23 @@ pytestmark = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def saved_runs(root: Path) -> list[str]:
-    """A tiny shared run of each kind on the app's synthetic data, as `python -m fmlib train --save` leaves them."""
-    from fmlib.data import split, synthetic
-    from fmlib.runs import RunStore
-    from fmlib.train import TrainConfig, train_model
-
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
-    store = RunStore(root)
-    return [
-        store.save(train_model(kind, data, TrainConfig(epochs=1), **hp), f"tiny-{kind}") for kind, hp in KINDS.items()
-    ]
+@pytest.fixture(scope="module")
+def server(app_server):
+    """The session's app server (browser_app.serve_app: a tiny shared run of each kind in its store); (url, log
+    path, the tiny runs' ids, pid)."""
+    return app_server.url, app_server.log, app_server.runs, app_server.pid
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The app on a free port, with the tiny runs in a temporary run store; yields (url, log path)."""
-    tmp = tmp_path_factory.mktemp("browser")
-    runs = saved_runs(tmp / "runs")
-    log = tmp / "server.log"
-    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
-    port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
-    command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
-    with log.open("w") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not become healthy within 60 s:\n" + log.read_text()[-2000:])
-    yield url, log, runs, proc.pid
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-@pytest.fixture(scope="module")
-def page(server):
-    from playwright.sync_api import sync_playwright
-
+def page(server, browser):
     SHOTS.mkdir(exist_ok=True)
-    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
-    args += ["--disable-sync", "--no-first-run", "--disable-quic"]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
-        tab = browser.new_page(viewport={"width": 1400, "height": 2400})
-        # the first visit to a fresh server is a shared deep link: it must get the app's frame
-        tab.goto(f"{server[0]}/train?dataset=synthetic")
-        wait_idle(tab)
-        yield tab
-        browser.close()
-
-
-def wait_idle(page, timeout=120_000):
-    page.wait_for_timeout(300)
-    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']", timeout=timeout)
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    tab = new_tab(browser, {"width": 1400, "height": 2400})
+    # the first visit to a fresh server is a shared deep link: it must get the app's frame (this module's tests
+    # are the first of the session's browser tests: conftest.GROUPS lists it first)
+    tab.goto(f"{server[0]}/train?dataset=synthetic")
+    settle(tab)
+    yield tab
+    tab.context.close()
 
 
 def no_exception(page, where: str) -> None:
@@ -120,31 +54,28 @@ def no_exception(page, where: str) -> None:
 
 
 def visit(page, title: str) -> None:
-    page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
-    wait_idle(page)
+    act(page, page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click)
     no_exception(page, title)
 
 
 def choose(page, label: str, option: str, tries: int = 3) -> None:
     """Pick ``option`` in the select box labelled ``label``. The open list closes when the page moves under it
     (a scroll, a rerun redrawing the box): on a busy machine that can happen after the click, so a list that
-    did not show the option in 10 s is opened again, as a reader would."""
+    did not show the option in 10 s (stretched on a busy machine) is opened again, as a reader would."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     box = page.locator("[data-testid='stSelectbox']").filter(has_text=label).first
     for attempt in range(tries):
-        box.scroll_into_view_if_needed()  # a long scroll first, as a reader's
-        page.wait_for_timeout(300)
+        settle(page)
+        box.scroll_into_view_if_needed()  # a long scroll first, as a reader's; the click waits until the box is still
         box.click()
         try:
-            page.get_by_role("option", name=option, exact=True).first.click(timeout=10_000)
+            act(page, partial(page.get_by_role("option", name=option, exact=True).first.click, timeout=ms(10)))
             break
         except PlaywrightTimeout:
             if attempt == tries - 1:
                 raise
             page.keyboard.press("Escape")
-            wait_idle(page)
-    wait_idle(page)
 
 
 def button(page, name: str):
@@ -161,7 +92,7 @@ def test_every_page_renders(page):
     links = page.locator("[data-testid='stSidebarNav'] a")
     assert links.count() == len(PAGES), "the sidebar lists every page (and nothing else)"
     assert page.get_by_text("Served by: synthetic").count() == 1, "the frame's sidebar ran"
-    titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
+    titles = [read(links.nth(i).inner_text).strip().split("\n")[-1].strip() for i in range(links.count())]
     for i, title in enumerate(titles):
         visit(page, title)
         page.screenshot(path=str(SHOTS / f"{i:02d}-{title.replace(' ', '_')}.png"))
@@ -217,15 +148,15 @@ VISITS = 4  # a first visit, then three more: their median is the "second visit"
 FLOOR_READERS = 3  # new readers of the bare app (tests/bare_app.py): the floor reported is their median
 
 
-def drawn_in(tab, act, start: str, what: str) -> float:
-    """Seconds from ``start`` (a page's expression in milliseconds) to the page drawn (``DRAWN``), after ``act``."""
+def drawn_in(tab, action, start: str, what: str) -> float:
+    """Seconds from ``start`` (a page's expression in milliseconds) to the page drawn (``DRAWN``), after ``action``."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    act()
+    action()
     try:
-        tab.wait_for_function(DRAWN, polling="raf", timeout=120_000)
+        tab.wait_for_function(DRAWN, polling="raf", timeout=ms(120))
     except PlaywrightTimeout:
-        raise AssertionError(f"{what} was not drawn in 120 s: {tab.evaluate(NOT_DRAWN)}") from None
+        raise AssertionError(f"{what} was not drawn in {ms(120) / 1000:.0f} s: {tab.evaluate(NOT_DRAWN)}") from None
     return round(tab.evaluate(f"() => (window.__drawnAt - ({start})) / 1000"), 2)
 
 
@@ -237,26 +168,28 @@ def opening(tab, url: str) -> float:
 def pressing(tab, title: str) -> float:
     """Seconds from the press of the sidebar's link ``title`` to its page drawn. The mouse rests on the link before
     the press, as a reader's hand does, so that neither its hover nor the test's own checks of the link count."""
-    wait_idle(tab)  # no rerun of the page before still under way
+    settle(tab)  # no rerun of the page before still under way
     link = tab.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first
     link.scroll_into_view_if_needed()
     box = link.bounding_box()
     tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    tab.wait_for_timeout(100)  # the hover's restyle is drawn
+    tab.evaluate(FRAMES)  # the hover's restyle is drawn
     tab.evaluate(BEFORE_CLICK)
     return drawn_in(tab, lambda: (tab.mouse.down(), tab.mouse.up()), "window.__visit.down", title)
 
 
+# Two animation frames: what the page changed before is drawn.
+FRAMES = "() => new Promise((drawn) => requestAnimationFrame(() => requestAnimationFrame(() => drawn(true))))"
+
+
 def warmed(browser, url: str) -> None:
     """Another session visits every page first, as in a class: the server has built what it shares."""
-    warm = browser.new_page(viewport={"width": 1280, "height": 900})
+    warm = new_tab(browser, {"width": 1280, "height": 900})
     warm.goto(url)
-    wait_idle(warm)
+    settle(warm)
     for link in warm.locator("[data-testid='stSidebarNav'] a").all():
-        link.click()
-        warm.wait_for_timeout(50)
-        wait_idle(warm)
-    warm.close()
+        act(warm, link.click)
+    warm.context.close()
 
 
 def median(values: list[float]) -> float:
@@ -265,16 +198,14 @@ def median(values: list[float]) -> float:
 
 def floor(browser, tmp: Path) -> dict[str, float]:
     """The same clock on the bare app, warmed the same way: its opening, and its first chart's visit."""
-    from test_browser_projector import serve
-
-    with serve(tmp, "tests/bare_app.py") as url:
+    with serve(tmp, "tests/bare_app.py") as (url, _):
         warmed(browser, url)
         opened, charted = [], []
         for _ in range(FLOOR_READERS):
-            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            tab = new_tab(browser, {"width": 1280, "height": 900})
             opened.append(opening(tab, url))
             charted.append(pressing(tab, "Chart"))
-            tab.close()
+            tab.context.close()
     return {"opened": median(opened), "first chart": median(charted)}
 
 
@@ -290,7 +221,7 @@ def test_first_and_second_visits_are_timed(server, page, tmp_path):
 
     browser = page.context.browser
     warmed(browser, server[0])
-    tab = browser.new_page(viewport={"width": 1280, "height": 900})  # a new session
+    tab = new_tab(browser, {"width": 1280, "height": 900})  # a new session
     devtools = tab.context.new_cdp_session(tab)
     devtools.send("Performance.enable")
     ticks = os.sysconf("SC_CLK_TCK")
@@ -310,7 +241,7 @@ def test_first_and_second_visits_are_timed(server, page, tmp_path):
 
     timings = {"Home (opened)": [timed(partial(opening, tab, server[0]))]}
     links = tab.locator("[data-testid='stSidebarNav'] a")
-    titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
+    titles = [read(links.nth(i).inner_text).strip().split("\n")[-1].strip() for i in range(links.count())]
     first_chart = None  # the page whose first visit showed the tab's first chart
     for _ in range(VISITS):  # first visits, then later ones
         for title in titles[1:] + titles[:1]:
@@ -318,7 +249,7 @@ def test_first_and_second_visits_are_timed(server, page, tmp_path):
             no_exception(tab, title)
             if first_chart is None and tab.locator("[data-testid='stMain'] [data-testid='stPlotlyChart']").count():
                 first_chart = title
-    tab.close()
+    tab.context.close()
     bare = floor(browser, tmp_path)
     (SHOTS / "visits.json").write_text(json.dumps({**timings, "bare app (floor)": bare}, indent=1))
     print(f"\n[seconds to drawn, browser busy, server CPU]: first visit; median of visits 2 to {VISITS} (by drawn)")
@@ -339,29 +270,20 @@ def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_t
     visit(page, "Train")
     epochs = page.get_by_label("Max epochs")
     epochs.fill("0")  # typed, no Enter: the click elsewhere commits it
-    page.get_by_text("Train a model").first.click()
-    wait_idle(page)
+    act(page, page.get_by_text("Train a model").first.click)
     refused = page.get_by_text("Max epochs: 0 is out of range; use 1 to 200.")
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    try:  # the rerun may start after wait_idle's first look on a busy machine: give the message time to appear
-        refused.first.wait_for(timeout=30_000)
-    except PlaywrightTimeout:
-        pass
     assert refused.count() > 0, "an out-of-range number is refused visibly"
     assert button(page, "Train").count() == 0
     epochs.fill("3")
-    epochs.press("Enter")
-    wait_idle(page)
+    act(page, partial(epochs.press, "Enter"))
     button(page, "Train").click()
-    page.get_by_text("Save run").first.wait_for(timeout=120_000)  # the page polls its queued job
-    wait_idle(page)
+    page.get_by_text("Save run").first.wait_for()  # the page polls its queued job
+    settle(page)
     assert page.get_by_role("heading", name="fm on synthetic", exact=True).count() == 1
     no_exception(page, "Train after training")
     page.get_by_role("textbox", name="Run name (optional)").fill("browser-run")
     page.get_by_role("textbox", name="Your name").fill("Ada")
-    button(page, "Save run").click()
-    wait_idle(page)
+    act(page, button(page, "Save run").click)
     assert shows(page, "Saved as browser-run")
     sidebar = page.locator("[data-testid='stSidebar']")
     picked = sidebar.locator("[data-testid='stSelectbox']").evaluate_all(
@@ -395,8 +317,8 @@ def test_field_interactions_shows_a_learned_R_when_the_sidebar_holds_an_fm(page)
     choose(page, "Whose runs", "shared")
     choose(page, "Saved run", "tiny-fm")
     visit(page, "Field interactions")
-    page.get_by_text("Run whose R is shown").first.wait_for(timeout=60_000)
-    wait_idle(page)
+    page.get_by_text("Run whose R is shown").first.wait_for()
+    settle(page)
     no_exception(page, "Field interactions with an FM run in the sidebar")
     assert not shows(page, "has no field interaction matrix R"), "the page never shows a run without R"
     assert "fi_run=tiny-" in page.url, "the page's own pick is in the URL"
@@ -407,40 +329,40 @@ def test_derivations_keys_buttons_toggle_and_check(page):
     visit(page, "Derivations")
     choose(page, "Derivation", "FM weight gradient in O(dk)")  # 9 steps
     page.mouse.click(700, 5)  # the page, not a text box, has the keys
+    settle(page)
+    before = sent(page)
     for key in "nnnnb":
         page.keyboard.press(key)
-        page.wait_for_timeout(30)
-    page.wait_for_timeout(600)
-    wait_idle(page)
+        page.wait_for_timeout(30)  # presses 30 ms apart, faster than the page reruns (not a wait for the page)
+    page.wait_for_function(KEYS_SENT)  # the presses are counted in the browser and sent once they pause
+    settle(page, since=before)
     assert "deriv_step=4" in page.url, f"five quick presses N N N N B from step 1 reach step 4: {page.url}"
     for _ in range(2):
-        page.get_by_role("button", name="Next ▶").click()
-        wait_idle(page)
-    page.get_by_text("Show the check (what sympy compared)").click()
-    wait_idle(page)
+        act(page, page.get_by_role("button", name="Next ▶").click)
+    act(page, page.get_by_text("Show the check (what sympy compared)").click)
     toggle = page.get_by_text("Show a wrong variant prepared for class")
     if toggle.count():
-        toggle.click()
-        wait_idle(page)
+        act(page, toggle.click)
     no_exception(page, "Derivations after stepping and toggling")
     page.screenshot(path=str(SHOTS / "derivations-stepped.png"))
 
 
+# The step keys' component (app_pages/_keys.py) has sent the step its presses reached: no press waits to be sent.
+KEYS_SENT = "() => Object.values(window.__fmlibStepKeys ?? {}).every((keys) => keys.timer === null)"
+
+
 def open_section(page, label: str) -> None:
     """Open the section drawn on demand whose expander reads ``label``."""
-    page.locator("[data-testid='stExpander'] summary").filter(has_text=label).first.click()
-    wait_idle(page)
+    act(page, page.locator("[data-testid='stExpander'] summary").filter(has_text=label).first.click)
 
 
 def test_attention_inversion_trials_stay_when_the_page_reruns(page):
     visit(page, "Attention inversion")
     open_section(page, "How often does the attack work?")
-    button(page, "Run trials").click()
-    wait_idle(page)
+    act(page, button(page, "Run trials").click)
     title = "How often the Newton attack works"  # its first line: a long chart title is wrapped
     assert shows(page, title)
-    page.get_by_text("near the secret", exact=True).click()  # another widget: the page reruns
-    wait_idle(page)
+    act(page, page.get_by_text("near the secret", exact=True).click)  # another widget: the page reruns
     assert shows(page, title), "the trials a button made vanished on the next rerun"
     no_exception(page, "Attention inversion after the trials")
     page.screenshot(path=str(SHOTS / "attention-trials.png"))

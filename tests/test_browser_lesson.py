@@ -4,7 +4,9 @@ At every stop: the question and its choices are above the fold, no button's labe
 stop's prepared link opens its page with no exception, the view the stop describes drawn (Field interactions: the
 heatmaps and the ρ slider above the fold; a section the link opens in view; no chart text cut or run into another),
 and reloading the lesson's URL returns to the stop with the guess still there.
-Screenshots of each stop's linked view go to tests/screenshots/lesson/ (ignored by git).
+Screenshots of each stop's linked view go to tests/screenshots/lesson/ (ignored by git). The app server and Chromium
+are the session's (browser_app.py); a wait is for a state of the page (``settle``, a scroll ``still``), never for a
+fixed time.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import time
 
 import pytest
 from apptest import on_demand_keys
-from test_browser_projector import CHART_TEXT_PROBLEMS, CHARTS_DRAWN, CHROMIUM, ROOT, SCREENS, cut_buttons, opened
+from browser_app import CHROMIUM, ROOT, act, settle, still
+from patience import ms
+from test_browser_projector import CHART_TEXT_PROBLEMS, CHARTS_DRAWN, SCREENS, cut_buttons, opened
 
 from fmlib.lessons import lesson_files, load_lesson
 
@@ -29,22 +33,16 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The app on a free port with an empty run store and no starter runs: what a fresh server shows."""
-    from test_browser_projector import serve
-
-    with serve(tmp_path_factory.mktemp("lesson")) as url:
-        yield url
+def server(app_server):
+    """The session's app server, with no starter runs: none of the MovieLens runs the stops name is in its store
+    (browser_app.saved_runs holds tiny runs on synthetic data and two FMs on MovieLens), so that the class trains
+    the Field interactions page's FwFM as on a fresh server."""
+    return app_server.url
 
 
 def opened_sections(stop) -> list[str]:
     """The sections drawn on demand that the stop's link opens (``key=true``)."""
     return [key for key in on_demand_keys(f"app_pages/{stop.page}.py") if stop.params.get(key) == "true"]
-
-
-def wait_idle(tab) -> None:
-    tab.wait_for_timeout(400)
-    tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
 
 
 def below_fold(tab, locator, height: int) -> float:
@@ -63,21 +61,21 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
     drawn = {}  # page -> seconds from the click on the prepared link to the page drawn and idle (reported only)
     for number, stop in enumerate(STOPS, 1):
         where = f"stop {number} at {screen}"
-        expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible(timeout=60_000)
+        expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible()
+        settle(tab)
         choices = tab.locator("[data-testid='stMain'] [data-testid='stRadio']").first
         assert below_fold(tab, choices, height) <= 0, f"{where}: the choices are below the fold"
         assert not cut_buttons(tab), f"{where}: buttons whose label is cut: {cut_buttons(tab)}"
-        choices.locator("[data-testid='stRadioOption']").first.click()
-        wait_idle(tab)
-        tab.get_by_role("button", name="Reveal", exact=True).click()
+        act(tab, choices.locator("[data-testid='stRadioOption']").first.click)
+        act(tab, tab.get_by_role("button", name="Reveal", exact=True).click)
         prepared = tab.get_by_role("button", name=re.compile("page, prepared$"))
-        expect(prepared).to_be_visible(timeout=120_000)  # the answer may load the data set
-        wait_idle(tab)
+        expect(prepared).to_be_visible()  # the answer may load the data set
+        settle(tab)
         lesson_url = tab.url  # with the guesses: a reload (a new session) must find them there
         start = time.monotonic()
         prepared.click()
-        tab.wait_for_function(f"() => location.pathname.endsWith('/{stop.page}')", timeout=60_000)  # no page load
-        wait_idle(tab)
+        tab.wait_for_function(f"() => location.pathname.endsWith('/{stop.page}')")  # no page load
+        settle(tab)
         drawn[f"stop {number}, {stop.page}"] = time.monotonic() - start
         errors = tab.locator("[data-testid='stException']")
         assert errors.count() == 0, f"{where}: {stop.page} shows {errors.first.inner_text()[:300]}"
@@ -86,23 +84,24 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
             if tuned.count():  # no starter runs on this test server: the student trains the tuned preset's FwFM
                 tuned.click()
             heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="post-hoc DPLR").first
-            expect(heatmaps).to_be_visible(timeout=180_000)  # a fresh server trains the tuned FwFM first
-            wait_idle(tab)
+            expect(heatmaps).to_be_visible(timeout=ms(180))  # a fresh server trains the tuned FwFM first
+            settle(tab)
             slider = tab.locator("[data-testid='stMain'] [data-testid='stSlider']").first
             assert below_fold(tab, slider, height) <= 0, f"{where}: the ρ slider is below the fold"
             top = heatmaps.bounding_box()["y"]  # a 400 px chart cannot fit under the controls at 480 px: its title must
             assert top < height - 100, f"{where}: the heatmaps start at {top:.0f} px, below a {height} px screen"
         for key in opened_sections(stop):  # the page starts at the section the link opened
-            tab.wait_for_timeout(1600)  # the arrival's last scroll, once the charts above it are drawn
+            tab.wait_for_function(CHARTS_DRAWN)  # the arrival follows the section while what lies above is drawn:
+            still(tab, f"[data-testid='stMain'] .st-key-{key}")  # its last scroll has settled
             box = tab.locator(f"[data-testid='stMain'] .st-key-{key}").bounding_box()
             assert box is not None, f"{where}: the link did not open the section {key}"
             assert 0 <= box["y"] < height - 100, f"{where}: the section {key} starts at {box['y']:.0f} px, out of view"
-        tab.wait_for_function(CHARTS_DRAWN, timeout=120_000)
+        tab.wait_for_function(CHARTS_DRAWN)
         assert not tab.evaluate(CHART_TEXT_PROBLEMS), f"{where}: {tab.evaluate(CHART_TEXT_PROBLEMS)}"
         tab.screenshot(path=str(SHOTS / f"stop {number} {stop.page} {screen}.png"))
         tab.goto(lesson_url)
-        expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible(timeout=60_000)
-        wait_idle(tab)
+        expect(tab.get_by_text(f"Stop {number} of {len(STOPS)}")).to_be_visible()
+        settle(tab)
         assert tab.locator("[data-testid='stMain'] [data-testid='stRadio'] input").first.is_checked(), (
             f"{where}: the guess is gone after a reload"
         )
@@ -110,6 +109,5 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
             report = "\n".join(f"{visit}: {seconds:.1f} s" for visit, seconds in drawn.items())
             (SHOTS / f"drawn after the prepared link {screen}.txt").write_text(report + "\n")
         if number < len(STOPS):
-            tab.get_by_role("button", name="Next ▶").click()
-            wait_idle(tab)
+            act(tab, tab.get_by_role("button", name="Next ▶").click)
             tab.screenshot(path=str(SHOTS / f"stop {number + 1} lesson {screen}.png"))

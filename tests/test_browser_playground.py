@@ -6,7 +6,8 @@ coordinates the browser shows, checks the lesson's answer (down), and measures h
 takes to update the scores: in the page (from the pointer event's time stamp to the scores written,
 and to the next animation frame) and from Playwright (a mouse move sent until the new score is
 read back). Latencies go to tests/screenshots/playground/latency.json and are printed — a measurement
-to report, not a timed assertion. Screenshots of each view go to tests/screenshots/playground/.
+to report, not a timed assertion. Screenshots of each view go to tests/screenshots/playground/. The app server and
+Chromium are the session's (browser_app.py); a wait is for a state of the page (``settle``), never for a fixed time.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 
 import numpy as np
 import pytest
-from test_browser_projector import CHROMIUM, ROOT
+from browser_app import CHROMIUM, ROOT, new_tab, settle
 
 from fmlib import toy
 
@@ -32,43 +33,28 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The app with two short FM runs on MovieLens 100K (seeds 0 and 1, same recipe) when the data is
-    there, so that the movie map and the two-seed agreement are drawn; otherwise with no runs."""
-    from test_browser_projector import serve
-
-    tmp = tmp_path_factory.mktemp("playground")
-    try:
-        from fmlib.data import movielens, split
-        from fmlib.runs import RunStore
-        from fmlib.train import TrainConfig, train_model
-
-        data = split(movielens.load("ml-100k"), seed=0)
-        for seed in (0, 1):
-            run = train_model("fm", data, TrainConfig(epochs=2, lr=1e-2, seed=seed), dim=8)
-            RunStore(tmp / "runs").save(run, f"fm-seed{seed}")
-        movies = True
-    except Exception:  # no MovieLens here: the toy is tested all the same
-        movies = False
-    with serve(tmp) as url:
-        yield url, movies
+def server(app_server):
+    """The session's app server; its store holds two short FM runs on MovieLens 100K (seeds 0 and 1, same recipe)
+    when the data is there, so that the movie map and the two-seed agreement are drawn (browser_app.saved_runs);
+    without MovieLens the toy is tested all the same."""
+    return app_server.url, app_server.movies
 
 
 def idle(tab) -> None:
-    tab.wait_for_timeout(300)
-    tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
+    settle(tab)
 
 
 @pytest.fixture(scope="module")
 def tab(server, browser):
-    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page = new_tab(browser, {"width": 1400, "height": 1000})
     page.sent_to_server = []  # the times of the messages the page sends over Streamlit's websocket
     page.on("websocket", lambda ws: ws.on("framesent", lambda _: page.sent_to_server.append(time.perf_counter())))
     page.goto(f"{server[0]}/playground")
     idle(page)
-    page.wait_for_selector(".toy[data-model='fm'] .pt[data-name='Ann']", timeout=60_000)
+    page.wait_for_selector(".toy[data-model='fm'] .pt[data-name='Ann']")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    return page
+    yield page
+    page.context.close()
 
 
 def toy_of(tab, model: str):
@@ -128,7 +114,7 @@ def test_dragging_ann_toward_alien_lowers_her_score_at_once_and_python_agrees(ta
     assert score(fm, "Bob", "Alien") == round(toy.score(toy.default_state()["V"], "Bob", "Alien"), 2), "Bob's row stays"
     # on release the state went to Python once: its own computation says the same change
     message = tab.get_by_text(re.compile(r"^Your move of Ann changed Ann×Alien by"))
-    message.wait_for(timeout=30_000)
+    message.wait_for()
     assert f"({start:.2f} → {dragged:.2f})" in message.inner_text()
     latency = tab.evaluate("() => window.__fmlibToyLatency.fm")
     report = {
@@ -166,7 +152,7 @@ def test_arrow_keys_move_a_focused_point_and_bad_coordinates_are_refused(tab):
     assert float(bob.get_attribute("data-x")) == pytest.approx(x0 - 0.2)
     assert score(fm, "Bob", "Titanic") == pytest.approx(toy.score(shown_V(fm), "Bob", "Titanic"), abs=0.006)
     assert score(fm, "Bob", "Titanic") != before
-    tab.get_by_text(re.compile(r"^Your move of Bob changed")).wait_for(timeout=30_000)  # sent once the keys paused
+    tab.get_by_text(re.compile(r"^Your move of Bob changed")).wait_for()  # sent once the keys paused
     idle(tab)
     fm.locator("summary").click()
     for typed, why in (("abc", "is not a finite number"), ("9", "is out of range")):
@@ -203,7 +189,7 @@ def test_an_edited_cell_of_r_changes_the_fwfm_scores_and_a_bad_one_is_refused(ta
     cell.press("Enter")
     assert 'R[user, movie] = "7" is out of range; use a number in [-3, 3]' in fwfm.locator(".refused").inner_text()
     assert np.allclose([[score(fwfm, u, m) for m in toy.MOVIES] for u in toy.USERS], expected, atol=0.006)
-    tab.get_by_text(re.compile(r"^Your move of R\[user, movie\] changed")).wait_for(timeout=30_000)
+    tab.get_by_text(re.compile(r"^Your move of R\[user, movie\] changed")).wait_for()
     idle(tab)
     fwfm.screenshot(path=str(SHOTS / "fwfm R edited.png"))
 
@@ -228,7 +214,7 @@ def test_the_dplr_serves_every_pair_and_proposition_1_equals_the_pair_sum(tab):
     box.fill("nan")
     box.press("Enter")
     assert "is not a finite number" in dplr.locator(".refused").inner_text()
-    tab.get_by_text(re.compile(r"^Your move of ω\[2\] changed")).wait_for(timeout=30_000)
+    tab.get_by_text(re.compile(r"^Your move of ω\[2\] changed")).wait_for()
     idle(tab)
     dplr.screenshot(path=str(SHOTS / "dplr.png"))
 
@@ -241,7 +227,7 @@ def test_the_movie_map_shows_titles_biases_and_two_seeds_agreement(server, tab):
     idle(tab)
     chart = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="principal components").first
     chart.scroll_into_view_if_needed()
-    chart.wait_for(timeout=120_000)
+    chart.wait_for()
     idle(tab)
     assert tab.get_by_text("Spearman ρ of the movie biases").count() == 1
     agreement = tab.locator("[data-testid='stMarkdownContainer']").filter(

@@ -5,27 +5,20 @@ Checked on element boxes: the formula of every derivation step a lesson stop lin
 projector mode, and the slip step's without it too; no button's label is cut (scrollWidth ≤ clientWidth), no two
 chart titles overlap, every heatmap axis keeps a label per field; the projector toggle collapses the sidebar in the
 same session, every time it is turned on.
-Screenshots of each view go to the test's temporary folder.
+Screenshots of each view go to the test's temporary folder. The app server and Chromium are the session's
+(browser_app.py); a wait is for a state of the page (``settle``), never for a fixed time.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from browser_app import CHROMIUM, act, new_tab, read, settle
 
 from fmlib.lessons import lesson_files, load_lesson
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 SCREENS = {"1280x720": ({"width": 1280, "height": 720}, 1.0), "1280x720 at 150%": ({"width": 853, "height": 480}, 1.5)}
 FIELDS = 8  # the synthetic data's m
 STEP = "derivations?deriv_derivation=fm-gradient&deriv_step=7"  # the FM note's slip: two formulas
@@ -46,58 +39,20 @@ pytestmark = [
 ]
 
 
-@contextlib.contextmanager
-def serve(tmp: Path, app: str = "app.py"):
-    """``app`` on a free port, its runs in ``tmp / "runs"``, no starter runs; yields its URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
-    command = [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true"]
-    command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
-    command += ["--server.fileWatcherType", "none"]  # as `make serve`: no reruns from files others write meanwhile
-    with (tmp / "server.log").open("w") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            if time.time() > deadline:
-                proc.kill()
-                pytest.fail("streamlit did not become healthy within 60 s")
-            time.sleep(0.5)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The app with one tiny shared FwFM run (the Field interactions page's default)."""
-    from fmlib.data import split, synthetic
-    from fmlib.runs import RunStore
-    from fmlib.train import TrainConfig, train_model
-
-    tmp = tmp_path_factory.mktemp("projector")
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=20, seed=0), seed=0)
-    RunStore(tmp / "runs").save(train_model("fwfm", data, TrainConfig(epochs=1), dim=4), "tiny-fwfm")
-    with serve(tmp) as url:
-        yield url
+def server(app_server):
+    """The session's app server: a tiny shared FwFM run in its store (``tiny-fwfm``, the Field interactions page's
+    default on the synthetic data), beside the other browser tests' runs (browser_app.saved_runs)."""
+    return app_server.url
 
 
 def opened(browser, url: str, screen: str):
-    """A fresh browser context (a fresh session) at ``screen``, on ``url``, idle."""
+    """A fresh browser context (a fresh session) at ``screen``, on ``url``, settled: the script idle, its charts
+    drawn, its fonts loaded (browser_app.settle)."""
     viewport, scale = SCREENS[screen]
-    tab = browser.new_context(viewport=viewport, device_scale_factor=scale).new_page()
+    tab = new_tab(browser, viewport, scale)
     tab.goto(url)
-    tab.wait_for_timeout(500)
-    tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
-    tab.wait_for_timeout(1000)  # charts and KaTeX lay themselves out
+    settle(tab)
     return tab
 
 
@@ -134,10 +89,9 @@ def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(
 
     tab = opened(browser, f"{server}/{step}" + ("&projector=true" if projector else ""), screen)
     # waits: on a busy machine a rerun (the step bound to the URL) can redraw the page after the first idle look,
-    # so the layout is measured once the step's buttons are back and the page is idle again
-    expect(tab.get_by_role("button", name="◀ Back")).to_be_visible(timeout=30_000)
-    tab.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=120_000)
-    tab.wait_for_timeout(300)
+    # so the layout is measured once the step's buttons are back and the page has settled again
+    expect(tab.get_by_role("button", name="◀ Back")).to_be_visible()
+    settle(tab)
     tab.screenshot(path=str(tmp_path / f"derivation {screen} {'projector' if projector else 'plain'}.png"))
     formula = tab.locator("[data-testid='stMain'] .katex-display").first.bounding_box()
     assert formula is not None, "no formula on the page"
@@ -155,11 +109,12 @@ def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, b
     # the learned R's heatmaps, named as the lesson test finds them: the page opens with a toy R's (plain mode)
     heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="post-hoc DPLR").first
     if projector:  # a class with a saved run to pick: the run picker shares the ρ slider's row, the heatmaps show
-        heatmaps.wait_for(timeout=60_000)
+        heatmaps.wait_for()
+        settle(tab)
         top, height = heatmaps.bounding_box()["y"], SCREENS[screen][0]["height"]
         assert top < height - 100, f"the heatmaps start at {top:.0f} px, below a {height} px screen"
     heatmaps.scroll_into_view_if_needed()
-    tab.wait_for_timeout(500)
+    settle(tab)
     heatmaps.screenshot(path=str(tmp_path / f"heatmaps {screen} {'projector' if projector else 'plain'}.png"))
     titles = [t.bounding_box() for t in heatmaps.locator(".infolayer .annotation, .infolayer .gtitle").all()]
     assert len(titles) >= 3 and not overlaps(titles), f"overlapping chart titles: {overlaps(titles)}"
@@ -213,7 +168,7 @@ def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page
     for path, title, _, _ in PAGES:
         page = "" if path.endswith("home.py") else Path(path).stem
         tab = opened(browser, f"{server}/{page}?dataset=synthetic&projector=true", screen)
-        tab.wait_for_function(CHARTS_DRAWN, timeout=120_000)
+        tab.wait_for_function(CHARTS_DRAWN)
         found = tab.evaluate(CHART_TEXT_PROBLEMS)
         if found:
             problems[title] = found
@@ -222,21 +177,22 @@ def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page
 
 
 def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_url(server, browser):
-    from playwright.sync_api import expect  # waits up to 30 s: a shared machine may take seconds per rerun
+    from playwright.sync_api import expect  # waits as long as browser_app.WAIT: a shared machine may be slow
 
     tab = opened(browser, f"{server}/{STEP}", "1280x720")
-    tab.get_by_role("button", name="Next ▶").click()
-    expect(tab.get_by_text("Step 8 of 9")).to_be_visible(timeout=30_000)
+    act(tab, tab.get_by_role("button", name="Next ▶").click)
+    expect(tab.get_by_text("Step 8 of 9")).to_be_visible()
     assert "deriv_step=8" in tab.url
-    tab.get_by_role("link", name="Train").click()
-    expect(tab.get_by_text("Step 8 of 9")).to_be_hidden(timeout=30_000)
-    tab.get_by_role("link", name="Derivations").click()
-    expect(tab.get_by_text("Step 8 of 9")).to_be_visible(timeout=30_000)
+    act(tab, tab.get_by_role("link", name="Train").click)
+    expect(tab.get_by_text("Step 8 of 9")).to_be_hidden()
+    act(tab, tab.get_by_role("link", name="Derivations").click)
+    expect(tab.get_by_text("Step 8 of 9")).to_be_visible()
     tab.get_by_role("button", name="Link to this view").click()
-    assert "deriv_step=8" in tab.locator("[data-testid='stPopoverBody'] code").first.inner_text()
+    code = tab.locator("[data-testid='stPopoverBody'] code").first
+    assert "deriv_step=8" in read(code.inner_text)
     tab.keyboard.press("Escape")
-    tab.get_by_role("button", name="Reset to defaults").click()
-    expect(tab.get_by_text("Step 1 of 4")).to_be_visible(timeout=30_000)  # Rendle's identity, the first derivation
+    act(tab, tab.get_by_role("button", name="Reset to defaults").click)
+    expect(tab.get_by_text("Step 1 of 4")).to_be_visible()  # Rendle's identity, the first derivation
     assert "deriv_step" not in tab.url and "deriv_derivation" not in tab.url
 
 
@@ -251,16 +207,16 @@ def test_the_projector_toggle_collapses_the_sidebar_each_time_and_turning_it_off
     expand = tab.get_by_role("button", name="Expand sidebar")  # shown only while the sidebar is collapsed
     expect(expand).to_be_hidden()
     for turn in range(2):  # the second time after the sidebar was opened by hand (which the browser remembers)
-        toggle.click()
-        expect(expand).to_be_visible(timeout=30_000)
-        tab.wait_for_function(OFF_SCREEN, timeout=10_000)  # the sidebar slides out, then stays out
-        tab.wait_for_timeout(1000)
+        act(tab, toggle.click)
+        expect(expand).to_be_visible()
+        tab.wait_for_function(OFF_SCREEN)  # the sidebar slides out, then stays out: once the page has settled
+        settle(tab, quiet=1000)
         assert tab.evaluate(OFF_SCREEN), f"turn {turn + 1}: the sidebar came back"
         assert "projector=true" in tab.url
         expand.click()
-        toggle.click()
-        expect(tab.locator("html")).not_to_have_css("font-size", "18px", timeout=30_000)  # projector mode is off
-        tab.wait_for_timeout(1000)
+        act(tab, toggle.click)
+        expect(tab.locator("html")).not_to_have_css("font-size", "18px")  # projector mode is off
+        settle(tab, quiet=1000)
         expect(expand).to_be_hidden()
         assert "projector" not in tab.url
 

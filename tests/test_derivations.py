@@ -1,12 +1,10 @@
 """The derivation catalog: every step passes (or is a known slip) and has a wrong variant that fails by value;
 every check's summary for the page is short and typesets."""
 
-import os
-
 import pytest
 
 from fmlib.derivations import attention, catalog
-from fmlib.derivations.checker import STATUSES, check_derivations, weak_checks
+from fmlib.derivations.checker import STATUSES, weak_checks
 from fmlib.derivations.display import outcome, summary
 from fmlib.references import TITLES, keys, with_titles
 
@@ -30,10 +28,10 @@ KNOWN_SLIPS = {
 
 
 @pytest.fixture(scope="module")
-def results():
-    """Every line, its printed slip and its wrong variants, checked once; tests run one at a time, so the
-    checks may take every core (about half the time on 2 cores)."""
-    return check_derivations(catalog(), workers=os.cpu_count() or 1)
+def results(derivation_results):
+    """Every line, its printed slip and its wrong variants, checked once per session (conftest.py: the checks may
+    take every core; the page tests of the group "derivations" find them in the checker's cache)."""
+    return derivation_results
 
 
 def test_catalog_covers_every_derivation_of_the_papers(results):

@@ -7,12 +7,13 @@ import threading
 import time
 
 import pytest
+from patience import limit
 
 from fmlib.jobs import JobQueue, default_orphan_seconds, default_workers
 
 
 def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limit(timeout)  # a guard against a hang, stretched on a busy machine
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.005)

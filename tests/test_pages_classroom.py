@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from apptest import app_page, button, wait_for_training
+from patience import limit
 
 from app_pages._classroom import job_queue
 from fmlib.runs import RunStore
@@ -207,7 +208,7 @@ def test_a_pages_quick_run_waits_in_the_same_line_and_can_be_cancelled(busy_serv
 def rerun_until(at, predicate, timeout: float = 120):
     import time
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limit(timeout)  # a guard against a hang, stretched on a busy machine
     while not predicate(at):
         assert time.monotonic() < deadline, "the job did not end in time"
         time.sleep(0.2)

@@ -13,6 +13,7 @@ from fmlib.notation import unicode_math
 from fmlib.worked import rendle_example
 
 PAGE = "app_pages/derivations.py"
+pytestmark = pytest.mark.usefixtures("derivation_results")  # every step already checked, once per session (conftest)
 
 
 @pytest.fixture

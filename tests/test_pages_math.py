@@ -90,6 +90,7 @@ def test_field_interactions_shows_math_as_math(fwfm_run):
     check(at)
 
 
+@pytest.mark.usefixtures("derivation_results")  # every step already checked, once per session (conftest.py)
 def test_every_derivation_step_shows_math_as_math():
     from fmlib.derivations import catalog
 
@@ -110,6 +111,7 @@ def test_a_checked_side_is_shown_factored_and_typeset():
     assert readable_latex("a 3×3 matrix too large to print").startswith(r"\text{")
 
 
+@pytest.mark.usefixtures("derivation_results")
 def test_a_slip_labels_its_corrected_and_printed_lines_and_the_check_is_an_equation():
     at = app_page("app_pages/derivations.py", timeout=120)
     at.run()

@@ -1,5 +1,6 @@
 """The committed FMGrad and AttnInv reproductions on the pages their scorecard rows link to."""
 
+import pytest
 from apptest import app_page, figure
 
 from fmlib.experiments.verdict import DOES_NOT_HOLD, HOLDS
@@ -26,6 +27,7 @@ def test_attention_inversion_page_shows_success_vs_gamma_with_intervals(tmp_path
     assert any("results/inversion_synthetic.csv" in c.value for c in at.caption)
 
 
+@pytest.mark.usefixtures("derivation_results")  # every step already checked, once per session (conftest.py)
 def test_derivations_page_shows_the_fm_gradient_measurements(tmp_path, monkeypatch):
     monkeypatch.setenv("FMLIB_RESULTS", str(tmp_path))
     at = app_page("app_pages/derivations.py", timeout=120)

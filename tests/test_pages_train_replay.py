@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 from apptest import app_page, button, wait_for_training
+from patience import limit
 
 from app_pages._classroom import job_queue
 from fmlib import toy
@@ -52,7 +53,7 @@ def start(at, model: str = "fwfm", epochs: int = 3) -> str:
 
 
 def wait(predicate, timeout: float = 60):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limit(timeout)  # a guard against a hang, stretched on a busy machine
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
