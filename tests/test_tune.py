@@ -166,8 +166,8 @@ def test_cli_draws_the_feature_set_and_files_the_preset_under_the_one_drawn(tmp_
     args = ["tune", "--model", "rafm", "--draw-features", *sets, "--trials", "2", "--epochs", "1"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
-    path = json.loads(out.strip().splitlines()[-1])["preset"]
-    preset = json.loads(open(path).read())
+    path = json.loads(out.strip().splitlines()[-1])["preset"]  # named from the folder that holds the presets
+    preset = json.loads((tmp_path / path).read_text())
     assert preset["features"] in sets and path.endswith(
         f"features-{preset['features'].replace(',', '+')}/ml-100k/rafm.json"
     )

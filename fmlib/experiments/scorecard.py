@@ -34,7 +34,7 @@ def _rafm_planted(dataset: str, task: str) -> str:
     return rafm.table_name(synthetic.PLANTED_RANKS, task, "rafm-paper")
 
 
-OURS = "ours: each model tuned on validation with the same tools and trials"
+OURS = "ours: each model tuned on validation with the same tools and tuning effort"
 # (paper, result table name, table -> (rows, claims), the page that shows it, its title, protocol)
 SOURCES = [
     ("DPLR", dplr.table_name, _dplr, "field_interactions", "Field interactions", OURS),
