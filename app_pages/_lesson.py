@@ -27,16 +27,23 @@ ARRIVE = """
   const sections = SECTIONS;  // keys of the sections the link opened: the first one drawn is where the stop looks
   const top = () => document.querySelectorAll("*").forEach((el) => { if (el.scrollTop) el.scrollTop = 0; });
   const section = () => sections.map((key) => document.querySelector(`[data-testid='stMain'] .st-key-${key}`)).find(Boolean);
+  const follow = (el) => { el.style.scrollMarginTop = "4.5rem"; el.scrollIntoView({ block: "start" }); };  // below the header
+  const drawn = () => document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state") === "notRunning"
+    && !document.querySelector("[data-testid='stMain'] [data-testid='stSkeleton']")
+    && [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")].every((c) => c.querySelector(".main-svg"));
   top();
-  setTimeout(() => section() || top(), 500);  // again once the page has drawn, which can restore the old offset
-  if (sections.length) {  // follow the section while what lies above it is drawn, until the reader scrolls
-    const scrolls = ["wheel", "touchmove", "keydown"];
-    const stop = () => { clearInterval(timer); scrolls.forEach((e) => removeEventListener(e, stop)); };
-    const follow = (el) => { el.style.scrollMarginTop = "4.5rem"; el.scrollIntoView({ block: "start" }); };  // below the header
-    const timer = setInterval(() => { const el = section(); if (el) follow(el); }, 250);
-    scrolls.forEach((e) => addEventListener(e, stop));
-    setTimeout(stop, 8000);
-  }
+  // follow the section (or keep the top: the page's drawing can restore the old offset) while the page is drawn, until
+  // it has stood drawn for a second or the reader scrolls; however slow the machine, not for a fixed time
+  const scrolls = ["wheel", "touchmove", "keydown"];
+  let still = 0;
+  const stop = () => { clearInterval(timer); scrolls.forEach((e) => removeEventListener(e, stop)); };
+  const timer = setInterval(() => {
+    const el = section();
+    if (el) follow(el); else top();
+    still = drawn() ? still + 1 : 0;
+    if (still >= 4) stop();
+  }, 250);
+  scrolls.forEach((e) => addEventListener(e, stop));
 }
 </script>
 """
