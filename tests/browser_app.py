@@ -129,6 +129,27 @@ def new_tab(browser, viewport: dict, scale: float = 1.0):
     return context.new_page()
 
 
+# Every chart fits its box again after a resize: none is wider than the element that holds it.
+CHARTS_FIT = """() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stPlotlyChart']")]
+  .every((chart) => (chart.querySelector(".main-svg")?.getBoundingClientRect().width ?? 0)
+    <= chart.getBoundingClientRect().width + 1)"""
+
+
+def resize(tab, viewport: dict, scale: float = 1.0) -> None:
+    """The tab's window resized to ``viewport`` (CSS pixels) drawn at ``scale`` device pixels per CSS pixel, as when
+    the window moves to another screen; then settled, every chart drawn again at its new width."""
+    tab.context.new_cdp_session(tab).send(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": viewport["width"], "height": viewport["height"], "deviceScaleFactor": scale, "mobile": False},
+    )
+    tab.wait_for_function(
+        "([w, h, s]) => innerWidth === w && innerHeight === h && devicePixelRatio === s",
+        arg=[viewport["width"], viewport["height"], scale],
+    )
+    tab.wait_for_function(CHARTS_FIT, polling=50)
+    settle(tab, quiet=300)
+
+
 def sent(tab) -> int:
     """How many messages the page has sent to the server so far."""
     return tab.evaluate("() => window.__st?.sent ?? 0")

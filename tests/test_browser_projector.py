@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_app import CHROMIUM, act, new_tab, read, settle
+from browser_app import CHROMIUM, act, new_tab, read, resize, settle
 
 from fmlib.lessons import lesson_files, load_lesson
 
@@ -81,23 +81,26 @@ def overlaps(boxes: list[dict]) -> list[tuple[int, int]]:
     [*((step, True) for step in sorted({STEP, *LESSON_STEPS})), (STEP, False)],  # a class's view, then a reader's
     ids=lambda value: {True: "projector", False: "plain"}.get(value, value),
 )
-@pytest.mark.parametrize("screen", list(SCREENS))
-def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(
-    server, browser, screen, projector, step, tmp_path
-):
+def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(server, browser, projector, step, tmp_path):
+    """At each screen: opened at the first, then the window resized to the next (browser_app.resize)."""
     from playwright.sync_api import expect
 
-    tab = opened(browser, f"{server}/{step}" + ("&projector=true" if projector else ""), screen)
-    # waits: on a busy machine a rerun (the step bound to the URL) can redraw the page after the first idle look,
-    # so the layout is measured once the step's buttons are back and the page has settled again
-    expect(tab.get_by_role("button", name="◀ Back")).to_be_visible()
-    settle(tab)
-    tab.screenshot(path=str(tmp_path / f"derivation {screen} {'projector' if projector else 'plain'}.png"))
-    formula = tab.locator("[data-testid='stMain'] .katex-display").first.bounding_box()
-    assert formula is not None, "no formula on the page"
-    bottom = formula["y"] + formula["height"]
-    assert bottom < SCREENS[screen][0]["height"], f"the step's formula ends at {bottom:.0f} px, below the fold"
-    assert not cut_buttons(tab)
+    for i, (screen, (viewport, scale)) in enumerate(SCREENS.items()):
+        if i == 0:
+            tab = opened(browser, f"{server}/{step}" + ("&projector=true" if projector else ""), screen)
+            # waits: on a busy machine a rerun (the step bound to the URL) can redraw the page after the first idle
+            # look, so the layout is measured once the step's buttons are back and the page has settled again
+            expect(tab.get_by_role("button", name="◀ Back")).to_be_visible()
+            settle(tab)
+        else:
+            resize(tab, viewport, scale)
+        tab.screenshot(path=str(tmp_path / f"derivation {screen} {'projector' if projector else 'plain'}.png"))
+        formula = tab.locator("[data-testid='stMain'] .katex-display").first.bounding_box()
+        assert formula is not None, f"{screen}: no formula on the page"
+        bottom = formula["y"] + formula["height"]
+        assert bottom < viewport["height"], f"{screen}: the step's formula ends at {bottom:.0f} px, below the fold"
+        assert not cut_buttons(tab), f"{screen}: buttons whose label is cut: {cut_buttons(tab)}"
+    tab.context.close()
 
 
 @pytest.mark.parametrize("projector", [True, False], ids=["projector", "plain"])
@@ -158,22 +161,26 @@ CHART_TEXT_PROBLEMS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("screen", list(SCREENS))
-def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page(server, browser, screen):
-    """Every page as it opens, in projector mode (larger chart text): each chart's titles, legend and tick labels
-    lie inside the chart, and no title runs into another of its texts (``CHART_TEXT_PROBLEMS``)."""
+def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page(server, browser):
+    """Every page as it opens, in projector mode (larger chart text), at each screen (opened at the first, then the
+    window resized to the next: browser_app.resize): each chart's titles, legend and tick labels lie inside the
+    chart, and no title runs into another of its texts (``CHART_TEXT_PROBLEMS``)."""
     from app_pages._ui import PAGES
 
     problems = {}
     for path, title, _, _ in PAGES:
         page = "" if path.endswith("home.py") else Path(path).stem
-        tab = opened(browser, f"{server}/{page}?dataset=synthetic&projector=true", screen)
-        tab.wait_for_function(CHARTS_DRAWN)
-        found = tab.evaluate(CHART_TEXT_PROBLEMS)
-        if found:
-            problems[title] = found
+        for i, (screen, (viewport, scale)) in enumerate(SCREENS.items()):
+            if i == 0:
+                tab = opened(browser, f"{server}/{page}?dataset=synthetic&projector=true", screen)
+            else:
+                resize(tab, viewport, scale)
+            tab.wait_for_function(CHARTS_DRAWN)
+            found = tab.evaluate(CHART_TEXT_PROBLEMS)
+            if found:
+                problems[f"{title} at {screen}"] = found
         tab.context.close()
-    assert not problems, f"chart texts cut or run together at {screen}: {problems}"
+    assert not problems, f"chart texts cut or run together: {problems}"
 
 
 def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_url(server, browser):
