@@ -1,8 +1,8 @@
 """What the browser tests share: Debian's Chromium, one app server per session, and waits for a state of the page
 (the script idle and answered, charts drawn, a scroll settled), never for a fixed number of seconds.
 
-conftest.py holds the session fixtures (``browser``, ``app_server``); `make test` runs every browser test on one
-worker (the xdist group "browser"), so one server and one Chromium serve them all. Every time limit here guards
+conftest.py holds the fixtures (``browser``, one Chromium per test module; ``app_server``, one per session); `make
+test` runs every browser test on one worker (the group "browser"), so one server serves them all. Every time limit here guards
 against a hang and is stretched by how busy the machine is (patience.limit).
 """
 

@@ -1,5 +1,5 @@
 """Shared fixtures: an isolated run store, small synthetic data, fixture MovieLens files; what the suite shares per
-session (one Chromium, one app server for the browser tests, the derivation catalogue checked once); how `make test`
+session (one app server for the browser tests, the derivation catalogue checked once); how `make test`
 spreads the suite over its workers and what `make test-fast` leaves out (markers).
 
 Markers, set here by file so that a new test in a file gets them: ``browser`` (tests/test_browser*.py, drives
@@ -10,7 +10,7 @@ four: what is left are the unit, property and sympy tests.
 Workers (`make test`: ``-n 2 --dist loadgroup``): the tests are dealt to the workers in groups, and a group runs
 on one worker (``GroupScheduling``, which conftest makes xdist use for ``--dist loadgroup``: xdist's own marks a
 group in the test's node id, which pytest 9 no longer lets it change). The files ``GROUPS`` names share one group:
-every browser test one app server and one Chromium, the derivation tests one checked catalogue. A file with a
+every browser test one app server, the derivation tests one checked catalogue. A file with a
 module- or class-scoped fixture is one group, so that the fixture is built once; so is a notebook; every other test
 is a group of its own, so that a heavy file spreads over both workers. The heavy files go first (``HEAVY_FIRST``,
 longest first as measured; then the rest in collection order), so that the last groups to finish are short ones
@@ -35,7 +35,7 @@ os.environ.setdefault("FMLIB_STARTER_RUNS", "0")  # no background starter runs i
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Files whose tests share a session fixture, run on one worker: the browser tests one app server and one Chromium
+# Files whose tests share a session fixture, run on one worker: the browser tests one app server
 # (browser_app.py), the derivation tests the catalogue checked once (``derivation_results``).
 GROUPS = {
     "browser": ("test_browser.py", "test_browser_lesson.py", "test_browser_playground.py", "test_browser_projector.py"),
@@ -183,9 +183,12 @@ def derivation_results():
     return check_derivations(catalog(), workers=os.cpu_count() or 1)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium under Playwright, one per session: every browser test opens its own context in it."""
+    """Debian's Chromium under Playwright, one per test module (it starts in about a second): every test opens its own
+    context in it. Not one per session: Playwright's synchronous API keeps an asyncio loop running in the worker's
+    thread while it is open, and later tests of the same worker that run a loop of their own (the classroom bench's
+    asyncio.run, a notebook's kernel client) would fail or hang."""
     from browser_app import launch
 
     with launch() as chromium:
