@@ -263,3 +263,8 @@ def _starter_progress(starting) -> None:
     else:  # ready: rerun the whole app once, so the run picker lists the new runs
         st.session_state["starter_seen"] = True
         st.rerun(scope="app")
+
+
+def variant_as_math(name: str) -> str:
+    """A RaFM variant's name as its table writes it ("k_i cut at n_i > 40") with its symbols typeset, for markdown."""
+    return name.replace("k_i", "$k_i$").replace("n_i", "$n_i$")

@@ -6,7 +6,7 @@ import streamlit as st
 from app_pages._intuition import block
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
-from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link
+from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, variant_as_math
 from app_pages._view import chart, checked_link, copy_link_and_reset, on_demand, secondary, title_bar
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
@@ -367,7 +367,7 @@ def planted_text(frame: pd.DataFrame) -> str:
         f"{r.difference:+.4f} [{r.low:+.4f}, {r.high:+.4f}] MSE, *{r.verdict}*" for r in fits_low.itertuples()
     )
     found = "; ".join(
-        f"**{r.favoured}** {r.difference:+.4f} [{r.low:+.4f}, {r.high:+.4f}] MSE, *{r.verdict}*"
+        f"**{variant_as_math(r.favoured)}** {r.difference:+.4f} [{r.low:+.4f}, {r.high:+.4f}] MSE, *{r.verdict}*"
         for r in rows.itertuples()
     )
     shape = (

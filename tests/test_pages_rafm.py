@@ -193,6 +193,7 @@ def test_the_planted_finding_is_read_from_its_table():
     """Section 4's planted paragraph: every number from the committed planted table and the data's defaults."""
     import pandas as pd
 
+    from app_pages._ui import variant_as_math
     from fmlib.data.synthetic import PLANTED_RANKS
     from fmlib.experiments import tables
 
@@ -201,7 +202,8 @@ def test_the_planted_finding_is_read_from_its_table():
     text = next(m.value for m in page().markdown if m.value.startswith("**Planted data"))
     for row in rafm_experiment.top_rank_verdicts(frame, "rating").itertuples():
         assert (
-            f"**{row.favoured}** {row.difference:+.4f} [{row.low:+.4f}, {row.high:+.4f}] MSE, *{row.verdict}*" in text
+            f"**{variant_as_math(row.favoured)}** {row.difference:+.4f} [{row.low:+.4f}, {row.high:+.4f}] MSE, *{row.verdict}*"
+            in text
         )
     setup = rafm_experiment.planted_setup()
     assert f"{setup['n_samples']:,} ratings" in text and f"the noise {setup['variances']['noise']:.2f}" in text
