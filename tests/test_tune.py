@@ -95,7 +95,7 @@ def _cli(args, capsys):
 
 def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1"]
+    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1", "--studies", "1"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
@@ -138,7 +138,7 @@ def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypat
 
 def test_cli_keeps_a_preset_that_records_a_better_validation_score(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "1", "--epochs", "1"]
+    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "1", "--epochs", "1", "--studies", "1"]
     code, out, _ = _cli(args, capsys)
     path = tmp_path / "presets" / "ml-100k" / "fm-8.json"
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["written"]
@@ -163,7 +163,7 @@ def test_the_feature_set_is_drawn_per_trial_from_the_given_sets(tmp_path, small_
 def test_cli_draws_the_feature_set_and_files_the_preset_under_the_one_drawn(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     sets = ["user_id,movie_id", "user_id,movie_id,rated"]
-    args = ["tune", "--model", "rafm", "--draw-features", *sets, "--trials", "2", "--epochs", "1"]
+    args = ["tune", "--model", "rafm", "--draw-features", *sets, "--trials", "2", "--epochs", "1", "--studies", "1"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
     path = json.loads(out.strip().splitlines()[-1])["preset"]  # named from the folder that holds the presets
