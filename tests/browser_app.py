@@ -146,7 +146,7 @@ def resize(tab, viewport: dict, scale: float = 1.0) -> None:
         "([w, h, s]) => innerWidth === w && innerHeight === h && devicePixelRatio === s",
         arg=[viewport["width"], viewport["height"], scale],
     )
-    tab.wait_for_function(CHARTS_FIT, polling=50)
+    tab.wait_for_function(CHARTS_FIT, polling="raf")
     settle(tab, quiet=300)
 
 
@@ -155,13 +155,13 @@ def sent(tab) -> int:
     return tab.evaluate("() => window.__st?.sent ?? 0")
 
 
-def settle(tab, since: int | None = None, quiet: int = 150) -> None:
+def settle(tab, since: int | None = None, quiet: int = 100) -> None:
     """Wait until the page has settled (``SETTLED``); with ``since`` (``sent(tab)`` before an action), until it has
     also sent a message since then: the action's rerun was asked for, and answered."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        tab.wait_for_function(SETTLED, arg=[quiet, since], polling=50, timeout=ms(WAIT))
+        tab.wait_for_function(SETTLED, arg=[quiet, since], polling="raf", timeout=ms(WAIT))
     except PlaywrightTimeout:
         raise AssertionError(f"the page did not settle in {limit(WAIT):.0f} s: {tab.evaluate(UNSETTLED)}") from None
     tab.evaluate("() => document.fonts.ready.then(() => true)")  # text laid out in its own font (KaTeX's)
@@ -176,7 +176,7 @@ def act(tab, action) -> None:
 
 def still(tab, selector: str, quiet: int = 400) -> None:
     """Wait until the element ``selector`` finds has kept its place for ``quiet`` ms (a scroll has settled)."""
-    tab.wait_for_function(STILL, arg=[selector, selector, quiet], polling=50, timeout=ms(WAIT))
+    tab.wait_for_function(STILL, arg=[selector, selector, quiet], polling="raf", timeout=ms(WAIT))
 
 
 def read(what, tries: int = 3):

@@ -67,10 +67,16 @@ def choose(page, label: str, option: str, tries: int = 3) -> None:
     box = page.locator("[data-testid='stSelectbox']").filter(has_text=label).first
     for attempt in range(tries):
         settle(page)
+        picked = option in read(box.inner_text).splitlines()  # picked already: the click asks for no rerun
         box.scroll_into_view_if_needed()  # a long scroll first, as a reader's; the click waits until the box is still
         box.click()
         try:
-            act(page, partial(page.get_by_role("option", name=option, exact=True).first.click, timeout=ms(10)))
+            pick = partial(page.get_by_role("option", name=option, exact=True).first.click, timeout=ms(10))
+            if picked:
+                pick()
+                settle(page)
+            else:
+                act(page, pick)
             break
         except PlaywrightTimeout:
             if attempt == tries - 1:
