@@ -14,7 +14,7 @@ import streamlit as st
 
 from app_pages._queue import job_queue, submit_in_session, wait_in_session
 from app_pages._view import checked_link, error, in_range, secondary
-from fmlib.data import movielens, split, synthetic
+from fmlib.data import load, movielens, split
 from fmlib.derivations import catalog, check_step
 from fmlib.experiments import starter
 from fmlib.inversion import attack
@@ -90,10 +90,8 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 @st.cache_resource(show_spinner="Loading data ...")
 def load_data(name: str):
-    """The whole data set: MovieLens (first use fetches it) or a small synthetic one."""
-    if name == "synthetic":
-        return synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0)
-    return movielens.load(name)
+    """The whole data set: MovieLens (first use fetches it) or a small synthetic one (``fmlib.data.load``)."""
+    return load(name)
 
 
 @st.cache_resource(show_spinner="Splitting ...")
@@ -217,7 +215,7 @@ def saved_or_quick_run(
 
 def starter_split():
     """The starter runs' data: ml-100k, split 0 (read in the job's thread, outside Streamlit's caches)."""
-    return split(movielens.load("ml-100k"), seed=0)
+    return split(load("ml-100k"), seed=0)
 
 
 @st.cache_resource

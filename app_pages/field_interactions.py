@@ -57,6 +57,7 @@ from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
 from fmlib.experiments.recompute import recompute
+from fmlib.models import model_name
 from fmlib.plots.interactions import (
     deviation_heatmap,
     eigen_spectrum_figure,
@@ -303,7 +304,7 @@ def chosen_run(configs: dict, container=st):
 def quick_run(run_id, note=None):
     name = quick_name(dataset_name())
     return saved_or_quick_run(
-        lambda run: hasattr(run.model, "R"),
+        lambda run: run.model.interaction_matrix() is not None,
         "it has no field interaction matrix R (an FM is the FwFM with R = 11ᵀ − I fixed). "
         f"Pick an fwfm or dplr run in the sidebar, or train the {name} here.",
         name,
@@ -523,12 +524,13 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     model = run.model
     R = interaction_matrix(model)
     m, names = R.shape[0], model.schema.names
-    is_dplr = hasattr(model, "U")
+    is_dplr = model_name(model) == "dplr"
     st.caption(f"Showing {source}: m = {m} fields.")
     if is_dplr:
+        built = model.hparams()["rank"]
         st.info(
-            f"This run's R is DPLR of rank ρ = {model.rank} by construction ([DPLR] eq. 10: the matrix its U, e and d "
-            f"imply), so a post-hoc DPLR of rank ρ ≥ {model.rank} is exact: a zero error below is no evidence for DPLR "
+            f"This run's R is DPLR of rank ρ = {built} by construction ([DPLR] eq. 10: the matrix its U, e and d "
+            f"imply), so a post-hoc DPLR of rank ρ ≥ {built} is exact: a zero error below is no evidence for DPLR "
             "— pick an FwFM run to ask it of a learned R."
         )
 

@@ -109,10 +109,10 @@ class Parser(argparse.ArgumentParser):
 def load_split(args, seed: int, min_count: int, log=None):
     """The data set named by --dataset/--data-dir, split by ``seed`` and ``min_count``, with the fields
     of --features."""
-    from .data import movielens, split
+    from .data import load, split
     from .data.features import with_features
 
-    data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
+    data = load(args.dataset, data_dir=args.data_dir, log=log)
     return with_features(split(data, seed=seed, min_count=min_count), args.features or "all")
 
 
@@ -298,6 +298,7 @@ def cmd_data_fetch(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .arguments import add_data_arguments, add_features_argument, add_train_arguments, int_list, positive_int
+    from .data import DATASETS
     from .models import MODELS
     from .models.bfm import SWEEPS
     from .train import TrainConfig
@@ -307,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a model and save the run")
     p.add_argument("--model", required=True, choices=list(MODELS))
-    add_data_arguments(p)
+    add_data_arguments(p, choices=DATASETS)
     add_features_argument(p)
     add_train_arguments(p, skip=("epochs",), unset=True)  # a flag given replaces the preset's value
     p.add_argument(

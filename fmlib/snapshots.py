@@ -5,10 +5,10 @@ fine-tune the weights it starts from) and one after every epoch, of the weights 
 epoch (with weight averaging, the running mean). A snapshot keeps only what a replay draws:
 
 - R, the m×m field interaction matrix of an FwFM ([DPLR] eq. 3, learned) or of a DPLR ([DPLR]
-  eq. 10, implied by U, e), read as ``fmlib.analysis.interaction_matrix`` reads it (``model.R``);
-- the embeddings v_m of the ``MOVIES`` movies rated most often in training (row m of the shared
-  table, [DPLR] eq. 4; RaFM: the level-1 table, [RaFM] eq. 6 — the same tables as
-  ``fmlib.analysis.movie_map.movie_vectors``), with their titles.
+  eq. 10, implied by U, e): the model's ``interaction_matrix()``, when it has one;
+- the embeddings v_m of the ``MOVIES`` movies rated most often in training: rows of the model's
+  ``feature_table()`` (the shared table, [DPLR] eq. 4; RaFM: the level-1 table, [RaFM] eq. 6 — the
+  table ``fmlib.analysis.movie_map.movie_vectors`` reads), with their titles.
 
 The learning curves need no snapshot: they are the run's history. A 40-epoch FwFM of 12 fields
 and 16-dimensional embeddings keeps 41 · (144 + 40 · 16) numbers, about 130 KB as float32.
@@ -38,25 +38,10 @@ MOVIES = 40  # movies on the replayed map: the most rated in training
 MOVIE_FIELD = "movie_id"
 
 
-def has_movie_table(model) -> bool:
-    """Whether ``movie_rows`` can read per-feature embeddings of ``model`` (shared table, or RaFM's level 1)."""
-    return hasattr(model, "embedding") or hasattr(model, "level_table")
-
-
 def movie_rows(model, rows: torch.Tensor) -> torch.Tensor:
-    """The embeddings v_i of the feature rows ``rows``: the shared table's rows, or RaFM's level-1 rows
-    (read through ``level_pos``, without building the whole level-1 table)."""
-    if hasattr(model, "embedding"):
-        table = model.embedding.weight
-        return table[rows.to(table.device)]
-    pos = model.level_pos[0]
-    return model.level_table(0)[pos[rows.to(pos.device)]]
-
-
-def interaction_R(model) -> torch.Tensor | None:
-    """The model's field interaction matrix R, or None (an FM, RaFM, RFM: no learned R)."""
-    R = getattr(model, "R", None)
-    return R if isinstance(R, torch.Tensor) else None
+    """The embeddings v_i of the feature rows ``rows``, from the model's ``feature_table()``."""
+    V = model.feature_table().V
+    return V[rows.to(V.device)]
 
 
 def most_rated(train, count: int = MOVIES) -> tuple[np.ndarray, list[str], list[str]]:
@@ -75,7 +60,7 @@ def most_rated(train, count: int = MOVIES) -> tuple[np.ndarray, list[str], list[
     local = order[counts[order] > 0]
     labels = [str(movie.values[i]) if i < len(movie.values) else str(i) for i in local]  # a schema without values: i
     titles = [f"movie {label}" for label in labels]
-    if getattr(train, "movies", None) is not None:
+    if train.movies is not None:
         table = train.movies.assign(key=train.movies["movie_id"].astype(str)).set_index("key")["title"]
         titles = [str(table.get(label, f"movie {label}")) for label in labels]
     return movie.offset + local, labels, titles
@@ -99,15 +84,15 @@ class Snapshots:
 
     def start(self, model, train) -> None:
         """Choose what to keep for ``model`` trained on ``train``: R if it has one, the most rated movies."""
-        self.fields = list(model.schema.names) if interaction_R(model) is not None else []
-        rows, self.labels, self.titles = most_rated(train) if has_movie_table(model) else ([], [], [])
+        self.fields = list(model.schema.names) if model.interaction_matrix() is not None else []
+        rows, self.labels, self.titles = most_rated(train) if model.feature_table() is not None else ([], [], [])
         self._rows = torch.as_tensor(np.asarray(rows, dtype=np.int64))
 
     @torch.no_grad()
     def take(self, model, epoch: int) -> None:
         """Keep R and the chosen movies' embeddings of ``model`` as it is now, as epoch ``epoch``."""
         if self.fields:
-            self.R.append(interaction_R(model).detach().float().cpu().numpy())
+            self.R.append(model.interaction_matrix().detach().float().cpu().numpy())
         if self.labels:
             self.vectors.append(movie_rows(model, self._rows).detach().float().cpu().numpy())
         self.epochs.append(int(epoch))
@@ -176,7 +161,7 @@ def absent(run, what: str) -> str | None:
     model = run.config.get("model", "this model")
     if what == "curves":
         return None if run.history else "This run has no epochs to replay."
-    snap = getattr(run, "snapshots", None)
+    snap = run.snapshots
     if snap is None or snap.count == 0:
         if model == "bfm":
             return (

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from .data.dataset import TASKS, Dataset, Split, slot_weights
-from .models import build_model, hyperparameters, model_name
+from .models import build_for, check_scores, hyperparameters, model_name
 from .optim import Adam
 from .snapshots import Snapshots
 
@@ -159,7 +159,7 @@ def evaluate(model: nn.Module, data: Dataset, task: str) -> dict:
 
 def param_groups(model: nn.Module, lr: float, weight_decay: float, own_decay=()) -> list[dict]:
     """Adam parameter groups: L2 (``weight_decay``) on parameters with >= 2 dims (embedding
-    tables, weight matrices), none on biases and vectors (FwFM's R has its own L2, ``extra_loss``).
+    tables, weight matrices), none on biases and vectors (FwFM's R has its own L2, ``Model.extra_loss``).
     Parameters in ``own_decay`` get no L2 from Adam: ``fit`` adds their grouped L2 (``row_decay``)."""
     own = {id(p) for p in own_decay}
     decayed = [p for p in model.parameters() if p.dim() >= 2 and id(p) not in own]
@@ -187,19 +187,20 @@ def row_decay(model: nn.Module, config: TrainConfig) -> list[tuple[nn.Parameter,
     weight decay does with one strength: the gradient of ½ Σ_i λ_i ‖θ_i‖², the negative log of a
     Gaussian prior N(0, 1/λ_g) per field group g ([Rendle2012] §MCMC, where λ_g is sampled
     instead of tuned)."""
-    schema = getattr(model, "schema", None)
-    if schema is None or not hasattr(model, "field_tables"):
+    tables = model.field_tables()
+    if not tables:
         raise ValueError(
             f"field_decay / linear_decay: model {type(model).__name__} has no tables of field rows; "
             "it takes no grouped L2"
         )
+    schema = model.schema
     check_field_decay(schema, config)
     rate = torch.full((schema.num_features, 1), float(config.weight_decay))
     for f in schema.fields:
         rate[f.offset : f.offset + f.cardinality] *= config.field_decay.get(f.name, 1.0)
     return [
         (table, (rate[rows] * (config.linear_decay if linear else 1.0)).to(table.device))
-        for table, rows, linear in model.field_tables()
+        for table, rows, linear in tables
     ]
 
 
@@ -241,6 +242,110 @@ def evaluate_with(model: nn.Module, state: dict, data: Dataset, task: str) -> di
         return evaluate(model, data, task)
 
 
+def optimizer_for(model: nn.Module, config: TrainConfig) -> tuple[Adam, list]:
+    """(Adam over ``param_groups``, the grouped L2 of ``row_decay``) for ``model`` under ``config``:
+    the tables that take a grouped L2 get none from Adam."""
+    decays = row_decay(model, config) if config.grouped_decay else []
+    groups = param_groups(model, config.lr, config.weight_decay, [p for p, _ in decays])
+    return Adam(groups, lr=config.lr), decays
+
+
+def train_step(model, optimizer: Adam, criterion, index, weight, target, decays=()) -> torch.Tensor:
+    """One Adam step on a minibatch, the step ``fit`` takes and ``bench train`` times: the model's
+    objective (``Model.loss``: the task's loss plus its own terms), its gradient, the grouped L2 added
+    to it (``row_decay``: Adam's coupled decay, one strength per table row), Adam's update. Returns
+    the minibatch loss, on the device (reading it would wait for the device)."""
+    optimizer.zero_grad()
+    loss = model.loss(index, weight, target, criterion)
+    loss.backward()
+    for p, rate in decays:
+        p.grad.addcmul_(rate, p.detach())
+    optimizer.step()
+    return loss.detach()
+
+
+def check_fit(model: nn.Module, train: Dataset, config: TrainConfig) -> None:
+    """ValueError in one line before training: a batch larger than the data, or a model whose
+    ``forward`` does not return one score per sample (``contract.check_scores``)."""
+    if config.batch_size > len(train):
+        raise ValueError(
+            f"batch_size {config.batch_size} is larger than the {len(train)} training samples: "
+            f"choose a batch size of at most {len(train)}"
+        )
+    rows = min(2, len(train))
+    model.eval()
+    with torch.no_grad():
+        index, weight = (t.to(config.device) for t in train.batch(slice(0, rows)))
+        check_scores(model, model(index, weight), rows)
+
+
+def run_epoch(model, optimizer, criterion, decays, train: Dataset, target, config: TrainConfig, order) -> float:
+    """One pass over ``train`` in a random order (``order``: the seeded generator) in minibatches of
+    ``config.batch_size``; the mean training loss, read once at the end."""
+    device = target.device
+    model.train()
+    perm = torch.randperm(len(train), generator=order).to(device)
+    total = torch.zeros((), device=device)
+    lean = train.counts is not None  # lean data (``Dataset.counts``): slot weights built per batch
+    index, weight = train.index.to(device), (train.counts if lean else train.weight).to(device)
+    for i in range(0, len(train), config.batch_size):
+        rows = perm[i : i + config.batch_size]
+        # index_select, not index[rows]: one contiguous row copy (advanced indexing costs ~1.5× more)
+        w = weight.index_select(0, rows)
+        w = slot_weights(train.schema, w) if lean else w
+        # int64 rows for the model: gathers by an int32 index run ~40 % slower on the CPU
+        batch = (index.index_select(0, rows).long(), w, target.index_select(0, rows))
+        total += train_step(model, optimizer, criterion, *batch, decays) * len(rows)
+    return float(total) / len(train)
+
+
+class EarlyStopping:
+    """The best validation metric so far (lower is better), its weights, and the epochs since it."""
+
+    def __init__(self, patience: int):
+        self.patience, self.best, self.state, self.stale = patience, float("inf"), None, 0
+
+    def update(self, metric: float, state: dict) -> bool:
+        """Record an epoch's ``metric`` with its weights ``state``; True when it is the best so far."""
+        if metric < self.best:
+            self.best, self.stale = metric, 0
+            self.state = {k: v.detach().clone() for k, v in state.items()}
+            return True
+        self.stale += 1
+        return False
+
+    @property
+    def done(self) -> bool:
+        return self.stale >= self.patience
+
+
+def evaluate_epoch(model, average: WeightAverage, epoch: int, valid: Dataset, config: TrainConfig, snap):
+    """(validation metrics, the weights they are of) after ``epoch``: the model's own, or from
+    ``config.average_from`` on the running mean of the end-of-epoch weights; a snapshot of them."""
+    state, held = model.state_dict(), nullcontext()
+    if config.average_from and epoch >= config.average_from:
+        average.update(state)
+        state = average.mean
+        held = weights_of(model, state)
+    with held:
+        metrics = evaluate(model, valid, config.task)
+        if snap is not None:
+            snap.take(model, epoch)
+    return metrics, state
+
+
+def run_config(model: nn.Module, config: TrainConfig, train: Dataset) -> dict:
+    """What a run records of how it was made: the model's name and hyperparameters, the training
+    settings, the data set and its source."""
+    return {
+        "model": model_name(model),
+        "hp": model.hparams(),
+        "train": asdict(config),
+        "dataset": train.name,
+        "data_source": train.source,
+    }
+
+
 def fit(
     model: nn.Module,
     train: Dataset,
@@ -250,8 +355,10 @@ def fit(
     resume: dict | None = None,
     snapshots: bool | Snapshots = True,
 ) -> Run:
-    """Train with Adam on ``config.device``; stop when the validation metric has not improved for
-    ``patience`` epochs and restore the best weights. Deterministic for a given ``config.seed``.
+    """Train with Adam on ``config.device`` (``train_step`` per minibatch); stop when the validation
+    metric has not improved for ``patience`` epochs and restore the best weights. Deterministic for a
+    given ``config.seed``. A model that needs the training data's statistics is prepared first
+    (``Model.prepare``: ``train_model`` does it).
 
     ``resume`` (a ``Run.optimizer_state``) makes this a fine-tune, not a new fit: Adam continues
     from those moments, the bias is not reset, and the weights the model comes with count as epoch
@@ -269,115 +376,54 @@ def fit(
 
     The step loop never waits on a number: the epoch's loss is summed on the device and read
     once per epoch. A training loss that is not finite stops training with a message."""
-    if config.batch_size > len(train):
-        raise ValueError(
-            f"batch_size {config.batch_size} is larger than the {len(train)} training samples: "
-            f"choose a batch size of at most {len(train)}"
-        )
     device = torch.device(config.device)
+    model.to(device)
+    check_fit(model, train, config)
     torch.manual_seed(config.seed)
     order = torch.Generator().manual_seed(config.seed)
-    model.to(device)
-    decays = row_decay(model, config) if config.grouped_decay else []
-    groups = param_groups(model, config.lr, config.weight_decay, [p for p, _ in decays])
-    optimizer = Adam(groups, lr=config.lr)
+    optimizer, decays = optimizer_for(model, config)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
-    index, y = train.index.to(device), train.target(config.task).to(device)
-    # lean data (``Dataset.counts``): each batch's slot weights are built from its value counts
-    lean = train.counts is not None
-    weight = (train.counts if lean else train.weight).to(device)
-    best, best_state, stale, history = float("inf"), None, 0, []
+    target = train.target(config.task).to(device)
+    stop = EarlyStopping(config.patience)
     if resume is not None:  # a fine-tune: the weights it starts from are its epoch 0
         load_optimizer_state(model, optimizer, resume)
-        best = evaluate(model, valid, config.task)[key]
-        best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    elif config.task == "rating":  # start the global bias w0 at the mean rating
-        with torch.no_grad():
-            model.bias.fill_(float(y.mean()))
-    # RaFM: Algorithm 1's consistency terms (eq. 12b); FwFM: L2 of R toward R_FM
-    extra_loss = getattr(model, "extra_loss", None)
-    snap = None
-    if snapshots is not False:
-        snap = snapshots if isinstance(snapshots, Snapshots) else Snapshots()
+        stop.update(evaluate(model, valid, config.task)[key], model.state_dict())
+    elif config.task == "rating":
+        model.start_bias(float(target.mean()))  # w0 at the mean rating
+    snap = None if snapshots is False else snapshots if isinstance(snapshots, Snapshots) else Snapshots()
+    if snap is not None:
         snap.start(model, train)
         snap.take(model, 0)
-    average = WeightAverage()
-    start = time.perf_counter()
+    average, history, start = WeightAverage(), [], time.perf_counter()
     for epoch in range(1, config.epochs + 1):
-        model.train()
-        perm = torch.randperm(len(train), generator=order).to(device)
-        total = torch.zeros((), device=device)
-        for i in range(0, len(train), config.batch_size):
-            rows = perm[i : i + config.batch_size]
-            optimizer.zero_grad()
-            # index_select, not index[rows]: one contiguous row copy (advanced indexing costs ~1.5× more)
-            w = weight.index_select(0, rows)
-            w = slot_weights(train.schema, w) if lean else w
-            # int64 rows for the model: gathers by an int32 index run ~40 % slower on the CPU
-            loss = criterion(model(index.index_select(0, rows).long(), w), y.index_select(0, rows))
-            if extra_loss is not None:
-                loss = loss + extra_loss(criterion)
-            loss.backward()
-            for p, rate in decays:  # grouped L2 (row_decay): Adam's coupled decay, one strength per row
-                p.grad.addcmul_(rate, p.detach())
-            optimizer.step()
-            total += loss.detach() * len(rows)
-        train_loss = float(total) / len(train)
+        train_loss = run_epoch(model, optimizer, criterion, decays, train, target, config, order)
         if not math.isfinite(train_loss):
             raise ValueError(
                 f"the training loss became {train_loss} in epoch {epoch} (training diverged): "
                 f"lower the learning rate lr (now {config.lr})"
             )
-        if config.average_from and epoch >= config.average_from:
-            average.update(model.state_dict())
-            state = average.mean
-            with weights_of(model, state):
-                metrics = evaluate(model, valid, config.task)
-                if snap is not None:
-                    snap.take(model, epoch)
-        else:
-            state = model.state_dict()
-            metrics = evaluate(model, valid, config.task)
-            if snap is not None:
-                snap.take(model, epoch)
-        record = {
-            "epoch": epoch,
-            "epochs": config.epochs,
-            "train_loss": train_loss,
-            **{f"valid_{k}": v for k, v in metrics.items()},
-            "seconds": time.perf_counter() - start,
-        }
+        metrics, state = evaluate_epoch(model, average, epoch, valid, config, snap)
+        record = {"epoch": epoch, "epochs": config.epochs, "train_loss": train_loss}
+        record.update({f"valid_{k}": v for k, v in metrics.items()}, seconds=time.perf_counter() - start)
+        record["best"] = stop.update(metrics[key], state)
         history.append(record)
-        if metrics[key] < best:
-            best, stale = metrics[key], 0
-            best_state = {k: v.detach().clone() for k, v in state.items()}
-        else:
-            stale += 1
-        record["best"] = stale == 0
         if callback is not None:
             callback(record)
-        if stale >= config.patience:
+        if stop.done:
             break
-    if best_state is None:  # no epoch had a finite validation metric: nothing to restore
+    if stop.state is None:  # no epoch had a finite validation metric: nothing to restore
         raise ValueError(
             f"validation {key} was NaN or infinite after every epoch (training diverged): "
             f"lower the learning rate lr (now {config.lr})"
         )
-    model.load_state_dict(best_state)
-    valid_metrics = evaluate(model, valid, config.task)
+    model.load_state_dict(stop.state)
+    metrics = {"valid": evaluate(model, valid, config.task)}
     model.cpu()  # runs are saved and analysed on the CPU
-    config_dict = {
-        "model": model_name(model),
-        "hp": model.hparams(),
-        "train": asdict(config),
-        "dataset": train.name,
-        "data_source": train.source,
-    }
     return Run(
         model=model,
-        config=config_dict,
+        config=run_config(model, config, train),
         history=history,
-        metrics={"valid": valid_metrics},
+        metrics=metrics,
         seconds=time.perf_counter() - start,
         optimizer_state=optimizer_state(model, optimizer),
         snapshots=snap,
@@ -389,14 +435,8 @@ def fit_by_sampling(model: nn.Module, train: Dataset, valid: Dataset, config: Tr
     instead of taking Adam steps; ``config.epochs`` is the number of sweeps."""
     start = time.perf_counter()
     history = model.fit_gibbs(train, valid, config, callback)
-    config_dict = {
-        "model": model_name(model),
-        "hp": model.hparams(),
-        "train": asdict(config),
-        "dataset": train.name,
-        "data_source": train.source,
-    }
     metrics = {"valid": evaluate(model, valid, config.task)}
+    config_dict = run_config(model, config, train)
     return Run(model=model, config=config_dict, history=history, metrics=metrics, seconds=time.perf_counter() - start)
 
 
@@ -431,10 +471,8 @@ def train_model(
     """Build model ``name`` (seeded), fit it and add test metrics: what the CLI and the Train page do.
     ``snapshots``: as ``fit`` takes them (a model trained by sampling keeps none)."""
     torch.manual_seed(config.seed)
-    if "counts" in hyperparameters(name) and hp.get("counts") is None:  # RaFM: ranks from train counts
-        hp["counts"] = data.train.feature_counts().tolist()
-    model = build_model(name, data.schema, **hp)
-    if hasattr(model, "fit_gibbs"):
+    model = build_for(name, data.train, **hp)
+    if model.trained_by == "gibbs":
         run = fit_by_sampling(model, data.train, data.valid, config, callback)
     else:
         run = fit(model, data.train, data.valid, config, callback, snapshots=snapshots)

@@ -239,12 +239,12 @@ def saved_runs(root: Path) -> tuple[list[str], bool]:
     it), and two short FM runs on MovieLens 100K (``fm-seed0``, ``fm-seed1``: same recipe, seeds 0 and 1) when the
     data is there, so that the Playground's movie map and its two-seed agreement are drawn. Returns the tiny runs'
     ids and whether the MovieLens runs are there."""
-    from fmlib.data import split, synthetic
+    from fmlib.data import load, split
     from fmlib.runs import RunStore
     from fmlib.train import TrainConfig, train_model
 
     store = RunStore(root)
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    data = split(load("synthetic"), seed=0)  # the app's synthetic set
     tiny = [
         store.save(train_model(kind, data, TrainConfig(epochs=1), **hp), f"tiny-{kind}") for kind, hp in KINDS.items()
     ]

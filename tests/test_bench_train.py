@@ -24,7 +24,7 @@ def test_multiply_adds_of_a_linear_step_are_forward_plus_weight_gradient():
 
 def test_rafm_cost_ratios_equal_counts_by_hand():
     ranks = (2, 4, 7)
-    model = RaFM(SCHEMA, ranks=ranks, counts=counts_for(ranks, seed=1))
+    model = RaFM(SCHEMA, ranks=ranks).set_counts(counts_for(ranks, seed=1))
     index, weight = random_batch(SCHEMA, n=40, seed=2)
     fm = corollary = fmlib = 0
     for b in range(len(index)):
@@ -38,7 +38,7 @@ def test_rafm_cost_ratios_equal_counts_by_hand():
 
 def test_with_every_feature_at_the_top_rank_fmlib_costs_the_fm_and_corollary_4_more():
     ranks = (2, 4, 7)
-    model = RaFM(SCHEMA, ranks=ranks, counts=[400] * SCHEMA.num_features)
+    model = RaFM(SCHEMA, ranks=ranks).set_counts([400] * SCHEMA.num_features)
     index, weight = random_batch(SCHEMA, n=10)
     assert rafm_cost_ratios(model, index, weight) == {"corollary 4": round(13 / 7, 4), "fmlib": 1.0}
 

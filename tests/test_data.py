@@ -201,3 +201,23 @@ def test_block_R_is_low_rank_only_off_the_diagonal(m, blocks):
     R = synthetic.block_R(m, blocks, within=1.0, between=-0.5).double()
     assert torch.linalg.matrix_rank(R) == m
     assert torch.linalg.matrix_rank(R + torch.eye(m, dtype=torch.float64)) <= blocks
+
+
+def test_the_registry_loads_every_synthetic_set_by_name_with_its_recipe():
+    from fmlib.data import DATASETS, load
+    from fmlib.data.registry import RECIPES
+
+    assert set(DATASETS) == {*movielens.SPECS, *RECIPES}
+    app = load("synthetic")
+    again = load("synthetic")
+    assert app.name == "synthetic" and len(app) == 4000 and app.schema.num_fields == len(synthetic.demo_R())
+    assert torch.equal(app.index, again.index) and torch.equal(app.rating, again.rating), (
+        "a recipe is fixed by its seed"
+    )
+    assert load("synthetic-16").schema.num_fields == 16
+    planted = load(synthetic.PLANTED_RANKS, seed=1)
+    assert torch.equal(planted.rating, synthetic.planted_ranks(seed=1).rating)
+    with pytest.raises(ValueError, match="unknown data set 'nope'; choose one of ml-100k"):
+        load("nope")
+    with pytest.raises(ValueError, match="no seed"):
+        load("ml-100k", seed=1)

@@ -95,7 +95,7 @@ def test_recovers_a_planted_block_R():
 
 
 def test_reproduce_cli_refuses_bad_ranks(capsys):
-    assert main(["reproduce", "dplr", "--dataset", "synthetic", "--ranks", "0"]) == 2
+    assert main(["reproduce", "dplr", "--dataset", "synthetic-16", "--ranks", "0"]) == 2
     assert "--ranks: every value must be >= 1" in capsys.readouterr().err
-    assert main(["reproduce", "dplr", "--dataset", "synthetic", "--ranks", "2,9"]) == 2
+    assert main(["reproduce", "dplr", "--dataset", "synthetic-16", "--ranks", "2,9"]) == 2
     assert "exceeds the 120 interactions of 16 fields" in capsys.readouterr().err

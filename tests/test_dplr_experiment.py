@@ -30,7 +30,7 @@ def test_reproduce_writes_a_table_with_its_command_and_verdicts(tmp_path, monkey
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     write_presets(
         tmp_path / "presets",
-        "synthetic",
+        "synthetic-16",
         [
             ("fm", 4, {"dim": 4}),
             ("fwfm", 4, {"dim": 4}),
@@ -38,11 +38,11 @@ def test_reproduce_writes_a_table_with_its_command_and_verdicts(tmp_path, monkey
             ("dplr", 2, {"dim": 4, "rank": 2}),
         ],
     )
-    args = ["reproduce", "dplr", "--dataset", "synthetic", "--seeds", "2", "--ranks", "1,2", "--dim", "4"]
+    args = ["reproduce", "dplr", "--dataset", "synthetic-16", "--seeds", "2", "--ranks", "1,2", "--dim", "4"]
     assert main([*args, "--finetune-epochs", "1", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    frame, header = tables.read(tmp_path / "out" / "dplr_synthetic_rating.csv", columns=("seed", "mse", "valid_mse"))
-    assert header["command"].startswith("python -m fmlib reproduce dplr --dataset synthetic")
+    frame, header = tables.read(tmp_path / "out" / "dplr_synthetic-16_rating.csv", columns=("seed", "mse", "valid_mse"))
+    assert header["command"].startswith("python -m fmlib reproduce dplr --dataset synthetic-16")
     assert "--seeds 2" in header["command"] and "--finetune-epochs 1" in header["command"]
     assert set(frame.model) >= {"FM", "FwFM", "DPLR", "Pruned", "Pruned, no fine-tune"}
     assert (frame.mse - frame.rmse**2).abs().max() < 1e-6
@@ -67,15 +67,15 @@ def test_presets_must_share_the_embedding_size(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     write_presets(
         tmp_path / "presets",
-        "synthetic",
+        "synthetic-16",
         [("fm", 4, {"dim": 4}), ("fwfm", 4, {"dim": 4}), ("dplr", 1, {"dim": 8, "rank": 1})],
     )
-    code = main(["reproduce", "dplr", "--dataset", "synthetic", "--ranks", "1", "--dim", "4"])
+    code = main(["reproduce", "dplr", "--dataset", "synthetic-16", "--ranks", "1", "--dim", "4"])
     err = capsys.readouterr().err
     assert code == 2 and "embedding size 8, not 4" in err
-    code = main(["reproduce", "dplr", "--dataset", "synthetic", "--ranks", "3", "--dim", "4"])
-    assert code == 2 and "no tuned preset dplr-3 on synthetic" in capsys.readouterr().err
-    assert json.loads((tmp_path / "presets" / "synthetic" / "fm-4.json").read_text())["hp"] == {"dim": 4}
+    code = main(["reproduce", "dplr", "--dataset", "synthetic-16", "--ranks", "3", "--dim", "4"])
+    assert code == 2 and "no tuned preset dplr-3 on synthetic-16" in capsys.readouterr().err
+    assert json.loads((tmp_path / "presets" / "synthetic-16" / "fm-4.json").read_text())["hp"] == {"dim": 4}
 
 
 def test_the_headline_ranks_lead_the_claims_and_the_others_name_the_share_of_R_they_keep():

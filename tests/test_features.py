@@ -191,8 +191,8 @@ def naive_rafm(model, xs) -> torch.Tensor:
 
 
 def test_rafm_with_blocks_matches_the_written_out_input(parts):
-    counts = parts.train.feature_counts()
-    model = build_model("rafm", parts.schema, ranks=[2, 3], counts=counts.tolist(), thresholds=[50])
+    model = build_model("rafm", parts.schema, ranks=[2, 3], thresholds=[50])
+    model.prepare(parts.train)
     for name in ("rated", "raters"):  # members at both ranks
         f = parts.schema.field(name)
         assert set(model.k[f.offset + 1 : f.offset + f.cardinality].tolist()) == {1, 2}
@@ -204,12 +204,11 @@ def test_rafm_with_blocks_matches_the_written_out_input(parts):
     model.train()
     fast = model(index, weight)
     torch.testing.assert_close(fast.double(), naive_rafm(model, xs).detach(), rtol=1e-4, atol=1e-5)
-    (fast.sum() + model.extra_loss(torch.nn.MSELoss())).backward()
+    model.loss(index, weight, torch.zeros(len(index)), torch.nn.MSELoss()).backward()
     for pname, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, f"{pname} gets no gradient"
     model.zero_grad()
     model(index, weight).sum().backward()  # the free variables' gradient: the dependent ones are cut from L(B_{1,m}, y)
-    model.extra_loss(torch.nn.MSELoss())
     free = [model.linear.weight, model.free[0], model.free[1]]
     grads = [p.grad.clone() for p in free]
     model.zero_grad()

@@ -61,7 +61,7 @@ def test_the_shared_table_models_give_their_movie_rows(name, hp):
 
 def test_rafm_gives_its_level_1_vectors_which_every_movie_has():
     counts = np.arange(SCHEMA.num_features) * 10  # some features rare (rank 2), some frequent (rank 4)
-    model = build_model("rafm", SCHEMA, ranks=(2, 4), counts=counts.tolist())
+    model = build_model("rafm", SCHEMA, ranks=(2, 4)).set_counts(counts)
     V, _ = movie_vectors(model)
     level1 = model.level_table(0).detach().numpy()
     positions = model.level_pos[0].numpy()[MOVIE_ROWS]
@@ -70,7 +70,7 @@ def test_rafm_gives_its_level_1_vectors_which_every_movie_has():
 
 def test_the_bayesian_fm_gives_its_posterior_means_and_refuses_before_sampling():
     model = build_model("bfm", SCHEMA, dim=2)
-    with pytest.raises(ValueError, match="no posterior samples"):
+    with pytest.raises(ValueError, match="posterior samples are drawn"):
         movie_vectors(model)
     n = SCHEMA.num_features
     samples = torch.arange(3 * n * 2, dtype=torch.float32).reshape(3, n, 2)

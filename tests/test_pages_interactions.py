@@ -12,7 +12,7 @@ from fmlib import presets
 from fmlib.analysis.budget_toy import ODD
 from fmlib.analysis.interactions import budget, dplr_posthoc, interaction_matrix, prune, r_summary
 from fmlib.analysis.pair_contribution import pair_contribution, sample_embeddings
-from fmlib.data import split, synthetic
+from fmlib.data import load, split, synthetic
 from fmlib.plots.interactions import PAIR_OUTLINE
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
@@ -29,7 +29,7 @@ def page(name, **state):
 
 def synthetic_split():
     """The app's synthetic data set (``app_pages._ui.load_data``), split 0."""
-    return split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    return split(load("synthetic"), seed=0)  # the app's synthetic set
 
 
 def saved_run(name, **hp):

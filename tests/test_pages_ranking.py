@@ -5,7 +5,7 @@ from apptest import app_page, figure, wait_for_training
 from page_order import block_tables, position, starts
 
 from fmlib.bench.ranking import ranking_benchmark, sweep_schemas
-from fmlib.data import movielens, split, synthetic
+from fmlib.data import load, movielens, split, synthetic
 from fmlib.experiments import tables
 from fmlib.ranking import agreement, catalogue, query_rows, recipe, seed_noise_verdict, top_lists
 from fmlib.results import write_csv
@@ -129,7 +129,7 @@ def test_top_k_for_a_movielens_user_over_every_movie():
 def test_models_are_compared_with_one_recipe_trained_with_two_seeds():
     """Two saved DPLR seeds and an FM of a third seed: the page's pairs and its verdict are fmlib's,
     over the same queries (the first test rows: synthetic data, the app's own)."""
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    data = split(load("synthetic"), seed=0)  # the app's synthetic set
     store = RunStore()
     runs = {
         store.save(train_model(kind, data, TrainConfig(epochs=1, seed=seed), dim=4, **hp)): seed

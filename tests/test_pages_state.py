@@ -6,7 +6,7 @@ import pytest
 from apptest import app_page, wait_for_training
 from test_pages_foundation import results_charts
 
-from fmlib.data import split, synthetic
+from fmlib.data import load, split, synthetic
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
 
@@ -137,7 +137,7 @@ def test_a_fresh_comparison_replaces_the_no_comparison_message(monkeypatch, tmp_
 
 
 def test_a_quick_run_is_not_shown_under_the_wrong_run_warning():
-    data = split(synthetic.make(synthetic.demo_R(), n_samples=4000, cardinality=20, seed=0), seed=0)
+    data = split(load("synthetic"), seed=0)  # the app's synthetic set
     run_id = RunStore().save(train_model("fm", data, TrainConfig(epochs=1), dim=4))
     at = app_page("app_pages/field_interactions.py", timeout=60, dataset="synthetic", run_id=run_id)
     at.run()

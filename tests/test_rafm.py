@@ -45,7 +45,8 @@ def counts_for(ranks, seed=0, schema=SCHEMA):
 
 def make(ranks, seed=0, init_std=0.5, **kw):
     torch.manual_seed(seed)
-    return RaFM(SCHEMA, ranks=ranks, counts=kw.pop("counts", counts_for(ranks, seed)), init_std=init_std, **kw).double()
+    counts = kw.pop("counts", counts_for(ranks, seed))
+    return RaFM(SCHEMA, ranks=ranks, init_std=init_std, **kw).set_counts(counts).double()
 
 
 def naive_rafm(model, index, weight):
@@ -113,11 +114,11 @@ def test_kept_evaluation_tables_follow_every_change_of_the_parameters():
     with torch.no_grad():
         model.free[-1].mul_(2.0)  # in place
     check()
-    model.load_state_dict({k: v + 0.1 for k, v in model.state_dict().items()})
+    model.load_state_dict({k: v + 0.1 if v.is_floating_point() else v for k, v in model.state_dict().items()})
     check()
     optimizer = Adam([{"params": list(model.parameters())}], lr=0.1)
     model.train()
-    (model(index, weight).pow(2).mean() + model.extra_loss(nn.MSELoss())).backward()
+    model.loss(index, weight, torch.zeros(len(index), dtype=torch.float64), nn.MSELoss()).backward()
     optimizer.step()
     model.eval()
     check()
@@ -195,7 +196,7 @@ def test_algorithm_1_gradients_by_hand():
     Dependent: v_a^(1), v_b^(1) — step on c·(ŷ_1 − ŷ_2)² with ŷ_2 held fixed.
     """
     counts = [0, 100, 0, 100, 1, 0]  # rows: a0 a1 b0 b1 c0 c1; the sample uses a1, b1, c0
-    model = RaFM(TINY, ranks=(1, 2), consistency=0.5, counts=counts).double()
+    model = RaFM(TINY, ranks=(1, 2), consistency=0.5).set_counts(counts).double()
     assert model.k.tolist() == [1, 2, 1, 2, 1, 1]
     assert model.free[0].shape[0] == 4 and model.dependent[0].shape[0] == 2 and model.free[1].shape[0] == 2
     va1, vb1, vc1, va2, vb2 = 0.3, -0.7, 1.1, [0.2, 0.5], [-0.4, 0.9]
@@ -220,7 +221,7 @@ def test_algorithm_1_gradients_by_hand():
     criterion = nn.MSELoss()
     out = model(index, weight)
     assert out.item() == pytest.approx(y2)
-    (criterion(out, y) + model.extra_loss(criterion)).backward()
+    model.loss(index, weight, y, criterion).backward()
 
     def grad_of(row, p):
         return stored_vector(model, p, row, grad=True)
@@ -241,15 +242,14 @@ def rare_frequent_gradients(dependent_fits_target: bool, rows):
     """Ranks (1, 2) on two fields; user 0 and movie 0 rare (k = 1), user 1 and movie 1 frequent
     (k = 2). One training step's gradients on the samples ``rows`` ((user, movie) pairs), y = 0."""
     torch.manual_seed(0)
-    model = RaFM(
-        PAIR, ranks=(1, 2), counts=[1, 100, 1, 100], init_std=0.5, dependent_fits_target=dependent_fits_target
-    ).double()
+    model = RaFM(PAIR, ranks=(1, 2), init_std=0.5, dependent_fits_target=dependent_fits_target)
+    model = model.set_counts([1, 100, 1, 100]).double()
     index = torch.tensor([[u, 2 + m] for u, m in rows])
     weight, y = torch.ones(len(rows), 2, dtype=torch.float64), torch.zeros(len(rows), dtype=torch.float64)
     model.train()
     criterion = nn.MSELoss()
     out = model(index, weight)
-    (criterion(out, y) + model.extra_loss(criterion)).backward()
+    model.loss(index, weight, y, criterion).backward()
     return model, out.detach()
 
 
@@ -273,15 +273,17 @@ def test_a_rare_times_frequent_rating_never_moves_the_frequent_features_low_rank
 
 def test_the_authors_routing_changes_gradients_only_not_the_model():
     """``dependent_fits_target`` leaves the score and the free variables' gradients alone (only the
-    dependent ones change); it is kept in ``hparams`` so that a saved run rebuilds it."""
+    dependent ones change); it is kept in ``hparams`` so that a saved run rebuilds it (its counts
+    travel with the weights)."""
     rows = [(0, 1), (1, 1), (1, 0), (0, 0)]
     printed, out = rare_frequent_gradients(False, rows)
     authors, out_authors = rare_frequent_gradients(True, rows)
     assert torch.equal(out, out_authors)
     for p in range(2):
         assert torch.allclose(printed.free[p].grad, authors.free[p].grad, atol=1e-12)
-    assert "dependent_fits_target" not in printed.hparams() and authors.hparams()["dependent_fits_target"] is True
+    assert printed.hparams()["dependent_fits_target"] is False and authors.hparams()["dependent_fits_target"] is True
     rebuilt = build_model("rafm", PAIR, **authors.hparams())
+    rebuilt.load_state_dict(authors.state_dict())
     assert rebuilt.dependent_fits_target and rebuilt.k.tolist() == authors.k.tolist()
 
 
@@ -293,7 +295,7 @@ def test_algorithm_1_routing_matches_autograd_of_each_named_loss():
     y = (torch.rand(16, generator=torch.Generator().manual_seed(7)) > 0.5).double()
     criterion = nn.BCEWithLogitsLoss()
     model.train()
-    (criterion(model(index, weight), y) + model.extra_loss(criterion)).backward()
+    model.loss(index, weight, y, criterion).backward()
     routed = {name: p.grad.clone() for name, p in model.named_parameters()}
 
     def grads(loss, names):
@@ -317,29 +319,36 @@ def test_every_parameter_is_registered_and_receives_gradient():
     model = make(RANK_SETS[3], seed=3, init_std=0.1).float()
     index, weight = random_batch(SCHEMA, n=64, seed=3)
     model.train()
-    out = model(index.long(), weight)
-    (out.pow(2).mean() + model.extra_loss(nn.MSELoss())).backward()
+    model.loss(index.long(), weight, torch.zeros(len(index)), nn.MSELoss()).backward()
     names = [n for n, _ in model.named_parameters()]
     assert {"free.0", "free.1", "free.2", "dependent.0", "dependent.1", "linear.weight", "bias"} <= set(names)
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, f"{name} gets no gradient"
 
 
-def test_training_forward_without_extra_loss_is_an_error():
+def test_a_training_forward_leaves_nothing_on_the_module():
+    """The consistency terms live in ``loss``: a forward without a loss, or two in a row, is fine,
+    and the module's attributes are the same before and after a training step's loss."""
     model = make(RANK_SETS[2]).train()
     index, weight = random_batch(SCHEMA, n=4)
+    before = dict(vars(model))
     model(index, weight)
-    with pytest.raises(RuntimeError, match="extra_loss"):
-        model(index, weight)
-    model.eval()
-    model(index, weight)  # evaluation needs no consistency loss
+    model(index, weight)
+    model.loss(index, weight, torch.zeros(4, dtype=torch.float64), nn.MSELoss()).backward()
+    assert vars(model).keys() == before.keys() and all(vars(model)[k] is v for k, v in before.items())
+
+
+def test_an_unprepared_model_says_what_it_needs():
+    model = RaFM(SCHEMA, ranks=(2, 4))
+    index, weight = random_batch(SCHEMA, n=4)
+    with pytest.raises(ValueError, match=r"needs the occurrences n_i .*prepare"):
+        model(index, weight.float())
 
 
 def test_training_value_equals_evaluation_value():
     model = make(RANK_SETS[4], seed=4)
     index, weight = random_batch(SCHEMA, seed=4)
     train_out = model.train()(index, weight)
-    model.extra_loss(nn.MSELoss())
     assert torch.allclose(train_out, model.eval()(index, weight), atol=1e-12)
 
 
@@ -358,25 +367,23 @@ def test_training_value_equals_evaluation_value():
 )
 def test_bad_ranks_get_clear_messages(ranks, message):
     with pytest.raises(ValueError, match=message):
-        RaFM(SCHEMA, ranks=ranks, counts=counts_for(ranks))
+        RaFM(SCHEMA, ranks=ranks)
 
 
 def test_bad_counts_get_clear_messages():
-    with pytest.raises(ValueError, match="needs the occurrences"):
-        build_model("rafm", SCHEMA, ranks=(2, 4))
     with pytest.raises(ValueError, match="feature rows"):
-        RaFM(SCHEMA, counts=[1, 2, 3])
+        RaFM(SCHEMA).set_counts([1, 2, 3])
     with pytest.raises(ValueError, match="non-negative integers"):
-        RaFM(SCHEMA, counts=-np.ones(SCHEMA.num_features))
+        RaFM(SCHEMA).set_counts(-np.ones(SCHEMA.num_features))
     with pytest.raises(ValueError, match="zero occurrences"):
-        RaFM(SCHEMA, counts=np.zeros(SCHEMA.num_features, dtype=int))
+        RaFM(SCHEMA).set_counts(np.zeros(SCHEMA.num_features, dtype=int))
     with pytest.raises(ValueError, match="consistency"):
-        RaFM(SCHEMA, consistency=-1.0, counts=counts_for((8, 32)))
+        RaFM(SCHEMA, consistency=-1.0)
 
 
 def test_zero_occurrence_features_get_the_lowest_rank():
     counts = counts_for(RANK_SETS[3])
-    model = RaFM(SCHEMA, ranks=RANK_SETS[3], counts=counts)
+    model = RaFM(SCHEMA, ranks=RANK_SETS[3]).set_counts(counts)
     assert (counts == 0).any() and torch.all(model.k[torch.as_tensor(counts == 0)] == 1)
 
 
@@ -387,22 +394,49 @@ def test_save_and_load_round_trip(tmp_path):
     model = make(RANK_SETS[3], seed=9).float().eval()
     assert model_name(model) == "rafm"
     run = Run(model=model, config={"model": "rafm", "hp": model.hparams(), "dataset": "synthetic"})
+    assert "counts" not in run.config["hp"], "the counts are data: saved with the weights, not as a setting"
     loaded = RunStore(tmp_path).load(RunStore(tmp_path).save(run, "r"))
     index, weight = random_batch(SCHEMA, seed=9)
-    assert loaded.model.hparams() == model.hparams()
+    assert loaded.model.hparams() == model.hparams() and torch.equal(loaded.model.counts, model.counts)
+    assert torch.equal(loaded.model(index, weight.float()), model(index, weight.float()))
+
+
+def test_a_run_saved_with_the_counts_in_its_settings_still_loads(tmp_path):
+    """The old format: the counts as a list in run.json's hp, the weights without a counts entry."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    from fmlib.runs import RunStore
+    from fmlib.train import Run
+
+    model = make(RANK_SETS[3], seed=9).float().eval()
+    store = RunStore(tmp_path)
+    run_id = store.save(
+        Run(model=model, config={"model": "rafm", "hp": model.hparams(), "dataset": "synthetic"}), "old"
+    )
+    meta_path, weights_path = tmp_path / run_id / "run.json", tmp_path / run_id / "model.safetensors"
+    meta = json.loads(meta_path.read_text())
+    meta["config"]["hp"] = {"ranks": list(RANK_SETS[3]), "consistency": 1.0, "counts": model.counts.tolist()}
+    meta_path.write_text(json.dumps(meta))
+    weights = {k: v for k, v in load_file(weights_path).items() if k != "counts"}
+    save_file(weights, weights_path)
+    loaded = store.load(run_id)
+    index, weight = random_batch(SCHEMA, seed=9)
+    assert torch.equal(loaded.model.counts, model.counts) and torch.equal(loaded.model.k, model.k)
     assert torch.equal(loaded.model(index, weight.float()), model(index, weight.float()))
 
 
 def test_fmlib_fit_runs_algorithm_1(small_split):
-    """Through the foundation's trainer: the dependent tables move only if the trainer adds
-    ``model.extra_loss(criterion)``; RaFM-low (B_{1,1}) then predicts far better than the mean."""
+    """Through the foundation's trainer: the dependent tables move only through the consistency terms
+    of ``model.loss``; RaFM-low (B_{1,1}) then predicts far better than the mean."""
     from fmlib.experiments.rafm import LevelOutput
     from fmlib.train import TrainConfig, evaluate, fit
 
     schema = small_split.schema
     counts = np.where(np.arange(schema.num_features) % 2 == 0, 200, 1)  # half the rows at each level
     torch.manual_seed(0)
-    model = RaFM(schema, ranks=(2, 4), counts=counts)
+    model = RaFM(schema, ranks=(2, 4)).set_counts(counts)
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     fit(model, small_split.train, small_split.valid, TrainConfig(epochs=10, lr=5e-2, seed=0))
     for name, p in model.named_parameters():

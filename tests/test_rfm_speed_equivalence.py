@@ -225,7 +225,7 @@ def test_defaults_names_shapes_and_initial_values_are_unchanged():
     torch.manual_seed(0)
     model = build_model("rfm", schema)
     assert model.hparams() == dict(
-        dim=16, hidden=32, heads=2, layers=1, dropout=0.4, mlp_hidden=64, groups=4, residual=True, init_std=0.1
+        dim=16, hidden=32, heads=2, layers=1, dropout=0.4, mlp_hidden=64, groups=4, residual=True
     )
     seen = {
         name: (tuple(p.shape), float(p.detach().double().sum()), float(p.detach().double().square().sum()))

@@ -28,9 +28,10 @@ POSTHOC_METHODS = ("eig", "nuclear")
 
 
 def interaction_matrix(model) -> np.ndarray:
-    """The m×m field interaction matrix R of an FwFM (learned) or a DPLR (implied by eq. 10)."""
-    R = getattr(model, "R", None)
-    if not isinstance(R, torch.Tensor):
+    """The m×m field interaction matrix R of an FwFM (learned) or a DPLR (implied by eq. 10): the
+    model's ``interaction_matrix()``."""
+    R = model.interaction_matrix()
+    if R is None:
         name = type(model).__name__
         raise ValueError(
             f"a {name} model has no field interaction matrix R: open a field-weighted "

@@ -2,8 +2,8 @@
 lowest movie biases, and how far two seeds' runs agree on both.
 
 Every model here gives movie m a bias w_m (the first-order term of [Rendle2010] eq. 1) and an
-embedding v_m (its factors in the pairwise terms ⟨v_i, v_j⟩); ``movie_vectors`` reads them for
-every family that has them:
+embedding v_m (its factors in the pairwise terms ⟨v_i, v_j⟩); ``movie_vectors`` reads them from the
+model's ``feature_table()`` (``fmlib.models.Model``), which each family fills:
 
 - FM, FwFM, DPLR, RFM: row m of the shared embedding table ([DPLR] eq. 4's v_m) and of the linear weights;
 - RaFM: v_m^(1), the level-1 embedding, the only level that every feature has ([RaFM] eq. 6:
@@ -45,30 +45,23 @@ def _movie_rows(schema) -> range:
 
 
 def has_movie_embeddings(model) -> bool:
-    """Whether ``movie_vectors`` can read this model: its schema has a movie_id field and it is one
-    of the families with per-feature embeddings (see the module docstring)."""
-    schema = getattr(model, "schema", None)
-    if schema is None or FIELD not in schema.names:
-        return False
-    return hasattr(model, "embedding") or hasattr(model, "level_table") or getattr(model, "V", None) is not None
+    """Whether ``movie_vectors`` can read this model: its schema has a movie_id field and it has a
+    per-feature table (``Model.feature_table``)."""
+    return FIELD in model.schema.names and model.feature_table() is not None
 
 
 def movie_vectors(model) -> tuple[np.ndarray, np.ndarray]:
     """(V, w): every movie's embedding (cardinality × k) and bias (cardinality,), rows in the order of
     the schema's movie_id values (row 0: the rare bucket). Which table each family uses: module docstring."""
-    if not has_movie_embeddings(model):
+    if FIELD not in model.schema.names:
+        raise ValueError(f"a {type(model).__name__} model of these data has no movie embeddings: no {FIELD} field")
+    if model.feature_table() is None:
         raise ValueError(
-            f"a {type(model).__name__} model has no movie embeddings (no {FIELD} field or no per-feature table)"
+            f"a {type(model).__name__} model has no per-feature table yet (a Bayesian FM has none before "
+            "its posterior samples are drawn): train it first"
         )
     rows = np.asarray(_movie_rows(model.schema))
-    if hasattr(model, "embedding"):  # FM, FwFM, DPLR, RFM: the shared table
-        V, w = model.embedding.weight, model.linear.weight[:, 0]
-    elif hasattr(model, "level_table"):  # RaFM: level 1, where every feature has a row
-        V, w = model.level_table(0)[model.level_pos[0]], model.linear.weight[:, 0]
-    else:  # the Bayesian FM: posterior means over the kept samples
-        if model.V.shape[0] == 0:
-            raise ValueError("the Bayesian FM has no posterior samples yet: train it first")
-        V, w = model.V.mean(0), model.w.mean(0)
+    V, w = model.feature_table()
     return V.detach().cpu().double().numpy()[rows], w.detach().cpu().double().numpy()[rows]
 
 

@@ -1,8 +1,10 @@
 """``python -m fmlib bench train``: seconds per training epoch of every model, against baselines.
 
-What users run: every fmlib model's default training step (the step of ``fmlib.train.fit``:
-the model's defaults, its Adam parameter groups, ``fmlib.optim.Adam`` (torch's fused Adam kernel), MSE on ratings, the default batch
-of the device, a batch's rows taken with ``index_select``) on MovieLens' 12 fields, genres multi-valued. Two baselines, in the same process:
+What users run: every fmlib model's default training step — ``fmlib.train.train_step`` itself, the
+step ``fmlib.train.fit`` takes (the model's defaults and ``Model.prepare``, its Adam parameter groups and
+grouped L2 from ``fmlib.train.optimizer_for``, ``fmlib.optim.Adam`` (torch's fused Adam kernel), the model's
+``loss`` on ratings, the default batch of the device, a batch's rows taken with ``index_select``) — on
+MovieLens' 12 fields, genres multi-valued. Two baselines, in the same process:
 
 * **plain FM**: an FM written the way a PyTorch user would: ``nn.Embedding`` per single-valued
   field, ``nn.EmbeddingBag(mode="mean")`` for the genres (padding excluded), Rendle's identity
@@ -48,14 +50,13 @@ from torch import nn
 
 from ..arguments import add_data_arguments, positive_int
 from ..data import movielens, split
-from ..data.dataset import slot_weights
+from ..data.dataset import Dataset, slot_weights
 from ..data.encoding import FIELDS
 from ..data.features import with_features
 from ..data.schema import Schema
-from ..models import MODELS, build_model, hyperparameters
+from ..models import MODELS, build_model
 from ..models.fm import fm_pairwise
-from ..optim import Adam
-from ..train import BATCH_SIZE, DEVICES, TrainConfig, loss_fn, param_groups
+from ..train import BATCH_SIZE, DEVICES, TrainConfig, loss_fn, optimizer_for, train_step
 
 WARM_STEPS = 3  # untimed steps of an entry right before its timed epoch
 BLOCKS = "all,rated,raters"  # the feature set of the relation-block entry (``fmlib.data.features``)
@@ -212,65 +213,43 @@ def run(args) -> int:
     genres = torch.where(  # EmbeddingBag input: local genre ids, padding -> its own index
         weight[:, n_single:] > 0, index[:, n_single:].long() - genre_field.offset, genre_field.cardinality
     )
-    counts = torch.bincount(index.reshape(-1), weights=(weight > 0).reshape(-1).float(), minlength=schema.num_features)
-    counts = counts.long().tolist()  # occurrences n_i of every feature (RaFM eq. 17)
-    criterion = loss_fn("rating")
+    train = Dataset(schema, index, weight, rating)  # for ``Model.prepare`` (RaFM: the counts n_i of eq. 17)
+    config = TrainConfig(device=args.device)
 
-    def adam_step(model, optimizer, forward, target, loss):
+    def fmlib_step(name, data, task="rating"):
+        """``fmlib.train.train_step`` of model ``name`` on ``data``'s rows, set up as ``fit`` sets it up."""
+        model = build_model(name, data.schema)
+        model.prepare(data)
+        model.to(device).train()
+        optimizer, decays = optimizer_for(model, config)
+        criterion, target = loss_fn(task), data.target(task)
+        return lambda r: train_step(
+            model, optimizer, criterion, data.index.index_select(0, r).long(), data.weight.index_select(0, r),
+            target.index_select(0, r), decays,
+        )  # fmt: skip
+
+    def baseline_step(model, forward, target, loss):
+        """A PyTorch user's step: torch's Adam, autograd, no L2."""
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+
         def step(rows):
             optimizer.zero_grad()
-            out = loss(forward(rows), target.index_select(0, rows))
-            if hasattr(model, "extra_loss"):  # RaFM: Algorithm 1's consistency terms
-                out = out + model.extra_loss(loss)
-            out.backward()
+            loss(forward(rows), target.index_select(0, rows)).backward()
             optimizer.step()
 
         return step
 
-    config = TrainConfig()
-    steps = {}
-    for name in models:
-        hp = {"counts": counts} if "counts" in hyperparameters(name) else {}
-        model = build_model(name, schema, **hp).to(device).train()
-        opt = Adam(param_groups(model, config.lr, config.weight_decay), lr=config.lr)
-        steps[name] = adam_step(
-            model,
-            opt,
-            lambda r, m=model: m(index.index_select(0, r).long(), weight.index_select(0, r)),
-            rating,
-            criterion,
-        )
+    steps = {name: fmlib_step(name, train) for name in models}
     if with_blocks is not None and "fm" in models:  # the relation blocks' cost: the same FM, two fields more
-        block_schema, block_index, block_weight = with_blocks
-        fm_blocks = build_model("fm", block_schema).to(device).train()
-        steps[BLOCKS_ENTRY] = adam_step(
-            fm_blocks,
-            Adam(param_groups(fm_blocks, config.lr, config.weight_decay), lr=config.lr),
-            lambda r: fm_blocks(block_index.index_select(0, r).long(), block_weight.index_select(0, r)),
-            rating,
-            criterion,
-        )
+        steps[BLOCKS_ENTRY] = fmlib_step("fm", Dataset(*with_blocks, rating))
     plain = PlainFM([f.cardinality for f in single], genre_field.cardinality, 16).to(device)
-    steps["plain FM"] = adam_step(
-        plain,
-        torch.optim.Adam(plain.parameters(), lr=config.lr),
-        lambda r: plain(local[r], genres[r]),
-        rating,
-        criterion,
+    steps["plain FM"] = baseline_step(plain, lambda r: plain(local[r], genres[r]), rating, loss_fn("rating"))
+    single_fields = Dataset(
+        Schema(tuple(single)), index[:, :n_single].contiguous(), weight[:, :n_single].contiguous(), rating
     )
-    ours11 = build_model("fm", Schema(tuple(single))).to(device)
-    index11, weight11 = index[:, :n_single].contiguous(), weight[:, :n_single].contiguous()
-    steps["fm, 11 fields"] = adam_step(
-        ours11,
-        Adam(param_groups(ours11, config.lr, config.weight_decay), lr=config.lr),
-        lambda r: ours11(index11.index_select(0, r).long(), weight11.index_select(0, r)),
-        click,
-        nn.BCEWithLogitsLoss(),
-    )
+    steps["fm, 11 fields"] = fmlib_step("fm", single_fields, task="click")
     theirs = FactorizationMachineModel([f.cardinality for f in single], 16).to(device)
-    steps["torchfm, 11 fields"] = adam_step(
-        theirs, torch.optim.Adam(theirs.parameters(), lr=config.lr), lambda r: theirs(local[r]), click, nn.BCELoss()
-    )
+    steps["torchfm, 11 fields"] = baseline_step(theirs, lambda r: theirs(local[r]), click, nn.BCELoss())
 
     def epoch(step, seed):
         perm = torch.randperm(rows, generator=torch.Generator().manual_seed(seed)).to(device)
@@ -283,7 +262,9 @@ def run(args) -> int:
     evals = {}
     rafm_cost = None
     if "rafm" in models:
-        rafm = build_model("rafm", schema, counts=counts).to(device).eval()
+        rafm = build_model("rafm", schema)
+        rafm.prepare(train)
+        rafm.to(device).eval()
         fm_top = build_model("fm", schema, dim=rafm.ranks[-1]).to(device).eval()
         for label, model in ((f"FM, dim {rafm.ranks[-1]}", fm_top), ("rafm", rafm)):
             evals[f"eval {label}"] = lambda m=model: _predict(m, index, weight)

@@ -78,11 +78,11 @@ class Dataset:
         """Occurrences of every feature row (multi-valued values count once each; padding not):
         the number of samples whose input x has the feature. A relation block's member j occurs in
         every sample whose key's set holds j (``_block_counts``); its slot's placeholder row never."""
-        counts = torch.zeros(self.schema.num_features, dtype=torch.long)
+        counts = torch.zeros(self.schema.num_features, dtype=torch.long, device=self.index.device)
         multi = {j: i for i, j in enumerate(j for j, f in enumerate(self.schema.fields) if f.kind == "multi")}
         for s, (j, within) in enumerate(_slot_positions(self.schema)):
             if self.schema.fields[j].kind == "block":
-                counts += self._block_counts(self.schema.fields[j])
+                counts += self._block_counts(self.schema.fields[j]).to(counts.device)
                 continue
             column = self.index[:, s]
             if self.counts is not None and j in multi:
@@ -90,7 +90,7 @@ class Dataset:
             elif self.counts is None:
                 column = column[self.weight[:, s] > 0]
             counts += torch.bincount(column, minlength=self.schema.num_features)
-        return counts.numpy()
+        return counts.cpu().numpy()
 
     def _block_counts(self, block: Field) -> torch.Tensor:
         """(num_features,) occurrences of a block's members: member j of key u's set occurs in each of

@@ -105,12 +105,9 @@ def claims(task: str, ranks, fields: int = TABLE_FIELDS) -> list[Claim]:
 
 
 def load_split(dataset: str, seed: int, min_count: int, data_dir=None):
-    from ..data import movielens, split, synthetic
+    from ..data import load, split
 
-    if dataset == "synthetic":
-        data = synthetic.make(synthetic.block_R(16, 2), n_samples=20_000, cardinality=20, dim=4, seed=0)
-    else:
-        data = movielens.load(dataset, data_dir=data_dir, log=lambda msg: print(msg, file=sys.stderr))
+    data = load(dataset, data_dir=data_dir, log=lambda msg: print(msg, file=sys.stderr))
     return split(data, seed=seed, min_count=min_count)
 
 
@@ -388,7 +385,7 @@ def markdown(df: pd.DataFrame, task: str, fields: int = TABLE_FIELDS) -> str:
 
 
 def add_arguments(p):
-    add_data_arguments(p, choices=["ml-100k", "ml-1m", "synthetic"])
+    add_data_arguments(p, choices=["ml-100k", "ml-1m", "synthetic-16"])
     add_device_argument(p)
     p.add_argument("--task", choices=list(METRICS), default="rating")
     p.add_argument("--seeds", type=positive_int, default=5, help="number of seeds (0, 1, …)")

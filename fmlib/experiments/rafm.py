@@ -41,7 +41,7 @@ from ..data import split as split_data
 from ..data import synthetic
 from ..data.movielens import SPECS
 from ..data.synthetic import PLANTED_RANKS
-from ..models import build_model, hyperparameters
+from ..models import build_for, hyperparameters
 from ..models.rafm_ranks import check_ranks
 from ..results import results_dir
 from ..train import MONITOR, TrainConfig, evaluate, fit, predict
@@ -184,7 +184,7 @@ def grid_settings(
     (the authors' code exposes it as ``dependent_lr_coef``); under Algorithm 1 with Adam it acts only
     against L2, and is left at 1."""
     parts = split_data(data, seed=0)
-    key, counts = MONITOR[task], parts.train.feature_counts()
+    key = MONITOR[task]
     models = {f"FM({D})": ("fm", {"dim": D}) for D in ranks}
     for cuts, fits_target in variants:
         hp = {"ranks": tuple(ranks), "thresholds": cuts} | ({"dependent_fits_target": True} if fits_target else {})
@@ -193,8 +193,7 @@ def grid_settings(
     def valid_score(name, hp, decay):
         config = TrainConfig(task=task, epochs=epochs, weight_decay=decay, device=device)
         torch.manual_seed(0)
-        extra = {"counts": counts} if name == "rafm" else {}
-        run = fit(build_model(name, parts.schema, **hp, **extra), parts.train, parts.valid, config)
+        run = fit(build_for(name, parts.train, **hp), parts.train, parts.valid, config)
         return run.metrics["valid"][key]
 
     out = {}
@@ -274,17 +273,15 @@ def run_seed(data, ranks, seed: int, settings: dict, log=None) -> list[dict]:
     (TrainConfig, hp) from ``settings``; one record per model."""
     ranks = check_ranks(ranks)
     parts = split_data(data, seed=seed)
-    counts = parts.train.feature_counts()
     records = []
     for label, (config, hp, recipe) in settings.items():
         name = "rafm" if label.startswith("RaFM") else "fm"
-        hp = {**hp, "counts": counts} if name == "rafm" else hp
         cuts = hp.get("thresholds")
         cuts = "" if cuts is None else presets.rank_label(cuts)
         fits_target = bool(hp.get("dependent_fits_target", False))
         config = TrainConfig(**{**asdict(config), "seed": seed})
         torch.manual_seed(seed)
-        model = build_model(name, parts.schema, **hp)
+        model = build_for(name, parts.train, **hp)
         run = fit(model, parts.train, parts.valid, config)
         epochs = len(run.history)
         record = {
@@ -506,12 +503,12 @@ def command(args) -> str:
 
 def data_source(dataset: str, data_dir=None, log=None):
     """``data_for(seed)``: MovieLens, the same for every seed, or the planted-rank synthetic data
-    (``synthetic.planted_ranks``, its defaults) drawn anew from each seed."""
-    from ..data import movielens, synthetic
+    (``fmlib.data.load``'s recipe) drawn anew from each seed."""
+    from ..data import load
 
     if dataset == PLANTED_RANKS:
-        return lambda seed: synthetic.planted_ranks(seed=seed)
-    data = movielens.load(dataset, data_dir=data_dir, log=log)
+        return lambda seed: load(dataset, seed=seed)
+    data = load(dataset, data_dir=data_dir, log=log)
     return lambda seed: data
 
 

@@ -55,7 +55,7 @@ import torch
 from .. import presets
 from ..arguments import add_data_arguments, add_features_argument, add_train_arguments, int_list, positive_int
 from ..data.features import with_features
-from ..models import build_model, hyperparameters
+from ..models import build_for, hyperparameters
 from ..models.rafm_ranks import check_thresholds
 from ..runs import default_root as runs_root
 from ..train import MONITOR, TrainConfig, evaluate, fit
@@ -155,11 +155,9 @@ def split_params(model: str, params: dict, fixed: dict) -> tuple[dict, dict]:
 
 
 def build(model: str, data, seed: int, hp: dict):
-    """The seeded model; RaFM gets its eq. 17 ranks from the train counts."""
+    """The seeded model, prepared on the training split (``Model.prepare``: RaFM's eq. 17 ranks)."""
     torch.manual_seed(seed)
-    if "counts" in hyperparameters(model):
-        hp = {**hp, "counts": data.train.feature_counts().tolist()}
-    return build_model(model, data.schema, **hp)
+    return build_for(model, data.train, **hp)
 
 
 TOLERANCE = 0.002  # studies whose bests differ by more (in the validation metric) have not converged

@@ -1,12 +1,20 @@
-"""Model families, one module each, built by name."""
+"""Model families, one module each, built by name; every one fills the contract of ``Model``.
+
+A model of your own joins the registry without editing fmlib: name its class in the environment
+variable ``FMLIB_MODELS`` as ``module:Class`` (several separated by commas), e.g.
+``FMLIB_MODELS=my_models:FmFM``; it is registered under the class name in lower case ("fmfm") and
+the CLI, the experiments and the app's Train page offer it.
+"""
 
 from __future__ import annotations
 
-import inspect
+import os
 from importlib import import_module
 
+from .contract import FeatureTable, Model, ModelError, check_class, check_scores
+
 # name -> "module:Class"; every model takes (schema, **hyperparameters)
-MODELS = {
+BUILT_IN = {
     "fm": "fmlib.models.fm:FM",
     "fwfm": "fmlib.models.fwfm:FwFM",
     "dplr": "fmlib.models.dplr:DPLR",
@@ -14,11 +22,45 @@ MODELS = {
     "rafm": "fmlib.models.rafm:RaFM",
     "bfm": "fmlib.models.bfm:BayesianFM",
 }
+ENVIRONMENT = "FMLIB_MODELS"
 
 
-def build_model(name: str, schema, **hp):
-    """build_model("fm"|"fwfm"|..., schema, dim=16, ...) -> nn.Module."""
-    return model_class(name)(schema, **hp)
+def user_models(text: str | None) -> dict[str, str]:
+    """{name: "module:Class"} of the entries of ``FMLIB_MODELS`` (``text``), each named by its class in
+    lower case; an entry without a colon is kept as it is, for ``model_class`` to name in its error."""
+    entries = [e.strip() for e in (text or "").split(",") if e.strip()]
+    return {e.rpartition(":")[2].lower() or e: e for e in entries}
+
+
+MODELS = {**BUILT_IN, **user_models(os.environ.get(ENVIRONMENT))}
+__all__ = [
+    "MODELS",
+    "FeatureTable",
+    "Model",
+    "ModelError",
+    "build_for",
+    "build_model",
+    "check_scores",
+    "has_interaction_matrix",
+    "hyperparameters",
+    "model_class",
+    "model_name",
+    "usable_models",
+]
+
+
+def build_model(name: str, schema, **hp) -> Model:
+    """build_model("fm"|"fwfm"|..., schema, dim=16, ...) -> a ``Model``; settings saved by an older
+    fmlib are read too (``Model.from_settings``)."""
+    return model_class(name).from_settings(schema, **hp)
+
+
+def build_for(name: str, train, **hp) -> Model:
+    """``build_model`` on the schema of the training split ``train``, then ``prepare(train)``: a model
+    ready to fit."""
+    model = build_model(name, train.schema, **hp)
+    model.prepare(train)
+    return model
 
 
 def model_name(model) -> str:
@@ -27,21 +69,46 @@ def model_name(model) -> str:
     for name, target in MODELS.items():
         if target == path:
             return name
-    raise ValueError(f"{path} is not a registered model")
+    raise ModelError(f"{path} is not a registered model")
 
 
-def model_class(name: str):
+def model_class(name: str) -> type[Model]:
+    """The class registered as ``name``, checked against the contract (``check_class``); a ModelError
+    in one line when it is not registered, cannot be imported or breaks the contract."""
     if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
-    module, cls = MODELS[name].split(":")
-    return getattr(import_module(module), cls)
+        raise ModelError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    module, colon, cls = MODELS[name].partition(":")
+    if not (module and colon and cls):
+        raise ModelError(f"{ENVIRONMENT}: entry {MODELS[name]!r} is not module:Class")
+    try:
+        target = getattr(import_module(module), cls)
+    except ImportError as err:
+        raise ModelError(f"model {name}: module {module!r} cannot be imported ({err})") from None
+    except AttributeError:
+        raise ModelError(f"model {name}: module {module!r} has no class {cls}") from None
+    check_class(target, name)
+    return target
 
 
 def hyperparameters(name: str) -> dict:
-    """The keyword hyperparameters of model ``name`` and their defaults (schema excluded)."""
-    params = inspect.signature(model_class(name).__init__).parameters
-    return {
-        k: p.default
-        for k, p in params.items()
-        if k not in ("self", "schema", "init_std") and p.default is not inspect.Parameter.empty
-    }
+    """The keyword hyperparameters of model ``name`` and their defaults (``Model.hyperparameters``)."""
+    return model_class(name).hyperparameters()
+
+
+def usable_models() -> tuple[list[str], list[str]]:
+    """(the registered models that fill the contract, in registry order; one line for each that does
+    not), for a page that lists the models and says what is wrong with the others."""
+    usable, broken = [], []
+    for name in MODELS:
+        try:
+            model_class(name)
+        except ModelError as err:
+            broken.append(str(err))
+        else:
+            usable.append(name)
+    return usable, broken
+
+
+def has_interaction_matrix(name: str) -> bool:
+    """Whether model ``name`` has a field interaction matrix R: its class fills ``Model.interaction_matrix``."""
+    return model_class(name).interaction_matrix is not Model.interaction_matrix

@@ -29,6 +29,7 @@ from torch import nn
 
 from ..data.features import set_matrix
 from ..data.schema import Schema
+from .contract import FeatureTable, Model
 
 
 def slot_runs(schema: Schema) -> tuple[tuple[int, int, bool], ...]:
@@ -219,7 +220,7 @@ class FieldSum(torch.autograd.Function):
         return scatter_fields(d, ctx.read, ctx.layout, ctx.rows), None, None, None
 
 
-class KeptTables(nn.Module):
+class KeptTables(Model):
     """A model that scores from tables it derives from its parameters (FM's [v | w], RaFM's
     fused levels) keeps them between evaluation calls instead of building them per batch:
     at MovieLens 25M's 225,000 features a table is 30 MB, more than a batch's gather."""
@@ -294,16 +295,16 @@ class FieldEmbeddingModel(LaidOutModel):
         """(S, m) 0/1 matrix, 1 where slot s belongs to field f (for callers that map slots to fields)."""
         return nn.functional.one_hot(self.slot_field, self.schema.num_fields).float()
 
-    def hparams(self) -> dict:
-        """Keyword arguments that rebuild this model with ``build_model``."""
-        return {"dim": self.dim}
-
     def field_tables(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
         """(table, feature row of each of its rows, linear?) of every table whose rows belong to
         features: the linear weights w and the embeddings v, one row per feature. The trainer's
         grouped L2 (``fmlib.train.row_decay``) reads the rows' fields from it."""
         rows = torch.arange(self.schema.num_features)
         return [(self.linear.weight, rows, True), (self.embedding.weight, rows, False)]
+
+    def feature_table(self) -> FeatureTable:
+        """The shared table: row i of the embeddings v and of the linear weights w ([DPLR] eq. 4's v_i)."""
+        return FeatureTable(self.embedding.weight, self.linear.weight[:, 0])
 
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """w0 + Σ_i w_i x_i (DPLR eq. 2, first two terms), shape (B,)."""

@@ -37,6 +37,7 @@ from torch import nn
 from ..data.features import first_slots, set_matrix
 from ..data.schema import Schema
 from .base import SlotLayout
+from .contract import FeatureTable, Model
 
 # hyperprior constants of libFM's MCMC ([Rendle2012]): Γ(α0/2, β0/2) for α and every λ, μ | λ ~ N(μ0, 1/(γ0 λ))
 ALPHA0, BETA0, GAMMA0, MU0 = 1.0, 1.0, 1.0, 0.0
@@ -255,7 +256,7 @@ class GibbsSampler:
         return lam, new_mu
 
 
-class BayesianFM(nn.Module):
+class BayesianFM(Model):
     """Posterior-mean FM: ``forward`` averages the FM prediction over the kept Gibbs samples.
 
     Parameters ``w0`` (S,), ``w`` (S, n), ``V`` (S, n, k), one row per kept sample, drawn by
@@ -276,8 +277,13 @@ class BayesianFM(nn.Module):
         layout = SlotLayout.of(schema)
         self.blocks, self.block_columns = layout.blocks, [int(layout.first[b.f]) for b in layout.blocks]
 
-    def hparams(self) -> dict:
-        return {"dim": self.dim, "burn_in": self.burn_in}
+    trained_by = "gibbs"
+
+    def feature_table(self) -> FeatureTable | None:
+        """The posterior means of w_i and v_i over the kept samples ([Rendle2012] §MCMC); None before sampling."""
+        if self.V.shape[0] == 0:
+            return None
+        return FeatureTable(self.V.mean(0), self.w.mean(0))
 
     def _set_samples(self, w0: torch.Tensor, w: torch.Tensor, V: torch.Tensor):
         for name, value in (("w0", w0), ("w", w), ("V", V)):

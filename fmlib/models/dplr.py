@@ -60,9 +60,6 @@ class DPLR(FieldEmbeddingModel):
         self.U = nn.Parameter(U)  # (ρ, m)
         self.e = nn.Parameter(torch.ones(rank))  # (ρ,)
 
-    def hparams(self) -> dict:
-        return {"dim": self.dim, "rank": self.rank}
-
     @property
     def d(self) -> torch.Tensor:
         """The diagonal d of eq. 10 (m,), determined by U and e."""
@@ -72,6 +69,10 @@ class DPLR(FieldEmbeddingModel):
     def R(self) -> torch.Tensor:
         """The field interaction matrix the model implies (eq. 10), m×m; ``forward`` never forms it."""
         return dplr_matrix(self.U, self.e)
+
+    def interaction_matrix(self) -> torch.Tensor:
+        """R implied by U and e (eq. 10)."""
+        return self.R
 
     def pairwise(self, V: torch.Tensor) -> torch.Tensor:
         return dplr_pairwise(V, self.U, self.e)

@@ -8,7 +8,7 @@ interaction matrix with zero diagonal. Only the strict upper triangle of R is le
 With R = 11ᵀ − I the model is an FM.
 
 **How R is trained: L2 toward R_FM.** R learns at the full learning rate, and every minibatch
-loss gets λ_R Σ_{f<g} (R_fg − 1)² (``extra_loss``, added by ``fmlib.train.fit``): a Gaussian
+loss gets λ_R Σ_{f<g} (R_fg − 1)² (``extra_loss``, added by ``Model.loss``): a Gaussian
 prior centred on the FM, R = 11ᵀ − I (DPLR eq. 7), so R departs from it only as far as the
 data pay for. Why a penalty is needed: the L2 on the embeddings alone can be evaded — dividing
 field f's embeddings by c_f and multiplying R_fg by c_f c_g predicts the same and shrinks the
@@ -45,10 +45,7 @@ class FwFM(FieldEmbeddingModel):
         self.register_buffer("_cols", cols, persistent=False)
         self.r_upper = nn.Parameter(torch.ones(rows.numel()))  # start at the FM, R = 11ᵀ − I
 
-    def hparams(self) -> dict:
-        return {"dim": self.dim, "r_l2": self.r_l2}
-
-    def extra_loss(self, criterion=None) -> torch.Tensor:
+    def extra_loss(self) -> torch.Tensor:
         """λ_R Σ_{f<g} (R_fg − 1)²: L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7), added to each minibatch loss."""
         return self.r_l2 * (self.r_upper - 1).pow(2).sum()
 
@@ -59,6 +56,10 @@ class FwFM(FieldEmbeddingModel):
         upper = torch.zeros(m, m, dtype=self.r_upper.dtype, device=self.r_upper.device)
         upper = upper.index_put((self._rows, self._cols), self.r_upper)
         return upper + upper.T
+
+    def interaction_matrix(self) -> torch.Tensor:
+        """R, learned (DPLR eq. 3)."""
+        return self.R
 
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
         """½⟨PᵀP, R⟩ for each sample (DPLR eq. 5): ½ Σ_{f,g} R_fg ⟨e_f, e_g⟩."""

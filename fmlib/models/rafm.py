@@ -33,10 +33,16 @@ F_k, once per key (user or movie) and step, read by key (``_with_blocks``).
 step on L(B_{1,m}, y). Variables v^(p)|F_{p+1} (p < m) are *dependent*: they step on
 L(B_{1,p}, B_{1,p+1}) with B_{1,p+1} held fixed (eq. 12b; Algorithm 1, line 5). Free and
 dependent variables are separate parameters (``free[p]``, ``dependent[p]``). In training mode
-``forward`` returns B_{1,m} computed with the dependent variables cut from the graph, and keeps
-the consistency pairs (B_{1,p} with only v^(p)|F_{p+1} in the graph, B_{1,p+1} cut); the trainer
-adds ``extra_loss(criterion)`` = c · Σ_p L(B_{1,p}, B_{1,p+1}). One backward pass then gives every
-group exactly the gradient Algorithm 1 names. The linear weights and w0 are free variables. c is
+``loss`` computes B_{1,m} with the dependent variables cut from the graph, and the consistency
+pairs (B_{1,p} with only v^(p)|F_{p+1} in the graph, B_{1,p+1} cut), and adds
+c · Σ_p L(B_{1,p}, B_{1,p+1}) to L(B_{1,m}, y). One backward pass then gives every group exactly
+the gradient Algorithm 1 names; nothing is left on the module between batches.
+
+**Counts.** k_i follows from the training counts n_i (eq. 17), which are data, not settings:
+``prepare(train)`` takes them from the training split (``set_counts`` takes them directly) and
+keeps them in the buffer ``counts``, saved with the weights; the level tables, whose sizes follow
+from k_i, are made then. A run saved by an older fmlib kept the counts in its settings
+(``from_settings`` reads them). The linear weights and w0 are free variables. c is
 the ratio ρ_d/ρ_f for plain SGD; with Adam, which normalises each parameter's step, it only sets
 the pull of the consistency term against L2.
 
@@ -63,6 +69,7 @@ import torch
 from torch import nn
 
 from .base import FieldRead, LaidOutModel, bag, gather_fields, slot_runs, sum_slots
+from .contract import FeatureTable, ModelError
 from .fm import fm_pairwise
 from .rafm_ranks import assign_ranks, check_counts, check_ranks, check_thresholds, feature_set_sizes
 
@@ -70,11 +77,11 @@ from .rafm_ranks import assign_ranks, check_counts, check_ranks, check_threshold
 class RaFM(LaidOutModel):
     """RaFM over the shared field schema: ``forward(index, weight) -> (B,)`` scores.
 
-    ``counts``: occurrences n_i of every feature row in the training split
-    (``split.train.feature_counts()``); ``ranks``: D_1 < … < D_m; ``consistency``: c in
-    ``extra_loss``; ``thresholds``: count cut-points t_1 < … < t_{m−1} instead of eq. 17's
-    (``rafm_ranks.assign_ranks``); ``dependent_fits_target``: L(B_{1,m}, y) also reaches the
-    dependent variables, as in the authors' code (default: only the consistency term, Algorithm 1).
+    ``ranks``: D_1 < … < D_m; ``consistency``: c of the consistency terms (``loss``); ``thresholds``:
+    count cut-points t_1 < … < t_{m−1} instead of eq. 17's (``rafm_ranks.assign_ranks``);
+    ``dependent_fits_target``: L(B_{1,m}, y) also reaches the dependent variables, as in the authors'
+    code (default: only the consistency term, Algorithm 1). The occurrences n_i come from
+    ``prepare(train)`` (or ``set_counts``) before the model can score.
     """
 
     def __init__(
@@ -82,7 +89,6 @@ class RaFM(LaidOutModel):
         schema,
         ranks=(8, 32),
         consistency: float = 1.0,
-        counts=None,
         init_std: float = 0.01,
         thresholds=None,
         dependent_fits_target: bool = False,
@@ -90,61 +96,86 @@ class RaFM(LaidOutModel):
         super().__init__()
         self.ranks = check_ranks(ranks)
         self.thresholds = check_thresholds(thresholds, self.ranks)
-        if counts is None:
-            raise ValueError(
-                "RaFM needs the occurrences n_i of every feature in the training split "
-                "(eq. 17): pass counts=split.train.feature_counts()"
-            )
-        counts = check_counts(counts, schema.num_features)
         if not consistency >= 0:
             raise ValueError(f"consistency must be >= 0, got {consistency}")
-        self.schema, self.consistency = schema, float(consistency)
+        self.schema, self.consistency, self.init_std = schema, float(consistency), init_std
         self.dependent_fits_target = bool(dependent_fits_target)
-        m, n = len(self.ranks), schema.num_features
-        k = assign_ranks(counts, self.ranks, self.thresholds)  # k_i ∈ 1..m (eq. 17, or the given cut-points)
-        self.register_buffer("counts", torch.as_tensor(counts), persistent=False)
-        self.register_buffer("k", torch.as_tensor(k), persistent=False)
+        n = schema.num_features
         self.bias = nn.Parameter(torch.zeros(1))
         self.linear = nn.Embedding(n, 1)
         nn.init.zeros_(self.linear.weight)
         # level p = 0..m-1 below is the paper's p+1: free[p] holds v^(p+1) on F_{p+1} − F_{p+2}
         # (rows with k_i = p+1; all of F_m at the top), dependent[p] holds v^(p+1) on F_{p+2}.
         self.free, self.dependent = nn.ParameterList(), nn.ParameterList()
-        positions = []
-        for p, D in enumerate(self.ranks):
-            free_rows = np.flatnonzero(k == p + 1)
-            dep_rows = np.flatnonzero(k > p + 1)  # empty at the top level
-            self.free.append(nn.Parameter(torch.randn(len(free_rows), D) * init_std))
-            if p < m - 1:
-                self.dependent.append(nn.Parameter(torch.randn(len(dep_rows), D) * init_std))
-            # row i -> its row in the level table [free; dependent]; -1 for i ∉ F_{p+1} (no row)
-            pos = torch.full((n,), -1, dtype=torch.long)
-            pos[torch.as_tensor(free_rows, dtype=torch.long)] = torch.arange(len(free_rows))
-            pos[torch.as_tensor(dep_rows, dtype=torch.long)] = len(free_rows) + torch.arange(len(dep_rows))
-            positions.append(pos)
-        self.register_buffer("level_pos", torch.stack(positions), persistent=False)  # (m, n)
+        self.register_buffer("counts", torch.zeros(0, dtype=torch.long))  # n_i, saved with the weights
         self.runs = slot_runs(schema)  # column ranges of the fields, for the field sums
         self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
         self.keep_layout(schema)  # for the fused evaluation (``predict``) and the blocks' sets
         # a block's slot holds a placeholder row: its set is added by key (``_with_blocks``)
         in_slots = torch.tensor([f.kind != "block" for f in schema.fields])[self.slot_field]
         self.register_buffer("in_slots", in_slots, persistent=False)  # (S,)
-        # 1(k_i = p) for p = 1..m−1: which lower level a feature's pairs use (``predict``)
-        self.register_buffer("at_level", torch.as_tensor(k[:, None] == np.arange(1, m)), persistent=False)
-        self._consistency_pairs = None
 
-    def hparams(self) -> dict:
-        """Keyword arguments that rebuild this model with ``build_model`` (counts included, so a
-        saved run gets back the same k_i and table sizes)."""
-        hp = {"ranks": list(self.ranks), "consistency": self.consistency, "counts": self.counts.tolist()}
-        if self.dependent_fits_target:
-            hp["dependent_fits_target"] = True
-        return hp if self.thresholds is None else {**hp, "thresholds": list(self.thresholds)}
+    @classmethod
+    def from_settings(cls, schema, counts=None, **hp) -> RaFM:
+        """``build_model``'s reader: settings saved by an older fmlib held the counts n_i (a list)."""
+        model = super().from_settings(schema, **hp)
+        return model if counts is None else model.set_counts(counts)
+
+    def prepare(self, train) -> None:
+        """k_i from the training split's counts n_i (eq. 17): ``set_counts(train.feature_counts())``."""
+        self.set_counts(train.feature_counts())
+
+    def set_counts(self, counts) -> RaFM:
+        """Take the occurrences n_i of every feature row, assign k_i (eq. 17, or the cut-points) and
+        make the level tables, freshly initialised; returns the model."""
+        counts = torch.as_tensor(check_counts(counts, self.schema.num_features))
+        m, n = len(self.ranks), self.schema.num_features
+        k = assign_ranks(counts.numpy(), self.ranks, self.thresholds)  # k_i ∈ 1..m
+        device = self.linear.weight.device
+        self.counts = counts.to(device)
+        self.register_buffer("k", torch.as_tensor(k, device=device), persistent=False)
+        self.free, self.dependent = nn.ParameterList(), nn.ParameterList()
+        positions = []
+        for p, D in enumerate(self.ranks):
+            free_rows = np.flatnonzero(k == p + 1)
+            dep_rows = np.flatnonzero(k > p + 1)  # empty at the top level
+            self.free.append(nn.Parameter(torch.randn(len(free_rows), D, device=device) * self.init_std))
+            if p < m - 1:
+                self.dependent.append(nn.Parameter(torch.randn(len(dep_rows), D, device=device) * self.init_std))
+            # row i -> its row in the level table [free; dependent]; -1 for i ∉ F_{p+1} (no row)
+            pos = torch.full((n,), -1, dtype=torch.long)
+            pos[torch.as_tensor(free_rows, dtype=torch.long)] = torch.arange(len(free_rows))
+            pos[torch.as_tensor(dep_rows, dtype=torch.long)] = len(free_rows) + torch.arange(len(dep_rows))
+            positions.append(pos)
+        self.register_buffer("level_pos", torch.stack(positions).to(device), persistent=False)  # (m, n)
+        # 1(k_i = p) for p = 1..m−1: which lower level a feature's pairs use (``predict``)
+        at_level = torch.as_tensor(k[:, None] == np.arange(1, m), device=device)
+        self.register_buffer("at_level", at_level, persistent=False)
+        self._tables = {}
+        return self
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        """Saved weights bring their counts: the level tables are made for them before they load. A
+        run saved by an older fmlib has no ``counts`` entry; its counts came with the settings."""
+        key = prefix + "counts"
+        if key in state_dict and not torch.equal(state_dict[key].cpu(), self.counts.cpu()):
+            self.set_counts(state_dict[key].cpu())
+        elif key not in state_dict and len(self.counts):
+            state_dict[key] = self.counts
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def _check_prepared(self) -> None:
+        if not len(self.counts):
+            raise ModelError(
+                "RaFM needs the occurrences n_i of every feature in the training split (eq. 17): "
+                "call model.prepare(split.train) before training or scoring"
+            )
 
     def field_tables(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
         """(table, feature row of each of its rows, linear?) of the linear weights w and of every
         level's free and dependent tables, for the trainer's grouped L2 (``fmlib.train.row_decay``):
         a feature's L2 strength is its field's at every level, as FM's is on its one table."""
+        self._check_prepared()
         k = self.k.cpu()
         tables = [(self.linear.weight, torch.arange(len(k)), True)]
         for p in range(len(self.ranks)):
@@ -152,6 +183,13 @@ class RaFM(LaidOutModel):
             if p < len(self.ranks) - 1:
                 tables.append((self.dependent[p], torch.nonzero(k > p + 1).squeeze(1), False))
         return tables
+
+    def feature_table(self) -> FeatureTable | None:
+        """v_i^(1), the level-1 embeddings, the only level every feature has ([RaFM] eq. 6: F_1 holds
+        every feature), and w_i; None before ``prepare``."""
+        if not len(self.counts):
+            return None
+        return FeatureTable(self.level_table(0)[self.level_pos[0]], self.linear.weight[:, 0])
 
     # ---- storage -------------------------------------------------------------------------
     def feature_set_sizes(self) -> list[int]:
@@ -340,14 +378,17 @@ class RaFM(LaidOutModel):
         return self.bias + sums[:, D] + 0.5 * (sums.pow(2) - squares) @ signs
 
     def forward(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """w0 + Σ_i w_i x_i + B_{1,m}: fused levels in evaluation (``predict``, ``predict_dense``),
+        Theorem 3 level by level in training (Algorithm 1's routing of the gradient, ``scores``)."""
+        self._check_prepared()
         if not self.training:
             return self.predict_dense(index, weight) if index.is_cuda else self.predict(index, weight)
-        if self._consistency_pairs is not None:
-            raise RuntimeError(
-                "RaFM: the trainer did not call model.extra_loss(criterion) after the last "
-                "training forward, so Algorithm 1's dependent embeddings would never train; "
-                "add `loss = loss + model.extra_loss(criterion)` to the training step"
-            )
+        return self.scores(index, weight, pairs=False)[0]
+
+    def scores(self, index: torch.Tensor, weight: torch.Tensor, pairs: bool = True) -> tuple[torch.Tensor, list]:
+        """(B_{1,m} score with the dependent variables cut, Algorithm 1's consistency pairs): for each
+        p < m, B_{1,p} with only the dependent v^(p)|F_{p+1} in the graph and B_{1,p+1} held fixed
+        (Algorithm 1, line 5); no pairs when ``pairs`` is False."""
         m = len(self.ranks)
         first = self.first_order(index, weight)
         # main output: B_{1,m}; Algorithm 1 cuts the dependent variables (they do not step on L(B_{1,m}, y))
@@ -355,28 +396,21 @@ class RaFM(LaidOutModel):
         levels = [self._level(p, index, weight, cut=cut) for p in range(m)]
         diagonal, upper = self._terms(levels, index)
         # loop index p is 0-based: level p is the paper's p+1; on entry before = first + B_{1,p+1} − A_{p+1,p+1}
-        pairs, before = [], first
+        found, before = [], first
         for p in range(m - 1):
-            # B_{1,p+1} with only the dependent v^(p+1)|F_{p+2} in the graph (Algorithm 1, line 5)
-            low = before.detach() + self._A(self._level(p, index, weight, cut="free"), index)
+            if pairs:  # B_{1,p+1} with only the dependent v^(p+1)|F_{p+2} in the graph
+                low = before.detach() + self._A(self._level(p, index, weight, cut="free"), index)
             before = before + diagonal[p] - upper[p]  # Theorem 3, first half
-            pairs.append((low, (before + diagonal[p + 1]).detach()))  # B_{1,p+2}, held fixed
-        self._consistency_pairs = pairs
-        return before + diagonal[-1]
+            if pairs:
+                found.append((low, (before + diagonal[p + 1]).detach()))  # B_{1,p+2}, held fixed
+        return before + diagonal[-1], found
 
-    def train(self, mode: bool = True):
-        """Setting the mode drops consistency pairs left by a forward that no loss used (and,
-        in ``KeptTables``, the evaluation tables kept so far)."""
-        self._consistency_pairs = None
-        return super().train(mode)
-
-    def extra_loss(self, criterion: nn.Module) -> torch.Tensor:
-        """c · Σ_{p<m} L(B_{1,p}, B_{1,p+1}) of the last training forward (eq. 12b; Algorithm 1,
-        line 5), with L the task's loss: squared error for ratings; for clicks the logistic loss
-        of the low-rank logit against the probability σ(B_{1,p+1}) (a soft label)."""
-        if self._consistency_pairs is None:
-            raise RuntimeError("RaFM.extra_loss needs a forward pass in training mode first")
+    def loss(self, index, weight, target, criterion) -> torch.Tensor:
+        """L(B_{1,m}, y) + c · Σ_{p<m} L(B_{1,p}, B_{1,p+1}) (eq. 12b; Algorithm 1, line 5), with L the
+        task's loss: squared error for ratings; for clicks the logistic loss of the low-rank logit
+        against the probability σ(B_{1,p+1}) (a soft label)."""
+        self._check_prepared()
+        score, pairs = self.scores(index, weight)
         soft = isinstance(criterion, nn.BCEWithLogitsLoss)
-        total = sum(criterion(low, torch.sigmoid(high) if soft else high) for low, high in self._consistency_pairs)
-        self._consistency_pairs = None
-        return self.consistency * total
+        consistency = sum(criterion(low, torch.sigmoid(high) if soft else high) for low, high in pairs)
+        return criterion(score, target) + self.consistency * consistency

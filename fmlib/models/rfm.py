@@ -292,16 +292,8 @@ class RFM(FieldEmbeddingModel):
         if hidden < 1 or heads < 1 or mlp_hidden < 1 or groups < 1:
             raise ValueError("hidden, heads, mlp_hidden and groups must be >= 1")
         m = schema.num_fields
-        self.config = dict(
-            hidden=hidden,
-            heads=heads,
-            layers=layers,
-            dropout=dropout,
-            mlp_hidden=mlp_hidden,
-            groups=groups,
-            residual=residual,
-            init_std=init_std,
-        )
+        self.hidden, self.heads, self.layers, self.dropout = hidden, heads, layers, dropout
+        self.mlp_hidden, self.groups = mlp_hidden, groups
         self.rotations = nn.ModuleList(
             RotationLayer(m, dim if i == 0 else hidden, hidden, heads, dropout) for i in range(layers)
         )
@@ -310,9 +302,6 @@ class RFM(FieldEmbeddingModel):
             self.residual_norm = nn.LayerNorm(hidden)
         self.residual = residual
         self.f = AmpNet(m * hidden, mlp_hidden, groups)
-
-    def hparams(self) -> dict:
-        return {"dim": self.dim, **self.config}
 
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
         """Interaction term f(cos G) + f(sin G) (RFM appendix §1.2), (B, m, k) -> (B,).

@@ -1,0 +1,165 @@
+"""The model contract (``fmlib.models.Model``): every model fills it, and a model that breaks it is
+told what is missing in one line — by the registry, the trainer and the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fmlib import models
+from fmlib.cli import main
+from fmlib.data import Dataset, split, synthetic
+from fmlib.data.schema import Schema
+from fmlib.models import BUILT_IN, Model, ModelError, build_for, hyperparameters, model_class
+from fmlib.train import TrainConfig, fit, loss_fn
+
+SCHEMA = Schema.build(
+    [
+        ("a", "context", "single", 5, 1),
+        ("b", "context", "single", 4, 1),
+        ("c", "item", "single", 6, 1),
+        ("g", "item", "multi", 7, 3),
+    ]
+)
+
+
+def tiny_data(n=400, seed=0) -> Dataset:
+    """Random samples of ``SCHEMA``, one to three values of the multi-valued field g."""
+    gen = torch.Generator().manual_seed(seed)
+    cols, wts = [], []
+    for f in SCHEMA.fields:
+        cols.append(f.offset + torch.randint(0, f.cardinality, (n, f.slots), generator=gen))
+        lengths = torch.randint(1, f.slots + 1, (n, 1), generator=gen)
+        wts.append((torch.arange(f.slots) < lengths).float() / lengths)
+    return Dataset(SCHEMA, torch.cat(cols, 1), torch.cat(wts, 1), 1 + 4 * torch.rand(n, generator=gen))
+
+
+def settings(name: str, data: Dataset) -> dict:
+    """Hyperparameters under which every parameter of ``name`` takes part: RaFM's cut-point at the median
+    count, so that both levels hold features."""
+    if name != "rafm":
+        return {}
+    counts = data.feature_counts()
+    return {"ranks": (2, 4), "thresholds": (int(np.median(counts[counts > 0])),)}
+
+
+ADAM = [name for name in BUILT_IN if model_class(name).trained_by == "adam"]
+
+
+@pytest.mark.parametrize("name", ADAM)
+def test_every_parameter_of_every_model_receives_gradient(name):
+    data = tiny_data()
+    torch.manual_seed(0)
+    model = build_for(name, data, **settings(name, data)).train()
+    index, weight = data.batch(slice(None))
+    model.loss(index, weight, data.rating, loss_fn("rating")).backward()
+    for pname, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"{name}: {pname} gets no gradient"
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN))
+def test_hyperparameters_come_from_the_constructor_and_rebuild_the_model(name):
+    data = tiny_data()
+    model = build_for(name, data, **settings(name, data))
+    assert set(model.hparams()) == set(hyperparameters(name)), "hparams() reads back the constructor's arguments"
+    rebuilt = models.build_model(name, SCHEMA, **model.hparams())
+    rebuilt.load_state_dict(model.state_dict())
+    assert rebuilt.hparams() == model.hparams()
+
+
+@pytest.mark.parametrize("name", list(BUILT_IN))
+def test_the_views_ask_the_model(name):
+    """feature_table(): one row per feature (None for a Bayesian FM before sampling); interaction_matrix():
+    m×m for the field-weighted models, None otherwise."""
+    data = tiny_data()
+    model = build_for(name, data, **settings(name, data))
+    table = model.feature_table()
+    if model.trained_by == "gibbs":
+        assert table is None
+    else:
+        assert table.V.shape[0] == table.w.shape[0] == SCHEMA.num_features
+    R = model.interaction_matrix()
+    assert (R is not None) == (name in ("fwfm", "dplr")) == models.has_interaction_matrix(name)
+    if R is not None:
+        assert R.shape == (SCHEMA.num_fields, SCHEMA.num_fields) and torch.allclose(R, R.T)
+
+
+class NoForward(Model):
+    def __init__(self, schema, dim: int = 4):
+        super().__init__()
+        self.schema, self.dim = schema, dim
+
+
+class NoDefault(Model):
+    def __init__(self, schema, dim):
+        super().__init__()
+        self.schema, self.dim = schema, dim
+
+    def forward(self, index, weight):
+        return weight.sum(1)
+
+
+class WrongShape(Model):
+    def __init__(self, schema, dim: int = 4):
+        super().__init__()
+        self.schema, self.dim = schema, dim
+        self.w = torch.nn.Parameter(torch.zeros(schema.num_features, 1))
+
+    def forward(self, index, weight):
+        return (self.w[index, 0] * weight).sum(1, keepdim=True)  # (B, 1): one column too many
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """Register this module's broken models, as ``FMLIB_MODELS`` would."""
+    for cls in (NoForward, NoDefault, WrongShape):
+        monkeypatch.setitem(models.MODELS, cls.__name__.lower(), f"{__name__}:{cls.__name__}")
+    monkeypatch.setitem(models.MODELS, "missing", "no_such_module_anywhere:Model")
+
+
+def test_a_model_that_breaks_the_contract_is_named_in_one_line(registered, small_split):
+    with pytest.raises(ModelError, match="NoForward has no forward"):
+        model_class("noforward")
+    with pytest.raises(ModelError, match="hyperparameter dim has no default"):
+        model_class("nodefault")
+    with pytest.raises(ModelError, match="'no_such_module_anywhere' cannot be imported"):
+        model_class("missing")
+    with pytest.raises(ModelError, match=r"one score per sample, shape \(2,\); got \(2, 1\)"):
+        fit(models.build_model("wrongshape", small_split.schema), small_split.train, small_split.valid, TrainConfig())
+    usable, broken = models.usable_models()
+    assert "wrongshape" in usable and "fm" in usable and len(broken) == 3
+    assert all("\n" not in line for line in broken)
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        ("noforward", "has no forward"),
+        ("nodefault", "has no default"),
+        ("missing", "cannot be imported"),
+        ("wrongshape", "one score per sample"),
+    ],
+)
+def test_the_cli_says_what_is_missing_and_exits_2(registered, model, message, capsys):
+    code = main(["train", "--model", model, "--dataset", "synthetic", "--epochs", "1"])
+    err = capsys.readouterr().err
+    last = err.rstrip("\n").split("\n")[-1]  # after the progress bar's first line, if training began
+    assert code == 2 and last.startswith("error: ") and message in last and "Traceback" not in err
+
+
+def test_a_model_of_the_users_own_module_is_registered_by_the_environment(tmp_path, monkeypatch):
+    assert models.user_models("my_models:FmFM, other.place:LowRank") == {
+        "fmfm": "my_models:FmFM",
+        "lowrank": "other.place:LowRank",
+    }
+    (tmp_path / "my_models.py").write_text(
+        "from fmlib.models.fm import FM\n\nclass MyFM(FM):\n    pass\n"  # an FM under another name
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(models, "MODELS", {**models.MODELS, **models.user_models("my_models:MyFM")})
+    data = split(synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0), seed=0)
+    run = fit(
+        models.build_model("myfm", data.schema, dim=2), data.train, data.valid, TrainConfig(epochs=1, batch_size=128)
+    )
+    assert run.config["model"] == "myfm" and run.config["hp"] == {"dim": 2}
