@@ -57,7 +57,7 @@ from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
 from fmlib.experiments.recompute import recompute
-from fmlib.models import model_name
+from fmlib.models import has_interaction_matrix, model_name, usable_models
 from fmlib.plots.interactions import (
     deviation_heatmap,
     eigen_spectrum_figure,
@@ -239,7 +239,7 @@ def quick_fwfm(name, data, progress):
 
 
 QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces; shown as ``quick_name``
-R_MODELS = ("fwfm", "dplr")  # the models with a field interaction matrix R; FwFM's is learned freely
+R_MODELS = tuple(filter(has_interaction_matrix, usable_models()[0]))  # the models with an R; FwFM's is learned freely
 
 
 def runs_with_R(dataset: str) -> dict[str, dict]:

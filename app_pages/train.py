@@ -29,7 +29,7 @@ from fmlib.experiments import bfm as bfm_experiment
 from fmlib.experiments import fm_ablation, tables
 from fmlib.experiments.claims import Threshold, measure_all
 from fmlib.experiments.verdict import HOLDS
-from fmlib.models import MODELS, hyperparameters
+from fmlib.models import hyperparameters, usable_models
 from fmlib.plots.fm_ablation import ablation_figure
 from fmlib.plots.trace import trace_figure
 from fmlib.plots.training import learning_curves
@@ -38,6 +38,10 @@ from fmlib.train import TrainConfig, quick_model_settings
 
 bar = title_bar("Train a model")
 notebook_link("01_fm_from_scratch")
+notebook_link("08_your_own_model")
+MODELS, unusable = usable_models()  # the registered models, yours (FMLIB_MODELS) included, that fill the contract
+for line in unusable:
+    st.error(line)
 st.markdown(
     "**What does an FM learn, and how fast?** Pick a model, press *Train*, and watch the "
     "training loss and the validation metric epoch by epoch. Training stops when the "

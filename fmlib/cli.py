@@ -27,6 +27,12 @@ TOPIC_COMMANDS = [
         "FM at each rank vs RaFM: test metric, #params, time (RaFM Fig. 3, Table 2)",
         "fmlib.experiments.rafm",
     ),
+    (
+        "reproduce",
+        "compare",
+        "any model against the FM (or another) on the same splits and settings: test metric per seed, verdict",
+        "fmlib.experiments.compare",
+    ),
     ("reproduce", "dplr", "DPLR paper Table 1: FM, FwFM, DPLR vs pruned FwFM over seeds", "fmlib.experiments.dplr"),
     (
         "reproduce",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from importlib import import_module
 
+from .base import FieldEmbeddingModel
 from .contract import FeatureTable, Model, ModelError, check_class, check_scores
 
 # name -> "module:Class"; every model takes (schema, **hyperparameters)
@@ -36,6 +37,7 @@ MODELS = {**BUILT_IN, **user_models(os.environ.get(ENVIRONMENT))}
 __all__ = [
     "MODELS",
     "FeatureTable",
+    "FieldEmbeddingModel",
     "Model",
     "ModelError",
     "build_for",
@@ -45,8 +47,19 @@ __all__ = [
     "hyperparameters",
     "model_class",
     "model_name",
+    "register",
     "usable_models",
 ]
+
+
+def register(cls: type[Model]) -> str:
+    """Register the model class ``cls`` (defined in a notebook, or a module of yours) under its class name in
+    lower case, after checking it against the contract; returns that name. ``FMLIB_MODELS`` does the same
+    for a class of an importable module, before the app or the CLI starts."""
+    name = cls.__name__.lower()
+    check_class(cls, name)
+    MODELS[name] = f"{cls.__module__}:{cls.__qualname__}"
+    return name
 
 
 def build_model(name: str, schema, **hp) -> Model:
