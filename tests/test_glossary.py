@@ -63,7 +63,7 @@ def test_markdown_table_and_cited():
     assert cited(["ŷ", "R", "ρ", "t"]) == ["Rendle2010", "DPLR", "FwFM"]
 
 
-def test_the_symbols_the_brief_names_are_defined():
+def test_the_papers_central_symbols_are_defined():
     for key in [
         "R",
         "R_fg",

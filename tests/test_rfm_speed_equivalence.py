@@ -1,7 +1,7 @@
 """The RFM that trains fast computes the same numbers as a plain statement of its math.
 
 ``reference_score`` below is frozen: a direct re-statement, readable and slow, of what
-``fmlib.models.rfm.RFM`` computed before its training step was optimized (issue 27, item 4).
+``fmlib.models.rfm.RFM`` computed before its training step was optimized.
 Every optimization of the model must keep, in float64 and to rounding:
 
 * the score and every parameter's gradient (schemas with and without a multi-valued field,

@@ -459,7 +459,7 @@ def report(times: dict, label: str, evals: dict) -> dict:
     if "fm" in times:  # the multi-valued genres field against the same FM on the 11 single-valued fields
         ratios["fm, 12 / 11 fields"] = [t / b for t, b in zip(times["fm"], times["fm, 11 fields"])]
         to["fm, 12 / 11 fields"] = "fm, 11 fields"
-    if BLOCKS_ENTRY in times:  # the blocks' epoch against the 12-field FM's (issue: at most 2x)
+    if BLOCKS_ENTRY in times:  # the blocks' epoch against the 12-field FM's (the aim: at most 2x)
         ratios["fm, blocks / 12 fields"] = [t / b for t, b in zip(times[BLOCKS_ENTRY], times["fm"])]
         to["fm, blocks / 12 fields"] = "fm"
     if len(evals) == 2:

@@ -63,7 +63,7 @@ plug-in); each choice made here:
   kept: the first layer's Q, K, V and P θ₀ projected on the table rows (2 782) instead of the
   (sample, field) pairs (12 288 per batch), exact by linearity — about 5 % less CPU per epoch,
   most of the saving taken back by the per-row reads, for some hundred more lines.
-* **Where an epoch's time goes** (issue 27, item 4; the table above was measured before this).
+* **Where an epoch's time goes** (the table above was measured before this).
   The training step's attention is written out forward and backward (``RotationAttention``: cos
   and sin once, every elementwise step on contiguous memory, two layout copies each way) and
   AmpNet's group LayerNorm computed as a LayerNorm per group (``AmpNet``): the same numbers
