@@ -24,6 +24,7 @@ import math
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -279,24 +280,42 @@ def check_fit(model: nn.Module, train: Dataset, config: TrainConfig) -> None:
         check_scores(model, model(index, weight), rows)
 
 
-def run_epoch(model, optimizer, criterion, decays, train: Dataset, target, config: TrainConfig, order) -> float:
-    """One pass over ``train`` in a random order (``order``: the seeded generator) in minibatches of
-    ``config.batch_size``; the mean training loss, read once at the end."""
-    device = target.device
+class OnDevice(NamedTuple):
+    """The training split on the device, moved once: slot rows ``index``, their ``weight`` (or, for lean
+    data, the value ``counts`` the weights are built from per batch: ``Dataset.counts``), the ``target``."""
+
+    index: torch.Tensor
+    weight: torch.Tensor
+    target: torch.Tensor
+    schema: object
+    lean: bool
+
+    @classmethod
+    def of(cls, train: Dataset, task: str, device) -> OnDevice:
+        lean = train.counts is not None
+        weight = (train.counts if lean else train.weight).to(device)
+        return cls(train.index.to(device), weight, train.target(task).to(device), train.schema, lean)
+
+    def batch(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(index, weight, target) of ``rows``; index_select, not index[rows]: one contiguous row copy
+        (advanced indexing costs ~1.5× more); int64 rows for the model: gathers by an int32 index run ~40 %
+        slower on the CPU."""
+        w = self.weight.index_select(0, rows)
+        w = slot_weights(self.schema, w) if self.lean else w
+        return self.index.index_select(0, rows).long(), w, self.target.index_select(0, rows)
+
+
+def run_epoch(model, optimizer, criterion, decays, data: OnDevice, batch_size: int, order) -> float:
+    """One pass over ``data`` in a random order (``order``: the seeded generator) in minibatches of
+    ``batch_size``; the mean training loss, read once at the end."""
+    n, device = len(data.index), data.index.device
     model.train()
-    perm = torch.randperm(len(train), generator=order).to(device)
+    perm = torch.randperm(n, generator=order).to(device)
     total = torch.zeros((), device=device)
-    lean = train.counts is not None  # lean data (``Dataset.counts``): slot weights built per batch
-    index, weight = train.index.to(device), (train.counts if lean else train.weight).to(device)
-    for i in range(0, len(train), config.batch_size):
-        rows = perm[i : i + config.batch_size]
-        # index_select, not index[rows]: one contiguous row copy (advanced indexing costs ~1.5× more)
-        w = weight.index_select(0, rows)
-        w = slot_weights(train.schema, w) if lean else w
-        # int64 rows for the model: gathers by an int32 index run ~40 % slower on the CPU
-        batch = (index.index_select(0, rows).long(), w, target.index_select(0, rows))
-        total += train_step(model, optimizer, criterion, *batch, decays) * len(rows)
-    return float(total) / len(train)
+    for i in range(0, n, batch_size):
+        rows = perm[i : i + batch_size]
+        total += train_step(model, optimizer, criterion, *data.batch(rows), decays) * len(rows)
+    return float(total) / n
 
 
 class EarlyStopping:
@@ -383,20 +402,20 @@ def fit(
     order = torch.Generator().manual_seed(config.seed)
     optimizer, decays = optimizer_for(model, config)
     criterion, key = loss_fn(config.task), MONITOR[config.task]
-    target = train.target(config.task).to(device)
+    data = OnDevice.of(train, config.task, device)
     stop = EarlyStopping(config.patience)
     if resume is not None:  # a fine-tune: the weights it starts from are its epoch 0
         load_optimizer_state(model, optimizer, resume)
         stop.update(evaluate(model, valid, config.task)[key], model.state_dict())
     elif config.task == "rating":
-        model.start_bias(float(target.mean()))  # w0 at the mean rating
+        model.start_bias(float(data.target.mean()))  # w0 at the mean rating
     snap = None if snapshots is False else snapshots if isinstance(snapshots, Snapshots) else Snapshots()
     if snap is not None:
         snap.start(model, train)
         snap.take(model, 0)
     average, history, start = WeightAverage(), [], time.perf_counter()
     for epoch in range(1, config.epochs + 1):
-        train_loss = run_epoch(model, optimizer, criterion, decays, train, target, config, order)
+        train_loss = run_epoch(model, optimizer, criterion, decays, data, config.batch_size, order)
         if not math.isfinite(train_loss):
             raise ValueError(
                 f"the training loss became {train_loss} in epoch {epoch} (training diverged): "

@@ -3,7 +3,8 @@
 What users run: every fmlib model's default training step — ``fmlib.train.train_step`` itself, the
 step ``fmlib.train.fit`` takes (the model's defaults and ``Model.prepare``, its Adam parameter groups and
 grouped L2 from ``fmlib.train.optimizer_for``, ``fmlib.optim.Adam`` (torch's fused Adam kernel), the model's
-``loss`` on ratings, the default batch of the device, a batch's rows taken with ``index_select``) — on
+``loss`` on ratings, the default batch of the device, a batch's rows taken as ``fit`` takes them,
+``fmlib.train.OnDevice.batch``) — on
 MovieLens' 12 fields, genres multi-valued. Two baselines, in the same process:
 
 * **plain FM**: an FM written the way a PyTorch user would: ``nn.Embedding`` per single-valued
@@ -56,7 +57,7 @@ from ..data.features import with_features
 from ..data.schema import Schema
 from ..models import MODELS, build_model
 from ..models.fm import fm_pairwise
-from ..train import BATCH_SIZE, DEVICES, TrainConfig, loss_fn, optimizer_for, train_step
+from ..train import BATCH_SIZE, DEVICES, OnDevice, TrainConfig, loss_fn, optimizer_for, train_step
 
 WARM_STEPS = 3  # untimed steps of an entry right before its timed epoch
 BLOCKS = "all,rated,raters"  # the feature set of the relation-block entry (``fmlib.data.features``)
@@ -222,11 +223,8 @@ def run(args) -> int:
         model.prepare(data)
         model.to(device).train()
         optimizer, decays = optimizer_for(model, config)
-        criterion, target = loss_fn(task), data.target(task)
-        return lambda r: train_step(
-            model, optimizer, criterion, data.index.index_select(0, r).long(), data.weight.index_select(0, r),
-            target.index_select(0, r), decays,
-        )  # fmt: skip
+        criterion, rows = loss_fn(task), OnDevice.of(data, task, device)
+        return lambda r: train_step(model, optimizer, criterion, *rows.batch(r), decays)
 
     def baseline_step(model, forward, target, loss):
         """A PyTorch user's step: torch's Adam, autograd, no L2."""
