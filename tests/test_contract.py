@@ -3,13 +3,16 @@ told what is missing in one line — by the registry, the trainer and the CLI.""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from fmlib import models
 from fmlib.cli import main
-from fmlib.data import Dataset, split, synthetic
+from fmlib.data import Dataset, load, split, synthetic
 from fmlib.data.schema import Schema
 from fmlib.models import BUILT_IN, Model, ModelError, build_for, hyperparameters, model_class
 from fmlib.train import TrainConfig, fit, loss_fn
@@ -163,3 +166,26 @@ def test_a_model_of_the_users_own_module_is_registered_by_the_environment(tmp_pa
         models.build_model("myfm", data.schema, dim=2), data.train, data.valid, TrainConfig(epochs=1, batch_size=128)
     )
     assert run.config["model"] == "myfm" and run.config["hp"] == {"dim": 2}
+
+
+def test_every_committed_preset_still_builds_its_model():
+    from fmlib import presets
+
+    schema = load("synthetic").schema  # 8 fields: every committed size fits (DPLR's ρ up to 5)
+    files = sorted((Path(__file__).resolve().parent.parent / "presets").glob("**/*.json"))
+    assert files
+    for path in files:
+        preset = json.loads(path.read_text())
+        model = models.build_model(preset["model"], schema, **presets.hyperparameters(preset))
+        assert set(model.hparams()) == set(hyperparameters(preset["model"])), path
+
+
+def test_settings_an_older_fmlib_saved_still_build():
+    """RFM's settings once held init_std; RaFM's, the counts n_i."""
+    rfm = models.build_model("rfm", SCHEMA, dim=4, init_std=0.1)
+    assert "init_std" not in rfm.hparams()
+    counts = tiny_data().feature_counts()
+    rafm = models.build_model("rafm", SCHEMA, ranks=[2, 4], consistency=1.0, counts=counts.tolist())
+    assert rafm.counts.tolist() == counts.tolist() and "counts" not in rafm.hparams()
+    with pytest.raises(ModelError, match="takes no hyperparameter rank"):
+        models.build_model("fm", SCHEMA, rank=2)
