@@ -52,7 +52,7 @@ from fmlib.analysis.interactions import (
     spectrum,
 )
 from fmlib.analysis.pair_contribution import pair_contribution, sample_embeddings, sample_label
-from fmlib.data import movielens, split
+from fmlib.data import load, split
 from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
@@ -234,7 +234,7 @@ def quick_fwfm(name, data, progress):
         config, hp = quick_settings(name)
         return train_model("fwfm", data, config, progress, **hp)
     if preset["min_count"] != data.min_count:  # read here, outside Streamlit's caches: this runs in a job's thread
-        data = split(movielens.load(name), seed=data.seed, min_count=preset["min_count"])
+        data = split(load(name), seed=data.seed, min_count=preset["min_count"])
     return train_model("fwfm", data, presets.train_config(preset), progress, **presets.hyperparameters(preset))
 
 

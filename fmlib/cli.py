@@ -259,10 +259,10 @@ def cmd_train(args) -> int:
 def cmd_data_info(args) -> int:
     import resource
 
-    from .data import movielens
+    from .data import load, movielens
 
     start = time.perf_counter()
-    data = movielens.load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
+    data = load(args.dataset, data_dir=args.data_dir, log=lambda m: print(m, file=sys.stderr))
     seconds = time.perf_counter() - start
     users, rated = (data.schema.field(f).cardinality - 1 for f in ("user_id", "movie_id"))  # values that occur
     print(f"dataset: {args.dataset}")

@@ -34,7 +34,7 @@ def test_design_matrix_rows_are_the_weighted_slots():
 
 
 def run_bench(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(quality.movielens, "load", small_movielens)
+    monkeypatch.setattr(quality, "load", small_movielens)
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path))  # no tuned presets
     assert main(["bench", "quality", "--splits", "0,1", "--iterations", "8", "--dim", "2"]) == 0
     out = capsys.readouterr().out

@@ -1,6 +1,6 @@
 """``python -m fmlib bench quality``: test RMSE/MAE and fit seconds of fmlib's FMs, Surprise SVD and myFM, side by side.
 
-On each split ``split(movielens.load(dataset), seed=s)`` every method fits on the train part:
+On each split ``split(fmlib.data.load(dataset), seed=s)`` every method fits on the train part:
   * fmlib FM with the defaults, and with each tuned FM preset (``presets/<dataset>/fm.json``, ``fm-*.json``;
     ``fm.json`` averages the weights of the last epochs, ``TrainConfig.average_from``);
   * fmlib's Bayesian FM (``bfm``: Gibbs sampling, [Rendle2012]) at ``--dim`` and ``--iterations``;
@@ -25,7 +25,7 @@ import torch
 
 from .. import presets
 from ..arguments import add_data_arguments, int_list, positive_int
-from ..data import movielens, split
+from ..data import load, split
 from ..data.dataset import Split
 from ..data.features import with_features
 from ..peers import Fitted, myfm_method, optional_module, svd_method
@@ -85,7 +85,7 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 def run(args) -> int:
     torch.set_num_threads(1)
-    data = movielens.load(args.dataset, data_dir=args.data_dir)
+    data = load(args.dataset, data_dir=args.data_dir)
     extras = optional_module("surprise"), optional_module("myfm")
     results: dict[str, dict[str, list]] = {}
     for seed in args.splits:

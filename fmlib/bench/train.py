@@ -50,7 +50,7 @@ import torch
 from torch import nn
 
 from ..arguments import add_data_arguments, positive_int
-from ..data import movielens, split
+from ..data import load, split
 from ..data.dataset import Dataset, slot_weights
 from ..data.encoding import FIELDS
 from ..data.features import with_features
@@ -169,7 +169,7 @@ def bench_rows(args, device: torch.device):
     data set, or ``--synthetic`` rows."""
     if args.synthetic:
         return *synthetic_rows(args.rows or 1_000_000, device), None
-    parts = split(movielens.load(args.dataset, data_dir=args.data_dir), seed=0)
+    parts = split(load(args.dataset, data_dir=args.data_dir), seed=0)
     train, blocks = parts.train, with_features(parts, BLOCKS).train
     return (
         train.schema,

@@ -100,14 +100,14 @@ def command(args) -> str:
 
 
 def run(args) -> int:
-    from ..data import movielens
+    from ..data import load
 
     torch.set_num_threads(1)
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
+    data = load(args.dataset, data_dir=args.data_dir, log=log)
     records = [r for seed in args.splits for r in run_split(data, seed, args.dim, args.sweeps, log)]
     frame = pd.DataFrame(records, columns=COLUMNS)
     path = tables.write(frame, Path(args.out or results_dir()) / table_name(args.dataset), command(args))

@@ -180,7 +180,7 @@ def command(args) -> str:
 
 
 def run(args) -> int:
-    from ..data import movielens
+    from ..data import load
 
     names = {"adam": ADAM, "bfm": BFM}
     unknown = set(args.models.split(",")) - set(names)
@@ -191,7 +191,7 @@ def run(args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
+    data = load(args.dataset, data_dir=args.data_dir, log=log)
     models = [names[m] for m in args.models.split(",")]
     surprise = optional_module("surprise")
     records = [

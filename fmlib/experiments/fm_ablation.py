@@ -252,7 +252,7 @@ def command(args) -> str:
 
 
 def run(args) -> int:
-    from ..data import movielens
+    from ..data import load
 
     torch.set_num_threads(1)
 
@@ -260,7 +260,7 @@ def run(args) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     steps = on_device(settings(), args.device)
-    data = movielens.load(args.dataset, data_dir=args.data_dir, log=log)
+    data = load(args.dataset, data_dir=args.data_dir, log=log)
     records = [r for seed in args.splits for r in run_split(data, seed, steps, log)]
     frame = pd.DataFrame(records, columns=COLUMNS)
     path = tables.write(frame, Path(args.out or results_dir()) / table_name(args.dataset), command(args))

@@ -146,10 +146,10 @@ def log(msg: str) -> None:
 
 def seed_records(dataset: str, data_dir, seed: int, models: dict) -> list[dict]:
     """``run_seed`` on one torch thread, in a process of its own (``--jobs``)."""
-    from ..data import movielens
+    from ..data import load
 
     torch.set_num_threads(1)
-    return run_seed(movielens.load(dataset, data_dir=data_dir), seed, models, log)
+    return run_seed(load(dataset, data_dir=data_dir), seed, models, log)
 
 
 def run(args) -> int:

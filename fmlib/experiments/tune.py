@@ -590,11 +590,9 @@ class Plan:
 
 def load_sets(plan: Plan, log=None) -> dict:
     """{feature set: split} of the plan's data (a bad set is refused here, before any study opens)."""
-    from ..data import movielens, split
+    from ..data import load, split
 
-    data = split(
-        movielens.load(plan.dataset, data_dir=plan.data_dir, log=log), seed=plan.base.seed, min_count=plan.min_count
-    )
+    data = split(load(plan.dataset, data_dir=plan.data_dir, log=log), seed=plan.base.seed, min_count=plan.min_count)
     return {text: with_features(data, text) for text in plan.sets}
 
 
