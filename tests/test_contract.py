@@ -189,3 +189,21 @@ def test_settings_an_older_fmlib_saved_still_build():
     assert rafm.counts.tolist() == counts.tolist() and "counts" not in rafm.hparams()
     with pytest.raises(ModelError, match="takes no hyperparameter rank"):
         models.build_model("fm", SCHEMA, rank=2)
+
+
+class Unstored(Model):
+    def __init__(self, schema, dim: int = 4):
+        super().__init__()
+        self.schema = schema  # dim is not kept on self.dim
+
+    def forward(self, index, weight):
+        return weight.sum(1)
+
+
+def test_a_hyperparameter_not_kept_on_the_model_and_a_class_that_is_no_model_are_named():
+    with pytest.raises(ModelError, match="keep the hyperparameter dim on self.dim"):
+        Unstored(SCHEMA).hparams()
+    with pytest.raises(ModelError, match="is not a subclass of fmlib.models.Model"):
+        models.check_class(torch.nn.Linear, "linear")
+    name = models.register(WrongShape)
+    assert name == "wrongshape" and models.MODELS.pop(name) == f"{__name__}:WrongShape"
