@@ -30,9 +30,10 @@ class FeatureTable(NamedTuple):
 class Model(nn.Module):
     """What every fmlib model is: ``forward(index, weight) -> (B,)`` scores, plus six promises.
 
-    A model is built as ``Model(schema, **hyperparameters)`` and keeps the schema on ``self.schema``. ``index`` (B, S) holds the table row of
-    every slot of a batch's samples and ``weight`` (B, S) its value x (1 for a single-valued field,
-    1/len for each value of a multi-valued one); the score is a rating, or a click's logit.
+    A model is built as ``Model(schema, **hyperparameters)`` and keeps the schema on ``self.schema``.
+    ``index`` (B, S) holds the table row of every slot of a batch's samples and ``weight`` (B, S) its
+    value x (1 for a single-valued field, 1/len for each value of a multi-valued one); the score is a
+    rating, or a click's logit.
 
     1. **Hyperparameters come from the constructor.** Every keyword argument after ``schema`` (each
        with a default) is a hyperparameter, except ``init_std``, which only sets the random start.
