@@ -65,6 +65,7 @@ HEAVY_FIRST = (
     "notebooks/07_feature_sets.ipynb",
     "notebooks/03_rank_aware_fm.ipynb",
     "notebooks/04_rotations_and_gradients.ipynb",
+    "notebooks/08_your_own_model.ipynb",
 )
 
 # Tests `make test-fast` leaves out although they are neither browser, notebook nor app tests: file -> prefixes of
