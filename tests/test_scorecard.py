@@ -132,7 +132,10 @@ def test_paper_sentence_counts_the_outcomes_per_kind_of_data():
     assert scorecard.paper_sentence(card, "P") == (
         "P: 2 of 4 claims hold — 1 of 2 on MovieLens 100K, 1 of 2 on data planted for it; 1 does not hold, 1 is undecided."
     )
-    assert scorecard.paper_sentence(card, "Q") == "Q: 1 of 1 claim holds on synthetic inputs; 0 do not hold, 0 are undecided."
+    assert (
+        scorecard.paper_sentence(card, "Q")
+        == "Q: 1 of 1 claim holds on synthetic inputs; 0 do not hold, 0 are undecided."
+    )
     assert scorecard.paper_sentence(card, "R") == "R: no result table yet, so no claim is measured."
 
 
