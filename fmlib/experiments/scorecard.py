@@ -132,6 +132,16 @@ def paper_sentence(card: pd.DataFrame, paper: str) -> str:
     )
 
 
+def example_row(rows: pd.DataFrame):
+    """The row of ``rows`` that ``how_to_read`` explains best: a margin claim if there is one, else a
+    comparison of two models, else the first (a claim against a threshold)."""
+    paired = rows[~rows["other"].astype(str).str[:1].isin(["<", ">"])]
+    for chosen in (paired[paired["margin"] > 0], paired, rows):
+        if not chosen.empty:
+            return chosen.iloc[0]
+    raise ValueError("no scorecard rows to explain")
+
+
 def how_to_read(row) -> str:
     """How to read one paired scorecard row (``scorecard`` with ``DETAILS``), in its own numbers: the sign,
     the interval, and for a margin claim the line −δ the interval is read against (``verdict.verdict``); a row
@@ -169,7 +179,9 @@ def how_to_read(row) -> str:
         )
     return text + (
         "The verdict reads the interval against 0: *holds* when all of it is above 0, *does not hold* when all of "
-        f"it is below, and *no difference detectable* when it contains 0. Here: **{row['verdict']}**."
+        f"it is below, and *no difference detectable* when it contains 0. Here: **{row['verdict']}**. (A margin "
+        'claim, "about as good: at most 1 % worse", reads the same interval against −1 % of the other model\'s mean '
+        "instead of 0: it asks whether the loss is small, not whether there is a gain.)"
     )
 
 
