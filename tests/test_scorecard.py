@@ -147,7 +147,7 @@ def test_how_to_read_a_margin_claim_names_its_line(tmp_path):
     assert "a positive number favours the claim" in text and f"{row['low']:+.4f}, {row['high']:+.4f}" in text
     assert f"−δ = {-row['margin']:+.4f}" in text and f"Here: **{row['verdict']}**" in text
     plain = scorecard.how_to_read(card[card["margin"] == 0].iloc[0])
-    assert "margin claim" not in plain and "against 0" in plain
+    assert "This is a **margin claim**" not in plain and "against 0" in plain
 
 
 def test_the_feature_sets_claims_are_on_the_scorecard(tmp_path):
