@@ -85,7 +85,7 @@ def test_states_its_run_time_computed(path):
     nb = cells(path)
     code = [source(c) for c in nb if c["cell_type"] == "code"]
     assert "start_wall, start_cpu = time.perf_counter(), time.process_time()" in code[0] + code[1]
-    assert "time.perf_counter() - start_wall" in code[-1] and "time.process_time() - start_cpu" in code[-1]
+    assert "time.perf_counter() - start_wall" in code[-1] and "- start_cpu" in code[-1]
     assert not re.search(r"\d+\s*s to run", source(nb[0])), f"{path.name}: a typed-in run time in the first cell"
 
 
