@@ -38,7 +38,9 @@ notebook: venv
 # Executed copies of the notebooks as HTML in build/notebooks/ (git-ignored): read them without running anything,
 # offline too (copy the folder anywhere, open a page from file://). notebooks/html/export.py runs each notebook with
 # plotly.js embedded, typesets formulas and figure labels with one MathJax, the copy it writes to build/notebooks/mathjax/
-# (from django-static-mathjax), and folds each cell tagged "solution" in a <details> that the reader opens.
+# (from django-static-mathjax), draws each widget as plain HTML from the state the run saved (its initial value and
+# output: no widget manager, no request outside the page), and folds each cell tagged "solution" in a <details> that
+# the reader opens.
 notebooks-html: venv
 	$(PY) -m fmlib data fetch
 	$(PY) notebooks/html/export.py --output-dir build/notebooks notebooks/*.ipynb

@@ -57,13 +57,37 @@ def test_first_cell_gives_the_reading_order(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
 def test_ends_with_summary_and_exercises_with_solutions(path):
+    """At least four exercises, among them one to predict before running, one that changes the model and one that
+    breaks a check and sees it fail; each followed by its solution, code and output hidden until opened."""
     nb = cells(path)
     text = [source(c) for c in nb if c["cell_type"] == "markdown"]
     assert any(re.search(r"^## Summary$", t, re.M) for t in text), f"{path.name}: no '## Summary' section"
-    exercises = [t for t in text if t.startswith("**Exercise")]
-    assert 2 <= len(exercises) <= 4, f"{path.name}: {len(exercises)} exercises, want 2–4"
-    hidden = [c for c in nb if c["metadata"].get("jupyter", {}).get("source_hidden")]
-    assert len(hidden) >= len(exercises), f"{path.name}: every exercise needs a hidden solution cell"
+    exercises = [i for i, c in enumerate(nb) if c["cell_type"] == "markdown" and source(c).startswith("**Exercise")]
+    assert len(exercises) >= 4, f"{path.name}: {len(exercises)} exercises, want at least 4"
+    kinds = " ".join(source(nb[i]).split("**")[1] for i in exercises)
+    for kind in ("predict, then run", "change the model", "break it and see the check fail"):
+        assert kind in kinds, f"{path.name}: no exercise '({kind})'"
+    for i in exercises:
+        solution = nb[i + 1]
+        hidden = solution["metadata"].get("jupyter", {})
+        assert solution["cell_type"] == "code" and "solution" in solution["metadata"].get("tags", []), (
+            f"{path.name} cell {i + 1}: exercise {source(nb[i])[:20]!r} is not followed by its solution cell"
+        )
+        assert hidden.get("source_hidden") and hidden.get("outputs_hidden"), f"{path.name} cell {i + 1}: solution shown"
+    broken = [source(nb[i + 1]) for i in exercises if "break it" in source(nb[i])]
+    assert all(re.search(r"except \w+", code) and "as it must" in code for code in broken), (
+        f"{path.name}: the break-it solution must show the check failing"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)
+def test_states_its_run_time_computed(path):
+    """The run time is measured from the first code cell and printed by the last one, never typed in."""
+    nb = cells(path)
+    code = [source(c) for c in nb if c["cell_type"] == "code"]
+    assert "start_wall, start_cpu = time.perf_counter(), time.process_time()" in code[0] + code[1]
+    assert "time.perf_counter() - start_wall" in code[-1] and "- start_cpu" in code[-1]
+    assert not re.search(r"\d+\s*s to run", source(nb[0])), f"{path.name}: a typed-in run time in the first cell"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=NAMES)

@@ -48,6 +48,31 @@ def html_output(html: str):
     return new_output("display_data", data={"text/html": html})
 
 
+def widget_state() -> dict:
+    """The widget state a run of ``widgets.interact(f, m=IntSlider(...))`` saves: a box of a slider and an Output."""
+    model = {"model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0"}
+    return {
+        "box": {**model, "model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_slider", "IPY_MODEL_out"]}},
+        "slider": {
+            **model,
+            "model_name": "FloatSliderModel",
+            "state": {
+                "description": "rank ρ",
+                "min": 0.5,
+                "max": 2.0,
+                "step": 0.1,
+                "value": 1.5,
+                "readout_format": ".1f",
+            },
+        },
+        "out": {
+            "model_module": "@jupyter-widgets/output",
+            "model_name": "OutputModel",
+            "state": {"outputs": [{"output_type": "stream", "name": "stdout", "text": "printed_by_the_widget 1.5\n"}]},
+        },
+    }
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The page of a small notebook, already run, rendered as `make notebooks-html` renders one."""
@@ -63,8 +88,23 @@ def built(tmp_path_factory):
                 outputs=[new_output("stream", name="stdout", text="printed_by_the_solution\n")],
             ),
             new_markdown_cell("After the solution, $c$."),
+            new_code_cell(
+                "widgets.interact(f, rho=widgets.FloatSlider(1.5, min=0.5, max=2.0))",
+                outputs=[
+                    new_output(
+                        "display_data",
+                        data={
+                            export.WIDGET_VIEW: {"model_id": "box", "version_major": 2, "version_minor": 0},
+                            "text/plain": "interactive(children=(FloatSlider(value=1.5)))",
+                        },
+                    )
+                ],
+            ),
         ],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "widgets": {export.WIDGET_STATE: {"state": widget_state(), "version_major": 2, "version_minor": 0}},
+        },
     )
     notebook = folder / "small.ipynb"
     nbformat.write(nb, notebook)
@@ -79,6 +119,16 @@ def test_page_loads_only_the_local_mathjax(built):
     assert not re.search(r"<link\b[^>]*\bhref=\"(https?:)?//", html, re.IGNORECASE)
     assert "text/x-mathjax-config" not in html and "MathJax.Hub.Queue" not in html  # nbconvert's MathJax 2 set-up
     assert 'class="plotly-graph-div"' in html and "Plotly.newPlot" in html  # the figure itself is kept
+
+
+def test_widgets_are_drawn_from_their_saved_state_without_a_manager(built):
+    _, html = built
+    assert "html-manager" not in html and "embed-amd" not in html and "unpkg" not in html  # no widget manager
+    assert export.WIDGET_STATE not in html  # the state is drawn, not shipped for a manager to draw
+    (slider,) = re.findall(r'<label class="fm-slider">rank ρ (<input [^>]*>) <output>1.5</output></label>', html)
+    for attribute in ('type="range"', 'min="0.5"', 'max="2.0"', 'step="0.1"', 'value="1.5"', "disabled"):
+        assert attribute in slider
+    assert "printed_by_the_widget 1.5" in html and export.MOVE_NOTE in html
 
 
 def test_mathjax_copy_lies_beside_the_page(built):
@@ -143,9 +193,20 @@ def test_page_renders_offline_in_chromium(built, browser):
                 figures: document.querySelectorAll('.plotly-graph-div .plot-container').length,
                 figure_math: document.querySelectorAll('.plotly-graph-div .gtitle-math').length,
                 solution_open: document.querySelector('details.jp-Solution').open,
+                slider: document.querySelector('.fm-widget input[type=range]').value,
+                widget_text: document.querySelector('.fm-widget pre').innerText.trim(),
             })"""
         )
     finally:
         page.close()
     assert network == [] and errors == []
-    assert found == {"version": "3.2.2", "prose": 3, "raw": 0, "figures": 1, "figure_math": 1, "solution_open": False}
+    assert found == {
+        "version": "3.2.2",
+        "prose": 3,
+        "raw": 0,
+        "figures": 1,
+        "figure_math": 1,
+        "solution_open": False,
+        "slider": "1.5",
+        "widget_text": "printed_by_the_widget 1.5",
+    }

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_scorecard_rows_come_from_the_result_table(tmp_path):
     card = scorecard.scorecard("ml-100k", "rating", tmp_path / "none", tmp_path / "none")
-    assert card.empty and list(card.columns) == scorecard.COLUMNS
+    assert card.empty and list(card.columns) == scorecard.COLUMNS + scorecard.DETAILS
     fake_table(tmp_path / "dplr_ml-100k_rating.csv")
     card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
     row = card.set_index("claim").loc["DPLR beats the FwFM pruned to the same budget at ρ = 2"]
@@ -117,3 +117,45 @@ def test_scorecard_reads_the_rafm_table_too(tmp_path):
     card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
     assert list(card["paper"]) == ["RaFM", "RaFM", "RaFM"]  # vs the best FM, vs FM(D_m), RaFM-low vs FM(D_1)
     assert "vs FM(4)" in card["measured"].iloc[0] and card["page"].iloc[0].startswith("Rank-aware FM")
+
+
+def test_paper_sentence_counts_the_outcomes_per_kind_of_data():
+    card = pd.DataFrame(
+        {
+            "paper": ["P"] * 4 + ["Q"],
+            "verdict": ["holds", "does not hold", "not shown to be worse, nor to be within 1 %", "holds", "holds"],
+            "table": ["results/p_ml-100k.csv"] * 2 + ["results/p_planted-ranks.csv"] * 2 + ["results/q.csv"],
+            "task": ["rating"] * 4 + [""],
+            "protocol": ["ours"] * 4 + ["synthetic"],
+        }
+    )
+    assert scorecard.paper_sentence(card, "P") == (
+        "P: 2 of 4 claims hold — 1 of 2 on MovieLens 100K, 1 of 2 on data planted for it; 1 does not hold, 1 is undecided."
+    )
+    assert (
+        scorecard.paper_sentence(card, "Q")
+        == "Q: 1 of 1 claim holds on synthetic inputs; 0 do not hold, 0 are undecided."
+    )
+    assert scorecard.paper_sentence(card, "R") == "R: no result table yet, so no claim is measured."
+
+
+def test_how_to_read_a_margin_claim_names_its_line(tmp_path):
+    fake_table(tmp_path / "dplr_ml-100k_rating.csv")
+    card = scorecard.scorecard("ml-100k", "rating", tmp_path, tmp_path / "none")
+    row = card[card["margin"] > 0].iloc[0]
+    text = scorecard.how_to_read(row)
+    assert "a positive number favours the claim" in text and f"{row['low']:+.4f}, {row['high']:+.4f}" in text
+    assert f"−δ = {-row['margin']:+.4f}" in text and f"Here: **{row['verdict']}**" in text
+    plain = scorecard.how_to_read(card[card["margin"] == 0].iloc[0])
+    assert "This is a **margin claim**" not in plain and "against 0" in plain
+
+
+def test_the_feature_sets_claims_are_on_the_scorecard(tmp_path):
+    from fmlib.experiments import features
+
+    card = scorecard.scorecard("ml-100k", "rating", artifacts=tmp_path / "no-artifacts")
+    rows = card[card["paper"] == "Rendle2012"]
+    frame = features.load(tables.committed_root() / features.table_name("ml-100k"))
+    expected = measure_all(*features.claims(frame))
+    assert len(rows) == 4 and list(rows["verdict"]) == list(expected["verdict"])
+    assert rows["page"].str.startswith("Train").all() and (rows["margin"] > 0).sum() == 2

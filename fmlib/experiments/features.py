@@ -39,6 +39,7 @@ from ..peers import optional_module, svd_method, svdpp_method
 from ..results import results_dir
 from ..train import TrainConfig, train_model
 from . import tables
+from .claims import Claim
 from .verdict import mean_interval, paired_interval
 
 STEPS = {  # label -> --features
@@ -53,8 +54,9 @@ COLUMNS = ["seed", "features", "model", "valid_rmse", "rmse", "mae", "epochs", "
 DIM = 10  # the Bayesian FM's rank (bench quality's and reproduce bfm's)
 
 
-def table_name(dataset: str) -> str:
-    return f"features_{dataset}_rating.csv"
+def table_name(dataset: str, task: str = "rating") -> str:
+    """The table's file name; only the rating task is measured (another task's table never exists)."""
+    return f"features_{dataset}_{task}.csv"
 
 
 def adam_settings(dataset: str, schema, seed: int) -> tuple[TrainConfig, dict]:
@@ -145,6 +147,28 @@ def gain(frame: pd.DataFrame, model: str, start: str, end: str):
     split by split, with its 95 % t-interval (``verdict.paired_interval``: > 0 favours ``end``)."""
     rmse = frame[frame["model"] == model].pivot(index="seed", columns="features", values="rmse")
     return paired_interval(rmse[end], rmse[start], lower_is_better=True)
+
+
+def claims(frame: pd.DataFrame, task: str = "rating"):
+    """(rows, claims) for the scorecard: [Rendle2012] §III's FM that mimics MF and SVD++ by its input,
+    against the peers on the same splits (at most 1 % worse), and the implicit block and the context
+    lowering its test RMSE below MF's. A row's model is "<model> [<feature set>]", its rank 0."""
+    rows = frame.assign(model=frame["model"] + " [" + frame["features"] + "]", rank=0)
+
+    def fm(step, model=ADAM):
+        return (f"{model} [{step}]", 0)
+
+    as_good = "is as accurate as {} ({}), at most 1 % worse"
+    return rows, [
+        Claim("Rendle2012", "An FM on user and movie ids " + as_good.format("matrix factorization", PEERS["MF"]),
+              fm("MF"), (fm("MF", PEERS["MF"]),), "rmse", margin=0.01),
+        Claim("Rendle2012", "An FM on SVD++'s input " + as_good.format("SVD++", PEERS["SVD++"]),
+              fm("SVD++"), (fm("SVD++", PEERS["SVD++"]),), "rmse", margin=0.01),
+        Claim("Rendle2012", "The rated block (SVD++'s implicit feedback) lowers the FM's RMSE below MF's input's",
+              fm("SVD++"), (fm("MF"),), "rmse"),
+        Claim("Rendle2012", "The context fields and both blocks lower the FM's RMSE below MF's input's",
+              fm("context + rated + raters"), (fm("MF"),), "rmse"),
+    ]  # fmt: skip
 
 
 def format_table(frame: pd.DataFrame) -> str:
