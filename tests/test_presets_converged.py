@@ -39,12 +39,29 @@ def _score(preset: dict) -> float:
 
 RECORDED = [p for p in _committed() if _recorded(p)]
 
+# Presets whose studies reached the rule's limit (100 trials each) without converging, with what the
+# record shows. Their checks are expected to fail (strict: a preset that converges must leave this list).
+NOT_CONVERGED = {
+    "ml-100k/fwfm-8-click.json": "the studies' bests differ by 0.0025 and DPLR(4), DPLR(5) validate better: "
+    "trained from their recipes with R free, the FwFM does not reach their log loss",
+}
+
+
+def _checked(paths: list[Path]) -> list:
+    """The recorded presets as test cases, those of ``NOT_CONVERGED`` marked as the failures they are."""
+    cases = []
+    for path in paths:
+        name = str(path.relative_to(ROOT))
+        marks = [pytest.mark.xfail(strict=True, reason=NOT_CONVERGED[name])] if name in NOT_CONVERGED else []
+        cases.append(pytest.param(path, id=name, marks=marks))
+    return cases
+
 
 def test_some_presets_record_their_convergence():
     assert RECORDED, "no committed preset records its studies"
 
 
-@pytest.mark.parametrize("path", RECORDED, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", _checked(RECORDED))
 def test_the_studies_agree_and_no_epoch_cap_binds(path):
     tuning = _tuning(path)
     key = f"best_valid_{MONITOR[json.loads(path.read_text())['task']]}"
@@ -55,7 +72,7 @@ def test_the_studies_agree_and_no_epoch_cap_binds(path):
     assert all(s["epochs"] < cap for s in tuning["studies"]), f"a best trial stopped at the {cap}-epoch cap"
 
 
-@pytest.mark.parametrize("path", RECORDED, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", _checked(RECORDED))
 def test_no_model_validates_worse_than_a_model_it_contains(path):
     """``tune.CONTAINS``: an FwFM contains the FM (R = 11ᵀ − I) and every DPLR, a DPLR of rank ρ the
     FM and every lower rank, an FM of size k every smaller FM — compared where both were tuned by
@@ -67,6 +84,11 @@ def test_no_model_validates_worse_than_a_model_it_contains(path):
     assert inner or preset["model"] not in ("fwfm", "dplr"), "an FwFM or a DPLR contains at least the FM"
     worse = tune.better_inside(inner, key, _score(preset), preset["tuning"]["settings"])
     assert not worse, f"{path.stem} validates at {_score(preset)}, worse than the models it contains: {worse}"
+
+
+def test_a_preset_that_did_not_converge_says_so():
+    for name in NOT_CONVERGED:
+        assert _tuning(ROOT / name)["converged"] is False, f"{name} is listed as not converged but its record disagrees"
 
 
 def test_presets_not_yet_tuned_to_convergence_are_named():
