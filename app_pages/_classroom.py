@@ -1,18 +1,24 @@
-"""What a class shares on one server: the training queue, saved runs by author, the teacher's passcode.
+"""What a class shares: the training queue, saved runs by author, the teacher's passcode and unlock.
 
 Not a page. The Train page submits trainings here, the frame's sidebar shows this session's
-training and the run picker, the Teacher page checks the passcode. A training belongs to its
+training and the run picker, the Teacher page checks the passcode and unlocks this browser (a signed,
+expiring token in a cookie, its unlock kept in the class's database, so that a reload keeps it). A training belongs to its
 session: its token stays in the URL (``?training=...``) while it is queued or running, so a reload
 follows it again; one that no session has looked at for FMLIB_ORPHAN_SECONDS is cancelled.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import json
 import os
+import secrets
+import time
 
 import streamlit as st
 
+from app_pages._lesson import class_answers, class_warning
 from app_pages._queue import job_queue, progress_of
 from app_pages._replay import training_controls
 from app_pages._ui import run_store
@@ -22,6 +28,8 @@ from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
 from fmlib.snapshots import Snapshots
 from fmlib.train import MONITOR, train_model
+
+TEACHER_COOKIE = "fmlib_teacher"
 
 
 def submit_training(model: str, data, config, hp: dict) -> None:
@@ -264,9 +272,91 @@ def teacher_passcode() -> str | None:
 def teacher_or_alone() -> bool:
     """Whether this session may run teacher actions: it unlocked the Teacher page, or the server
     has no passcode (one person's own app, not a class)."""
-    return teacher_passcode() is None or bool(st.session_state.get("teacher"))
+    return teacher_passcode() is None or teacher_unlocked()
 
 
 def passcode_ok(given: str) -> bool:
     expected = teacher_passcode()
     return expected is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+# --- the teacher's unlock: a signed, expiring token in a cookie, kept in the class's database ---------------------
+
+
+def class_hours() -> float:
+    """How long an unlock lasts (FMLIB_CLASS_HOURS, default 3): a class's length."""
+    return float(os.environ.get("FMLIB_CLASS_HOURS", "3"))
+
+
+def _signature(body: str) -> str:
+    """HMAC-SHA256 of ``body`` under a key derived from the passcode: a new passcode voids every token."""
+    key = hashlib.sha256(b"fmlib teacher unlock\0" + teacher_passcode().encode()).digest()
+    return hmac.new(key, body.encode(), "sha256").hexdigest()
+
+
+def unlock_teacher() -> None:
+    """After the right passcode: this session is the teacher's, and so is every later session of this browser (a
+    reload, a lesson's URL typed in) until the class's length has passed or Lock ends it. The browser keeps the
+    token ``<unlock id>.<expiry>.<signature>`` in a cookie; the class's database keeps the unlock id, so every
+    server of the class accepts it and Lock on any of them ends it."""
+    unlock, expires = secrets.token_hex(16), int(time.time() + class_hours() * 3600)
+    class_answers().unlock(unlock, expires)
+    token = f"{unlock}.{expires}.{_signature(f'{unlock}.{expires}')}"
+    st.session_state.update(teacher=True, teacher_token=token, teacher_cookie=(token, expires - int(time.time())))
+
+
+def lock_teacher() -> None:
+    """Lock: end this browser's unlock, on every server of the class, and forget its cookie."""
+    token = st.session_state.pop("teacher_token", None)
+    if token:
+        class_answers().lock(token.split(".")[0])
+    st.session_state.update(teacher=False, teacher_cookie=("", 0))
+
+
+def teacher_unlocked() -> bool:
+    """Whether this session is the unlocked teacher's. A new session (a reload, a typed URL) takes the browser's
+    token from its cookie; a token is checked on every run, and one that was altered, has expired or was ended
+    by Lock leaves the session locked, with a note in the sidebar."""
+    if teacher_passcode() is None:
+        return False
+    state = st.session_state
+    if "teacher" not in state:  # this session's first look: the browser's cookie, if any
+        state["teacher"] = False
+        cookie = st.context.cookies.get(TEACHER_COOKIE)
+        if isinstance(cookie, str) and cookie:  # a browser's cookie is text (AppTest's client has none)
+            state["teacher_token"] = cookie
+    token = state.get("teacher_token")
+    if token is not None:
+        refused = _refused(token)
+        if refused:
+            lock_teacher()
+            state["teacher_note"] = refused
+        else:
+            state["teacher"] = True
+    return bool(state["teacher"])
+
+
+def _refused(token: str) -> str | None:
+    """Why ``token`` does not unlock the teacher's controls, or None when it does."""
+    parts = token.split(".")
+    if len(parts) != 3 or not hmac.compare_digest(parts[2], _signature(f"{parts[0]}.{parts[1]}")):
+        return "The teacher's unlock in this browser was not accepted (altered, or from before a new passcode): locked."
+    if not parts[1].isdigit() or int(parts[1]) < time.time():
+        return f"The teacher's unlock in this browser has expired (it lasts {class_hours():g} h): locked."
+    if not class_answers().unlocked(parts[0]):
+        return "The teacher's unlock in this browser was ended (Lock, or the class's database was reset): locked."
+    return None
+
+
+def class_in_sidebar() -> None:
+    """Sidebar of every page: a line when the class's database cannot be reached, a note when a teacher's token was
+    refused, and the teacher's cookie written or cleared after an Unlock or a Lock."""
+    if warning := class_warning():
+        st.warning(warning)
+    teacher_unlocked()
+    if note := st.session_state.pop("teacher_note", None):
+        st.info(note + " Unlock again on the Teacher page.")
+    if pending := st.session_state.pop("teacher_cookie", None):
+        value, seconds = pending
+        cookie = f"{TEACHER_COOKIE}={value}; Max-Age={seconds}; Path=/; SameSite=Strict"
+        st.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", unsafe_allow_javascript=True)

@@ -2,21 +2,23 @@
 
 Not a page. A student's guesses live in the session (``lesson_guesses``) and in the URL
 (``guesses``, ``revealed``), so they survive a visit to another page, the browser's Back and a
-reload. The class's answers live in one ``ClassAnswers`` per server, counted per browser (a
-hash of Streamlit's XSRF cookie, so a second tab does not vote twice), with no names.
+reload. The class's answers, reveals and pacing live in the class's database (``ClassAnswers``: a SQLite
+file beside the run store, or the database FMLIB_CLASS_DB names, which several servers can share), counted per
+browser (a hash of Streamlit's XSRF cookie, so a second tab does not vote twice), with no names.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 
 import streamlit as st
 
 from app_pages._ui import run_store
 from app_pages._view import SIDEBAR_DEFAULTS, projector
-from fmlib.lessons.classroom import ClassAnswers
+from fmlib.lessons.classroom import ClassAnswers, open_class
 from fmlib.runs import RunError
 
 KEPT = ("dataset", "projector")  # the view a prepared link keeps unless the stop names its own value
@@ -49,10 +51,30 @@ ARRIVE = """
 """
 
 
-@st.cache_resource
+def class_url() -> str:
+    """The class's database: FMLIB_CLASS_DB (a SQLAlchemy URL, e.g. postgresql://user:password@host/class), else
+    a SQLite file beside the run store (``runs`` → ``runs-classroom.sqlite``), made on first use."""
+    if url := os.environ.get("FMLIB_CLASS_DB"):
+        return url
+    root = run_store().root.resolve()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{root.parent / (root.name + '-classroom.sqlite')}"
+
+
+@st.cache_resource(show_spinner=False)
+def _open_class(url: str) -> tuple[ClassAnswers, str | None]:
+    """One per server and database: the class, and a warning if it is kept in memory instead."""
+    return open_class(url)
+
+
 def class_answers() -> ClassAnswers:
-    """One per server: every session's answers to every lesson."""
-    return ClassAnswers()
+    """Every session's answers to every lesson, the reveals, the pacing and the teacher's unlocks."""
+    return _open_class(class_url())[0]
+
+
+def class_warning() -> str | None:
+    """One line when the class's database could not be reached (the class is then kept in memory)."""
+    return _open_class(class_url())[1]
 
 
 def voter() -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages._classroom import teacher_passcode
+from app_pages._classroom import teacher_passcode, teacher_unlocked
 from app_pages._keys import step_keys
 from app_pages._lesson import class_answers, follow_prepared_link, guesses, prepare, voter, write_url
 from app_pages._measured import scorecard_rows, verdict_table
@@ -106,7 +106,7 @@ def right_choice(number: int):
 
 answers = class_answers()
 collecting = teacher_passcode() is not None  # a class: answers are counted for the teacher
-teacher = collecting and bool(st.session_state.get("teacher"))
+teacher = collecting and teacher_unlocked()
 paced = collecting and answers.paced(name)
 saved = guesses(name)
 write_url(saved)  # every run: after the callbacks below changed them, and after Back or a page visit

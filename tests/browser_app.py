@@ -199,11 +199,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(tmp: Path, app: str = "app.py"):
-    """``app`` on a free port, its runs in ``tmp / "runs"``, its log in ``tmp / "server.log"``, no starter runs;
-    yields (url, pid). The server is stopped (killed if need be) when the block ends, whatever happened."""
+def serve(tmp: Path, app: str = "app.py", env: dict | None = None):
+    """``app`` on a free port, its runs in ``tmp / "runs"``, its log in ``tmp / "server.log"``, no starter runs, ``env``
+    added to its environment; yields (url, pid). The server is stopped (killed if need be) when the block ends,
+    whatever happened."""
     port = free_port()
-    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
+    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0", **(env or {})}
     command = [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true"]
     command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
     command += ["--server.fileWatcherType", "none"]  # as `make serve`: no reruns from files others write meanwhile

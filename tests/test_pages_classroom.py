@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from apptest import app_page, button, wait_for_training
@@ -294,3 +295,38 @@ def test_every_page_training_waits_in_the_one_line(busy_server):
     assert any("queued, position 1" in i.value for i in ranking.info), "the line moved up"
     ranking.button(key="ranking_quick_run_job_cancel").click().run()
     assert busy_server.waiting() == 0
+
+
+def test_the_unlock_is_a_signed_token_that_a_reload_keeps_and_lock_ends(monkeypatch):
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    token = at.session_state["teacher_token"]
+    assert "s3cret" not in token and button(at, "Lock")
+    # a reload is a new session that finds the token in the browser's cookie (AppTest sends no cookies: the session
+    # is handed the token as the cookie hands it)
+    reloaded = app_page("app_pages/teacher.py", teacher_token=token)
+    reloaded.run()
+    assert not reloaded.exception and button(reloaded, "Lock"), "still the teacher"
+    button(reloaded, "Lock").click().run()
+    assert reloaded.text_input(key="teacher_given"), "locked: the passcode form again"
+    after_lock = app_page("app_pages/teacher.py", teacher_token=token)
+    after_lock.run()
+    assert after_lock.text_input(key="teacher_given"), "Lock ended the token for every later session"
+
+
+@pytest.mark.parametrize("how", ["altered", "expired"])
+def test_an_altered_or_expired_token_leaves_the_teacher_locked_with_a_note(monkeypatch, how):
+    from app_pages._classroom import _signature
+
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    unlock_id, expires, signature = at.session_state["teacher_token"].split(".")
+    if how == "altered":  # pushed a day on, the signature kept
+        token = f"{unlock_id}.{int(expires) + 86400}.{signature}"
+    else:  # signed with the passcode, but its time is up
+        past = int(time.time()) - 1
+        token = f"{unlock_id}.{past}.{_signature(f'{unlock_id}.{past}')}"
+    frame = app_page("app.py", teacher_token=token)
+    frame.run()
+    note = {"altered": "was not accepted", "expired": "has expired (it lasts 3 h)"}[how]
+    assert any(note in i.value and "Unlock again on the Teacher page" in i.value for i in frame.sidebar.info)
+    frame.switch_page("app_pages/teacher.py").run()
+    assert not frame.exception and frame.text_input(key="teacher_given"), "locked"
