@@ -20,7 +20,7 @@ from app_pages._view import (
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
 st.set_page_config(
     page_title="fmlib explainer",
-    page_icon=":material/hub:",
+    page_icon="🧮",  # an emoji is drawn in the page: a Material icon here is fetched from the internet
     layout="wide",
     initial_sidebar_state="collapsed" if projector() else "auto",
 )
