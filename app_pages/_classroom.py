@@ -13,8 +13,10 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import time
+import unicodedata
 
 import streamlit as st
 
@@ -22,7 +24,7 @@ from app_pages._lesson import class_answers, class_warning
 from app_pages._queue import job_queue, progress_of
 from app_pages._replay import training_controls
 from app_pages._ui import run_store
-from app_pages._view import chart, link_check
+from app_pages._view import chart, link_check, without_paths
 from fmlib.jobs import Job
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
@@ -166,31 +168,69 @@ def author() -> str | None:
     return st.session_state.get("classroom_author")
 
 
+def slug(text: str) -> str:
+    """``text`` as part of a run id: accents dropped, every run of spaces or other characters that a run id cannot
+    hold made one '-', no '-' or '.' at either end ("my fwfm" → "my-fwfm", "../x" → "x")."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", ascii_text).strip("-.")
+
+
+def run_id_of(who: str, name: str) -> str:
+    """The id of ``who``'s run named ``name`` (a slug): ``<author slug>-<name>``, so that names are unique per
+    author and two students may both save "my-fwfm"."""
+    return f"{slug(who).lower() or 'student'}-{name}"
+
+
+def run_name(run_id: str, who: str | None) -> str:
+    """What the run picker shows of an author's run id: the name its author gave."""
+    return run_id.removeprefix(f"{slug(who).lower() or 'student'}-") if who else run_id
+
+
 def save_run(run) -> None:
     """Save button callback: save under the author's name, make it the sidebar's pick, leave a message.
-    The same run saved again under the same name (a double click) is not saved twice."""
-    name = st.session_state.get("save_name") or None
+    A name is made a slug (shown in the message); the same run saved again under the same name (a double
+    click) is not saved twice."""
+    given = (st.session_state.get("save_name") or "").strip()
     who = (st.session_state.get("save_author") or "").strip()
     if not who:
         st.session_state["save_message"] = ("error", "Your name: required, so that your runs are listed as yours.")
         return
-    saved = _saved_already(run, name, who)
+    name = slug(given) if given else None
+    if given and not name:
+        st.session_state["save_message"] = ("error", f"Run name {given!r}: use letters or digits.")
+        return
+    run_id = run_id_of(who, name) if name else None
+    if run_id is not None and len(run_id) > 80:
+        room = 80 - len(run_id) + len(name)
+        st.session_state["save_message"] = ("error", f"Run name: at most {room} letters, digits, '-', '_' or '.'.")
+        return
+    saved = _saved_already(run, run_id, who)
     if saved is None:
+        if run_id is not None and run_id in run_store().ids():
+            st.session_state["save_message"] = (
+                "error",
+                f"You already have a run named {name}: choose another name, or leave it empty for a dated one.",
+            )
+            return
         try:
-            saved = run_store().save(run, name, author=who)
-        except (ValueError, OSError) as err:  # bad name or author, a full store: nothing was written
-            st.session_state["save_message"] = ("error", str(err))
+            saved = run_store().save(run, run_id, author=who)
+        except (ValueError, OSError) as err:  # bad author, a full store: nothing was written
+            st.session_state["save_message"] = ("error", without_paths(str(err)))
             return
         st.session_state["saved_run"] = (run, saved, who)
     st.session_state["classroom_author"] = who
     st.session_state["run_owner"], st.session_state["run_id"] = who, saved
-    st.session_state["save_message"] = ("success", f"Saved as {saved}: it appears in the sidebar under your name.")
+    made = f" (from {given!r}: a run name keeps letters, digits, '-', '_' and '.')" if name not in (None, given) else ""
+    st.session_state["save_message"] = (
+        "success",
+        f"Saved as {run_name(saved, who)}{made}: it appears in the sidebar under your name.",
+    )
 
 
-def _saved_already(run, name: str | None, who: str) -> str | None:
+def _saved_already(run, run_id: str | None, who: str) -> str | None:
     """The id this session saved ``run`` under, if this click asks for that same save again."""
     last, saved, by = st.session_state.get("saved_run", (None, None, None))
-    if last is run and by == who and name in (None, saved) and saved in run_store().ids():
+    if last is run and by == who and run_id in (None, saved) and saved in run_store().ids():
         return saved
     return None
 
@@ -257,7 +297,13 @@ def _pick(groups: dict[str, list[str]], owner_of: dict[str, str]) -> str | None:
         return None
     if st.session_state.get("run_id", groups[owner][0]) not in groups[owner]:
         del st.session_state["run_id"]
-    return st.selectbox("Saved run", groups[owner], key="run_id", bind="query-params")
+    return st.selectbox(
+        "Saved run",
+        groups[owner],
+        key="run_id",
+        bind="query-params",
+        format_func=lambda run_id: run_name(run_id, owner or None),
+    )
 
 
 def teacher_passcode() -> str | None:

@@ -312,3 +312,30 @@ def without_paths(text: str) -> str:
 def error(err, container=st) -> None:
     """An error for the reader: its message (no traceback) without server paths."""
     container.error(without_paths(str(err) or type(err).__name__))
+
+
+def training_line(config: dict) -> str:
+    """A run's config (``run.config``) as one short line a student reads: where the data came from (no server
+    path), the split, the training settings that differ between runs, the model's hyperparameters."""
+    train, hp = config["train"], config["hp"]
+    parts = [
+        f"data: {without_paths(config['data_source'])}",
+        f"split seed {config['split']['seed']}",
+        f"{train['task']}, up to {train['epochs']} epoch{'s' * (train['epochs'] != 1)} (patience {train['patience']}), batch {train['batch_size']}",
+        f"lr {train['lr']:g}, weight decay {train['weight_decay']:g}, seed {train['seed']}",
+    ]
+    if train.get("average_from"):
+        parts.append(f"weights averaged from epoch {train['average_from']}")
+    if train.get("field_decay"):
+        parts.append("field decay " + ", ".join(f"{f} ×{v:g}" for f, v in train["field_decay"].items()))
+    if train.get("linear_decay", 1.0) != 1.0:
+        parts.append(f"linear decay ×{train['linear_decay']:g}")
+    shown = [f"{k} {_short(v)}" for k, v in hp.items() if v is not None]
+    return " · ".join(parts + ([", ".join(shown)] if shown else []))
+
+
+def _short(value) -> str:
+    """A hyperparameter's value: a number as written, a long list as its length."""
+    if isinstance(value, list | tuple):
+        return f"[{len(value)} numbers]" if len(value) > 8 else "(" + ", ".join(_short(v) for v in value) + ")"
+    return f"{value:g}" if isinstance(value, float) else str(value)
