@@ -24,7 +24,7 @@ from app_pages._lesson import class_answers, class_warning
 from app_pages._queue import job_queue, progress_of
 from app_pages._replay import training_controls
 from app_pages._ui import run_store
-from app_pages._view import chart, link_check, without_paths
+from app_pages._view import chart, link_check, note_dropped, without_paths
 from fmlib.jobs import Job
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
@@ -32,6 +32,7 @@ from fmlib.snapshots import Snapshots
 from fmlib.train import MONITOR, train_model
 
 TEACHER_COOKIE = "fmlib_teacher"
+TOKEN = re.compile(r"[A-Za-z0-9_-]{22}")  # a training's token (fmlib.jobs: secrets.token_urlsafe(16))
 
 
 def submit_training(model: str, data, config, hp: dict) -> None:
@@ -58,11 +59,13 @@ def session_training() -> Job | None:
     if job is None and token is not None:
         job = job_queue().find(token)
         if job is None:
-            del st.query_params["training"]
-            st.info(
-                "The training in this link is no longer on the server: it ended, or nobody followed it for "
-                f"{job_queue().orphan_seconds:.0f} s and it was cancelled."
+            why = (
+                "it is not a training's token"
+                if not TOKEN.fullmatch(token)
+                else "that training is no longer on the server (it ended, or nobody followed it for "
+                f"{job_queue().orphan_seconds:.0f} s and it was cancelled)"
             )
+            note_dropped("training", why)
             return None
         st.session_state["train_job"] = job
     elif job is not None and token != job.token and not job.done:  # the URL lost it (another page's link)

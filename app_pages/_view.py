@@ -104,8 +104,19 @@ def checked_link(draw: Callable[[], T], key: str, ok: Callable[[str], bool], all
     return draw()
 
 
+def note_dropped(key: str, why: str) -> None:
+    """A link value that no widget holds (``?training=...``) is dropped from the URL; ``link_notes`` says so above
+    the page, once."""
+    value = st.query_params.get(key)
+    st.query_params.pop(key, None)
+    st.session_state.setdefault("dropped_notes", []).append(f"The link's {key} = {value!r} was dropped: {why}.")
+
+
 def link_notes() -> None:
-    """The notes on the sidebar's invalid link values, shown above the page until the widget changes."""
+    """The notes on the sidebar's invalid link values, shown above the page until the widget changes; and, once,
+    the notes on dropped link values (``note_dropped``)."""
+    for note in st.session_state.pop("dropped_notes", []):
+        st.info(note)
     for key, (note, where, fallen_back_to) in list(st.session_state.get("link_notes", {}).items()):
         if where != "sidebar":
             continue
@@ -240,6 +251,7 @@ def on_demand(label: str, key: str, draw: Callable[[], None]) -> None:
     in it on each visit: most of a visit's time on a long page (README, "How fast pages draw"). This
     one holds nothing until opened. Its state is bound to the URL (``?key=true``), so "link to this
     view" and a lesson's link can open it; add ``key: False`` to the page's view defaults."""
+    link_check(key, one_of(("true", "false")), "true or false")  # Streamlit would drop another value silently
     box = st.expander(label, key=key, on_change="rerun", bind="query-params")
     if box.open:
         with box:
