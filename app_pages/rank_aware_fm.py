@@ -224,22 +224,18 @@ if seen["note"]:
     st.info(seen["note"])
 
 left, right = st.columns([1, 2])
-with left:
+with left:  # the numbers the lesson's stop states too, from the same parameter_summary
+    st.metric(
+        "RaFM's embedding numbers",
+        f"{summary['rafm_parameters']:,}",
+        f"{percent(summary['share'])} of FM({ranks[-1]})'s",
+        delta_color="off",
+    )
     row = table_row(result, ranks)
-    if row is not None:  # the number section 3's table shows (embeddings, linear weights and bias)
-        st.metric(
-            f"RaFM{ranks} has",
-            f"{row['parameters']:,.0f} parameters",
-            f"{percent(row['parameters_vs_top_fm'])} of FM({ranks[-1]})'s",
-            delta_color="off",
-        )
-        secondary(f"Mean over the {row['seeds']} seeds of the table in section 3, as that table counts them.")
-    else:
-        st.metric(
-            "RaFM stores",
-            f"{summary['rafm_parameters']:,} embedding numbers",
-            f"{percent(summary['share'])} of FM({ranks[-1]})'s",
-            delta_color="off",
+    if row is not None:
+        secondary(
+            f"With linear weights and bias, as section 3's table counts them (mean over its {row['seeds']} seeds): "
+            f"{row['parameters']:,.0f} parameters, {percent(row['parameters_vs_top_fm'])} of FM({ranks[-1]})'s."
         )
 with right:
     st.markdown(
