@@ -31,7 +31,7 @@ app: venv
 # Trainings queue server-wide (FMLIB_TRAIN_WORKERS); the Teacher page needs FMLIB_TEACHER_PASSCODE.
 serve: venv
 	$(PY) -m fmlib data fetch
-	$(PY) -m streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
+	$(PY) -m streamlit run server.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
 		--server.fileWatcherType none --server.runOnSave false
 
 # JupyterLab from .venv on notebooks/; their kernel is the venv's Python (as root, e.g. in a container, JupyterLab needs --allow-root).

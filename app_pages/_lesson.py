@@ -18,6 +18,7 @@ import streamlit as st
 
 from app_pages._ui import run_store
 from app_pages._view import SIDEBAR_DEFAULTS, projector
+from fmlib.derivations import catalog
 from fmlib.lessons.classroom import ClassAnswers, open_class
 from fmlib.runs import RunError
 
@@ -126,6 +127,17 @@ def write_url(saved: dict) -> None:
         st.query_params["revealed"] = ",".join(map(str, sorted(revealed)))
     else:
         st.query_params.pop("revealed", None)
+
+
+def measured_rows(stop, rows):
+    """Of the scorecard's ``rows`` for the stop's page, the claims the stop's view tests: on a page of several
+    papers' derivations, only those of the papers the linked derivation cites (Rendle's identity is not the FM
+    gradient note)."""
+    derivation = stop.params.get("deriv_derivation")
+    if derivation is None or rows.empty:
+        return rows
+    source = next((d.source for d in catalog() if d.key == derivation), "")
+    return rows[[f"[{paper}]" in source for paper in rows["paper"]]]
 
 
 # --- prepared links --------------------------------------------------------------------------

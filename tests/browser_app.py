@@ -213,7 +213,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(tmp: Path, app: str = "app.py", env: dict | None = None):
+def serve(tmp: Path, app: str = "server.py", env: dict | None = None):
     """``app`` on a free port, its runs in ``tmp / "runs"``, its log in ``tmp / "server.log"``, no starter runs, ``env``
     added to its environment; yields (url, pid). The server is stopped (killed if need be) when the block ends,
     whatever happened."""

@@ -168,3 +168,15 @@ def test_lock_ends_the_unlock_and_an_altered_token_is_refused_with_a_note(server
     stolen.goto(lesson_url(servers[0]))
     settle(stolen)
     expect(stolen.get_by_text("The teacher's unlock in this browser was ended")).to_be_visible()
+
+
+def test_deep_links_ask_the_server_nothing_it_does_not_have(servers, browser):
+    """A deep link's first load finds the server at once: no 404 for /<page>/_stcore/health or host-config (and, as
+    in every browser test, no request to another host)."""
+    tab = new_tab(browser, VIEW)
+    failed = []
+    tab.on("response", lambda response: response.status >= 400 and failed.append((response.status, response.url)))
+    for path in ("lesson?stop=2", "train", "playground", "derivations"):
+        tab.goto(f"{servers[0]}/{path}")
+        settle(tab)
+    assert not failed
