@@ -17,7 +17,7 @@ import secrets
 import streamlit as st
 
 from app_pages._ui import run_store
-from app_pages._view import SIDEBAR_DEFAULTS, projector
+from app_pages._view import LESSON_VIEW, SIDEBAR_DEFAULTS, projector
 from fmlib.derivations import catalog
 from fmlib.lessons.classroom import ClassAnswers, open_class
 from fmlib.runs import RunError
@@ -27,9 +27,17 @@ RUN_KEYS = ("run_id", "fi_run")  # parameters that name a saved run
 ARRIVE = """
 <script>
 {
-  const sections = SECTIONS;  // keys of the sections the link opened: the first one drawn is where the stop looks
+  const sections = SECTIONS;  // keys of the sections the link opened (a toggle's "true" is no section: expanders only)
+  const main = "[data-testid='stMain']";
+  // where the stop looks: the page's main figure inside an opened section, else the first opened section drawn,
+  // else the page's main figure (the box keyed LESSON_VIEW), else nothing (the top)
+  const section = () => {
+    const opened = sections.map((key) => document.querySelector(`${main} .st-key-${key}`))
+      .filter((el) => el && el.querySelector(":scope > [data-testid='stExpander']"));
+    const view = document.querySelector(`${main} .st-key-LESSON_VIEW`);
+    return opened.find((el) => view && el.contains(view)) ? view : opened[0] ?? view;
+  };
   const top = () => document.querySelectorAll("*").forEach((el) => { if (el.scrollTop) el.scrollTop = 0; });
-  const section = () => sections.map((key) => document.querySelector(`[data-testid='stMain'] .st-key-${key}`)).find(Boolean);
   const follow = (el) => { el.style.scrollMarginTop = "4.5rem"; el.scrollIntoView({ block: "start" }); };  // below the header
   const drawn = () => document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state") === "notRunning"
     && !document.querySelector("[data-testid='stMain'] [data-testid='stSkeleton']")
@@ -178,8 +186,10 @@ def follow_prepared_link() -> None:
 
 def arrive() -> None:
     """On the page a prepared link opened: start at the section the link opened (a parameter ``key=true`` of a
-    section drawn on demand, ``_view.on_demand``), else at the page's top: the browser kept the Lesson's scroll
-    position, where the link sits low. Drawn in the sidebar, whose empty box takes no room from the page."""
+    section drawn on demand, ``_view.on_demand``), else at the page's main figure (drawn in a container with the
+    key ``LESSON_VIEW``), else at the page's top: the browser kept the Lesson's scroll position, where the link
+    sits low. Drawn in the sidebar, whose empty box takes no room from the page."""
     sections = st.session_state.pop("lesson_arrived", None)
     if sections is not None:
-        st.sidebar.html(ARRIVE.replace("SECTIONS", json.dumps(sections)), unsafe_allow_javascript=True)
+        script = ARRIVE.replace("SECTIONS", json.dumps(sections)).replace("LESSON_VIEW", LESSON_VIEW)
+        st.sidebar.html(script, unsafe_allow_javascript=True)

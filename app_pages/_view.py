@@ -281,6 +281,9 @@ def _built(key: tuple, _build: Callable, _args: tuple, _kwargs: dict):
     return _build(*_args, **_kwargs)
 
 
+LESSON_VIEW = "lesson_view"  # the key of the box that holds a page's main figure: where a lesson's link arrives
+
+
 def chart(fig: go.Figure, container=st, **kwargs) -> None:
     """``st.plotly_chart`` without Streamlit's browser-side theme (``theme=None``; its colours and the margins
     it gave come from the ``streamlit+fmlib`` template) and with larger text in projector mode. The theme is
