@@ -155,9 +155,9 @@ def fmgrad_verdicts() -> None:
         return
     rows = measure_all(*fmgrad.claims(frame))
     errors, speed = rows[rows["metric"] != "speedup"], rows[rows["metric"] == "speedup"]  # one quantity per axis
-    title, x_title = "Is eq. 8 the gradient? (random P and X)", "largest absolute error against autograd"
+    title, x_title = "Is eq. 8 the gradient? (random P and X)", "largest error vs autograd"
     chart(threshold_figure(errors, title, log_x=True, x_title=x_title), key="fmgrad_verdicts")
-    title, x_title = "Is the memoised gradient cheaper?", "speed-up over the naive sum (×), 95 % interval"
+    title, x_title = "Is the memoised gradient cheaper?", "speed-up (×), 95 % interval"
     chart(threshold_figure(speed, title, x_title=x_title), key="fmgrad_speedups")
     verdict_table(rows)
     numbers = {"error": "{:.1e}", "cpu_seconds": "{:.4f}", "speedup": "{:.2f}×"}
