@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 PORT    ?= 8501
 ADDRESS ?= 0.0.0.0
 
-.PHONY: venv app serve notebook notebooks-html test test-fast lint bench browser-deps clean
+.PHONY: venv app serve notebook notebooks-html test test-fast lint bench system-deps browser-deps clean
 
 venv: $(STAMP)
 
@@ -15,9 +15,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# Debian's Chromium for the real-browser test; installed only where missing.
-browser-deps:
+# Debian's packages the tests need, each installed only where missing: Chromium for the real-browser tests, PostgreSQL
+# for the class on two app servers sharing one database (the test starts its own server in a temporary folder).
+system-deps:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
+browser-deps: system-deps
 
 app: venv
 	$(PY) -m fmlib data fetch
@@ -27,7 +31,7 @@ app: venv
 # Trainings queue server-wide (FMLIB_TRAIN_WORKERS); the Teacher page needs FMLIB_TEACHER_PASSCODE.
 serve: venv
 	$(PY) -m fmlib data fetch
-	$(PY) -m streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
+	$(PY) -m streamlit run server.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
 		--server.fileWatcherType none --server.runOnSave false
 
 # JupyterLab from .venv on notebooks/; their kernel is the venv's Python (as root, e.g. in a container, JupyterLab needs --allow-root).
@@ -50,7 +54,7 @@ notebooks-html: venv
 # catalogue), heaviest groups first. One torch thread in every process the tests start (notebook kernels, the app's
 # servers): beside the other worker, a kernel with two threads spun for a core it could not have (notebook 01: 19 s
 # alone, 323 s so). Every run ends with its 15 slowest tests (pytest.ini).
-test: venv browser-deps
+test: venv system-deps
 	$(PY) -m fmlib data fetch
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup
 

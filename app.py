@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from app_pages._classroom import run_picker, training_in_sidebar
+from app_pages._classroom import class_in_sidebar, run_picker, training_in_sidebar
 from app_pages._lesson import arrive
 from app_pages._ui import DATASETS, PAGES, load_data, starter_status, warm_up
 from app_pages._view import (
@@ -20,7 +20,7 @@ from app_pages._view import (
 torch.set_num_threads(1)  # minibatches of small tensors: one thread is as fast, and robust
 st.set_page_config(
     page_title="fmlib explainer",
-    page_icon=":material/hub:",
+    page_icon="🧮",  # an emoji is drawn in the page: a Material icon here is fetched from the internet
     layout="wide",
     initial_sidebar_state="collapsed" if projector() else "auto",
 )
@@ -50,6 +50,7 @@ with st.sidebar:
     except Exception as err:  # the data error says how to get the data, then lists every source tried
         error(err)
     starter_status()
+    class_in_sidebar()
     training_in_sidebar()
     run_picker()
 projector_style()

@@ -2,21 +2,24 @@
 
 Not a page. A student's guesses live in the session (``lesson_guesses``) and in the URL
 (``guesses``, ``revealed``), so they survive a visit to another page, the browser's Back and a
-reload. The class's answers live in one ``ClassAnswers`` per server, counted per browser (a
-hash of Streamlit's XSRF cookie, so a second tab does not vote twice), with no names.
+reload. The class's answers, reveals and pacing live in the class's database (``ClassAnswers``: a SQLite
+file beside the run store, or the database FMLIB_CLASS_DB names, which several servers can share), counted per
+browser (a hash of Streamlit's XSRF cookie, so a second tab does not vote twice), with no names.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 
 import streamlit as st
 
 from app_pages._ui import run_store
-from app_pages._view import SIDEBAR_DEFAULTS, projector
-from fmlib.lessons.classroom import ClassAnswers
+from app_pages._view import LESSON_VIEW, SIDEBAR_DEFAULTS, projector
+from fmlib.derivations import catalog
+from fmlib.lessons.classroom import ClassAnswers, open_class
 from fmlib.runs import RunError
 
 KEPT = ("dataset", "projector")  # the view a prepared link keeps unless the stop names its own value
@@ -24,9 +27,17 @@ RUN_KEYS = ("run_id", "fi_run")  # parameters that name a saved run
 ARRIVE = """
 <script>
 {
-  const sections = SECTIONS;  // keys of the sections the link opened: the first one drawn is where the stop looks
+  const sections = SECTIONS;  // keys of the sections the link opened (a toggle's "true" is no section: expanders only)
+  const main = "[data-testid='stMain']";
+  // where the stop looks: the page's main figure inside an opened section, else the first opened section drawn,
+  // else the page's main figure (the box keyed LESSON_VIEW), else nothing (the top)
+  const section = () => {
+    const opened = sections.map((key) => document.querySelector(`${main} .st-key-${key}`))
+      .filter((el) => el && el.querySelector(":scope > [data-testid='stExpander']"));
+    const view = document.querySelector(`${main} .st-key-LESSON_VIEW`);
+    return opened.find((el) => view && el.contains(view)) ? view : opened[0] ?? view;
+  };
   const top = () => document.querySelectorAll("*").forEach((el) => { if (el.scrollTop) el.scrollTop = 0; });
-  const section = () => sections.map((key) => document.querySelector(`[data-testid='stMain'] .st-key-${key}`)).find(Boolean);
   const follow = (el) => { el.style.scrollMarginTop = "4.5rem"; el.scrollIntoView({ block: "start" }); };  // below the header
   const drawn = () => document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state") === "notRunning"
     && !document.querySelector("[data-testid='stMain'] [data-testid='stSkeleton']")
@@ -49,10 +60,30 @@ ARRIVE = """
 """
 
 
-@st.cache_resource
+def class_url() -> str:
+    """The class's database: FMLIB_CLASS_DB (a SQLAlchemy URL, e.g. postgresql://user:password@host/class), else
+    a SQLite file beside the run store (``runs`` → ``runs-classroom.sqlite``), made on first use."""
+    if url := os.environ.get("FMLIB_CLASS_DB"):
+        return url
+    root = run_store().root.resolve()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{root.parent / (root.name + '-classroom.sqlite')}"
+
+
+@st.cache_resource(show_spinner=False)
+def _open_class(url: str) -> tuple[ClassAnswers, str | None]:
+    """One per server and database: the class, and a warning if it is kept in memory instead."""
+    return open_class(url)
+
+
 def class_answers() -> ClassAnswers:
-    """One per server: every session's answers to every lesson."""
-    return ClassAnswers()
+    """Every session's answers to every lesson, the reveals, the pacing and the teacher's unlocks."""
+    return _open_class(class_url())[0]
+
+
+def class_warning() -> str | None:
+    """One line when the class's database could not be reached (the class is then kept in memory)."""
+    return _open_class(class_url())[1]
 
 
 def voter() -> str:
@@ -106,6 +137,17 @@ def write_url(saved: dict) -> None:
         st.query_params.pop("revealed", None)
 
 
+def measured_rows(stop, rows):
+    """Of the scorecard's ``rows`` for the stop's page, the claims the stop's view tests: on a page of several
+    papers' derivations, only those of the papers the linked derivation cites (Rendle's identity is not the FM
+    gradient note)."""
+    derivation = stop.params.get("deriv_derivation")
+    if derivation is None or rows.empty:
+        return rows
+    source = next((d.source for d in catalog() if d.key == derivation), "")
+    return rows[[f"[{paper}]" in source for paper in rows["paper"]]]
+
+
 # --- prepared links --------------------------------------------------------------------------
 
 
@@ -144,8 +186,10 @@ def follow_prepared_link() -> None:
 
 def arrive() -> None:
     """On the page a prepared link opened: start at the section the link opened (a parameter ``key=true`` of a
-    section drawn on demand, ``_view.on_demand``), else at the page's top: the browser kept the Lesson's scroll
-    position, where the link sits low. Drawn in the sidebar, whose empty box takes no room from the page."""
+    section drawn on demand, ``_view.on_demand``), else at the page's main figure (drawn in a container with the
+    key ``LESSON_VIEW``), else at the page's top: the browser kept the Lesson's scroll position, where the link
+    sits low. Drawn in the sidebar, whose empty box takes no room from the page."""
     sections = st.session_state.pop("lesson_arrived", None)
     if sections is not None:
-        st.sidebar.html(ARRIVE.replace("SECTIONS", json.dumps(sections)), unsafe_allow_javascript=True)
+        script = ARRIVE.replace("SECTIONS", json.dumps(sections)).replace("LESSON_VIEW", LESSON_VIEW)
+        st.sidebar.html(script, unsafe_allow_javascript=True)

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._view import cached, chart, error, shown_path
+from app_pages._view import LESSON_VIEW, cached, chart, error, shown_path
 from fmlib.data.dataset import TASKS
 from fmlib.experiments import fmgrad, inversion, scorecard, tables
 from fmlib.experiments.claims import measure_all
@@ -135,7 +135,8 @@ def inversion_verdicts() -> None:
         title = "Newton's attack by regulariser γ<br><sup>rate over instances, 95 % Wilson interval</sup>"
         return success_figure(by_start, {label: bound for label in by_start}, title)
 
-    chart(drawn_once(header, "rates", rates_figure), key="inversion_committed_rates")
+    rates = drawn_once(header, "rates", rates_figure)
+    chart(rates, container=st.container(key=LESSON_VIEW), key="inversion_committed_rates")  # the stop's figure
     verdicts = drawn_once(header, "verdicts", lambda: threshold_figure(rows, "Theorems 4.2–4.4 at their γ, checked"))
     chart(verdicts, key="inversion_verdicts")
     verdict_table(rows)
@@ -153,7 +154,11 @@ def fmgrad_verdicts() -> None:
     if frame is None:
         return
     rows = measure_all(*fmgrad.claims(frame))
-    chart(threshold_figure(rows, "The note's claims on random P and X", log_x=True), key="fmgrad_verdicts")
+    errors, speed = rows[rows["metric"] != "speedup"], rows[rows["metric"] == "speedup"]  # one quantity per axis
+    title, x_title = "Is eq. 8 the gradient? (random P and X)", "largest error vs autograd"
+    chart(threshold_figure(errors, title, log_x=True, x_title=x_title), key="fmgrad_verdicts")
+    title, x_title = "Is the memoised gradient cheaper?", "speed-up (×), 95 % interval"
+    chart(threshold_figure(speed, title, x_title=x_title), key="fmgrad_speedups")
     verdict_table(rows)
     numbers = {"error": "{:.1e}", "cpu_seconds": "{:.4f}", "speedup": "{:.2f}×"}
     summary = fmgrad.summary(frame).set_index("fields")

@@ -104,8 +104,19 @@ def checked_link(draw: Callable[[], T], key: str, ok: Callable[[str], bool], all
     return draw()
 
 
+def note_dropped(key: str, why: str) -> None:
+    """A link value that no widget holds (``?training=...``) is dropped from the URL; ``link_notes`` says so above
+    the page, once."""
+    value = st.query_params.get(key)
+    st.query_params.pop(key, None)
+    st.session_state.setdefault("dropped_notes", []).append(f"The link's {key} = {value!r} was dropped: {why}.")
+
+
 def link_notes() -> None:
-    """The notes on the sidebar's invalid link values, shown above the page until the widget changes."""
+    """The notes on the sidebar's invalid link values, shown above the page until the widget changes; and, once,
+    the notes on dropped link values (``note_dropped``)."""
+    for note in st.session_state.pop("dropped_notes", []):
+        st.info(note)
     for key, (note, where, fallen_back_to) in list(st.session_state.get("link_notes", {}).items()):
         if where != "sidebar":
             continue
@@ -240,6 +251,7 @@ def on_demand(label: str, key: str, draw: Callable[[], None]) -> None:
     in it on each visit: most of a visit's time on a long page (README, "How fast pages draw"). This
     one holds nothing until opened. Its state is bound to the URL (``?key=true``), so "link to this
     view" and a lesson's link can open it; add ``key: False`` to the page's view defaults."""
+    link_check(key, one_of(("true", "false")), "true or false")  # Streamlit would drop another value silently
     box = st.expander(label, key=key, on_change="rerun", bind="query-params")
     if box.open:
         with box:
@@ -267,6 +279,9 @@ def _named(value):
 @st.cache_resource(show_spinner=False, max_entries=256, hash_funcs={torch.Tensor: lambda t: t.detach().cpu().numpy()})
 def _built(key: tuple, _build: Callable, _args: tuple, _kwargs: dict):
     return _build(*_args, **_kwargs)
+
+
+LESSON_VIEW = "lesson_view"  # the key of the box that holds a page's main figure: where a lesson's link arrives
 
 
 def chart(fig: go.Figure, container=st, **kwargs) -> None:
@@ -312,3 +327,30 @@ def without_paths(text: str) -> str:
 def error(err, container=st) -> None:
     """An error for the reader: its message (no traceback) without server paths."""
     container.error(without_paths(str(err) or type(err).__name__))
+
+
+def training_line(config: dict) -> str:
+    """A run's config (``run.config``) as one short line a student reads: where the data came from (no server
+    path), the split, the training settings that differ between runs, the model's hyperparameters."""
+    train, hp = config["train"], config["hp"]
+    parts = [
+        f"data: {without_paths(config['data_source'])}",
+        f"split seed {config['split']['seed']}",
+        f"{train['task']}, up to {train['epochs']} epoch{'s' * (train['epochs'] != 1)} (patience {train['patience']}), batch {train['batch_size']}",
+        f"lr {train['lr']:g}, weight decay {train['weight_decay']:g}, seed {train['seed']}",
+    ]
+    if train.get("average_from"):
+        parts.append(f"weights averaged from epoch {train['average_from']}")
+    if train.get("field_decay"):
+        parts.append("field decay " + ", ".join(f"{f} ×{v:g}" for f, v in train["field_decay"].items()))
+    if train.get("linear_decay", 1.0) != 1.0:
+        parts.append(f"linear decay ×{train['linear_decay']:g}")
+    shown = [f"{k} {_short(v)}" for k, v in hp.items() if v is not None]
+    return " · ".join(parts + ([", ".join(shown)] if shown else []))
+
+
+def _short(value) -> str:
+    """A hyperparameter's value: a number as written, a long list as its length."""
+    if isinstance(value, list | tuple):
+        return f"[{len(value)} numbers]" if len(value) > 8 else "(" + ", ".join(_short(v) for v in value) + ")"
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -554,9 +554,10 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
             f"rank ρ = 1 (budget ρ(m+1) = {m + 1} parameters, the only one below the {m * (m - 1) // 2} pairs)"
         )
     else:
+        given = {} if "rho" in st.session_state else {"value": min(2, max_rank)}  # set by a reset or a link: no default
         rank = checked_link(
             lambda: left.slider(
-                "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, min(2, max_rank), key="rho", bind="query-params"
+                "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, **given, key="rho", bind="query-params"
             ),
             "rho",
             in_range(1, max_rank, integer=True),

@@ -8,6 +8,7 @@ from app_pages._intuition import block, vector
 from app_pages._measured import drawn_once, measured_table, source_caption
 from app_pages._ui import bounded_number, notebook_link
 from app_pages._view import (
+    LESSON_VIEW,
     chart,
     checked_link,
     copy_link_and_reset,
@@ -207,7 +208,7 @@ except ValueError as err:
     st.error(str(err))
 else:
     bounds, prod = RotationBounds(*rotation), ProductBounds(*product)
-    chart(growth_figure(m_max, d, rotation, product, log_y))
+    chart(growth_figure(m_max, d, rotation, product, log_y), container=st.container(key=LESSON_VIEW))
     last = df.iloc[-1]
     st.markdown(
         f"At m = {int(last.m)}: product term **{last['product']:.3g}** (lower bound "

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages._classroom import teacher_passcode
+from app_pages._classroom import teacher_passcode, teacher_unlocked
 from app_pages._keys import step_keys
-from app_pages._lesson import class_answers, follow_prepared_link, guesses, prepare, voter, write_url
+from app_pages._lesson import class_answers, follow_prepared_link, guesses, measured_rows, prepare, voter, write_url
 from app_pages._measured import scorecard_rows, verdict_table
 from app_pages._view import (
     chart,
@@ -106,7 +106,7 @@ def right_choice(number: int):
 
 answers = class_answers()
 collecting = teacher_passcode() is not None  # a class: answers are counted for the teacher
-teacher = collecting and bool(st.session_state.get("teacher"))
+teacher = collecting and teacher_unlocked()
 paced = collecting and answers.paced(name)
 saved = guesses(name)
 write_url(saved)  # every run: after the callbacks below changed them, and after Back or a page visit
@@ -212,7 +212,7 @@ if shown:
     open_prepared(stop.page, f"Open the {stop.page.replace('_', ' ')} page, prepared")
     with main:
         try:
-            rows = scorecard_rows(stop.page)
+            rows = measured_rows(stop, scorecard_rows(stop.page))
         except ValueError as err:  # a damaged result table: say which
             error(err)
             rows = pd.DataFrame()
@@ -283,10 +283,10 @@ def start_over():
 
 
 st.divider()
-ends = st.columns([1, 1, 3])
-if ends[0].button("Summary of the lesson", key="lesson_summary", icon=":material/checklist:"):
+ends = st.container(horizontal=True)  # buttons as wide as their labels: never cut at 150 %
+if ends.button("Summary of the lesson", key="lesson_summary", icon=":material/checklist:"):
     summary()
-ends[1].button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess of this lesson cleared")
+ends.button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess of this lesson cleared")
 copy_link_and_reset({"lesson": next(iter(files)), "stop": 1}, container=bar)
 secondary(f"**{lesson.title}** · {last} stops · {lesson.minutes} minutes. {lesson.summary}", show=st.markdown)
 with st.expander("Outline"):

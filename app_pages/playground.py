@@ -22,9 +22,10 @@ st.markdown(
     "of two numbers, drawn as points: **drag a point** (or Tab to it and use the arrow keys), and every "
     "score, every pairwise term and its share of the score change as you move."
 )
-st.latex(
-    r"\hat y(u, m) = w_0 + w_u + w_m + \bar w_{G(m)} + \sum_{f<g} R_{fg}\,\langle e_f, e_g\rangle,\qquad "
-    r"e_{user} = v_u,\; e_{movie} = v_m,\; e_{genre} = \tfrac{1}{|G(m)|}\textstyle\sum_{g \in G(m)} v_g"
+st.latex(  # two lines: on one, the formula ran past the page's right edge at 1280 px
+    r"\begin{gathered}\hat y(u, m) = w_0 + w_u + w_m + \bar w_{G(m)} + \sum_{f<g} R_{fg}\,\langle e_f, e_g\rangle,"
+    r"\\ e_{user} = v_u,\; e_{movie} = v_m,\; e_{genre} = \tfrac{1}{|G(m)|}\textstyle\sum_{g \in G(m)} v_g"
+    r"\end{gathered}"
 )
 secondary(
     "[Rendle2010] eq. 1 with R = 11ᵀ − I (every R_fg = 1); the field-weighted FM ([FwFM] eq. 3) learns R; "

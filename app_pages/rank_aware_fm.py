@@ -7,7 +7,7 @@ from app_pages._intuition import block
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, variant_as_math
-from app_pages._view import chart, checked_link, copy_link_and_reset, on_demand, secondary, title_bar
+from app_pages._view import LESSON_VIEW, chart, checked_link, copy_link_and_reset, on_demand, secondary, title_bar
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.data.synthetic import PLANTED_RANKS
@@ -212,7 +212,7 @@ def worked_example(example, ranks, thresholds, field: str) -> None:
 worked_example(seen["example"], ranks, summary["thresholds"], seen["example_field"])
 
 st.subheader("1 · How often does each feature occur?")
-chart(seen["histogram"])
+chart(seen["histogram"], container=st.container(key=LESSON_VIEW))  # where the lesson's link arrives
 st.markdown(
     "Each feature gets the rank closest to its count on a log scale, **eq. 17**: "
     "$k_i = \\arg\\min_k |\\log n_i - \\log D_k|$. Two neighbours are equally close at the geometric mean, so "
@@ -224,22 +224,18 @@ if seen["note"]:
     st.info(seen["note"])
 
 left, right = st.columns([1, 2])
-with left:
+with left:  # the numbers the lesson's stop states too, from the same parameter_summary
+    st.metric(
+        "RaFM's embedding numbers",
+        f"{summary['rafm_parameters']:,}",
+        f"{percent(summary['share'])} of FM({ranks[-1]})'s",
+        delta_color="off",
+    )
     row = table_row(result, ranks)
-    if row is not None:  # the number section 3's table shows (embeddings, linear weights and bias)
-        st.metric(
-            f"RaFM{ranks} has",
-            f"{row['parameters']:,.0f} parameters",
-            f"{percent(row['parameters_vs_top_fm'])} of FM({ranks[-1]})'s",
-            delta_color="off",
-        )
-        secondary(f"Mean over the {row['seeds']} seeds of the table in section 3, as that table counts them.")
-    else:
-        st.metric(
-            "RaFM stores",
-            f"{summary['rafm_parameters']:,} embedding numbers",
-            f"{percent(summary['share'])} of FM({ranks[-1]})'s",
-            delta_color="off",
+    if row is not None:
+        secondary(
+            f"With linear weights and bias, as section 3's table counts them (mean over its {row['seeds']} seeds): "
+            f"{row['parameters']:,.0f} parameters, {percent(row['parameters_vs_top_fm'])} of FM({ranks[-1]})'s."
         )
 with right:
     st.markdown(

@@ -230,6 +230,7 @@ movielens = data.test.frame is not None and {"user_id", "movie_id", "rating", "t
 if movielens:
     users = sorted(int(u) for u in data.test.frame.user_id.unique())
     link_check("user", one_of(users), "a user of the test split")
+    link_check("query", lambda _: False, "on MovieLens the page ranks for a user, not for a test sample number")
     user = int(
         st.selectbox(
             "user", users, key="user", bind="query-params", help="their latest test rating gives the time fields"

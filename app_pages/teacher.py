@@ -5,7 +5,8 @@ import shlex
 import pandas as pd
 import streamlit as st
 
-from app_pages._classroom import passcode_ok, teacher_passcode
+from app_pages._classroom import lock_teacher, passcode_ok, teacher_passcode, teacher_unlocked, unlock_teacher
+from app_pages._lesson import class_answers
 from app_pages._queue import server_job
 from app_pages._ui import load_run, run_store, starter_split
 from app_pages._view import copy_link_and_reset, title_bar
@@ -29,21 +30,25 @@ if teacher_passcode() is None:
     )
     st.stop()
 
-if not st.session_state.get("teacher"):
+if not teacher_unlocked():
     with st.form("unlock"):
         given = st.text_input("Passcode", type="password", key="teacher_given")
         unlocked = st.form_submit_button("Unlock")
     if unlocked and passcode_ok(given):
-        st.session_state["teacher"] = True
+        unlock_teacher()
         st.rerun()
     if unlocked:
         st.error("Wrong passcode: nothing was changed.")
     st.stop()
 
 store = run_store()
-if st.button("Lock", key="teacher_lock"):
-    st.session_state["teacher"] = False
+if st.button("Lock", key="teacher_lock", help="Ends the unlock in this browser: a reload no longer keeps it."):
+    lock_teacher()
     st.rerun()
+st.caption(
+    f"Unlocked in this browser for the class's length (FMLIB_CLASS_HOURS), across reloads and pages. "
+    f"The class's answers, reveals and pacing are kept in {class_answers().description}."
+)
 
 ids = store.ids()
 used = sum(store.size(i) for i in ids)

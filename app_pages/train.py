@@ -20,6 +20,7 @@ from app_pages._view import (
     one_of,
     shown_path,
     title_bar,
+    training_line,
 )
 from fmlib import presets
 from fmlib.arguments import int_list
@@ -283,13 +284,7 @@ if run is not None:
     chart(cached(learning_curves, run.history), key="final_curves")
     replay_choice(run)
     st.table({split: {k: round(v, 4) for k, v in m.items()} for split, m in run.metrics.items()})
-    shown_hp = {
-        k: (f"<{len(v)} numbers>" if isinstance(v, list) and len(v) > 8 else v) for k, v in run.config["hp"].items()
-    }
-    st.caption(
-        f"Data: {run.config['data_source']} · split seed {run.config['split']['seed']} · "
-        f"config {run.config['train']} · hyperparameters {shown_hp}"
-    )
+    st.caption(training_line(run.config))
     with st.form("save"):
         st.text_input("Run name (optional)", placeholder="e.g. fm-k16-seed0", key="save_name")
         st.text_input("Your name", value=author() or "", key="save_author", help="Your saved runs are listed under it.")

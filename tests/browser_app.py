@@ -17,6 +17,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from patience import limit, ms
 
@@ -118,11 +119,24 @@ def launch():
     return launched()
 
 
+# Every request the tests' pages sent to a host other than the app's server (loopback): a room without internet must
+# need none. tests/conftest.py fails a browser test that leaves one here, and lists the hosts of all of them.
+ELSEWHERE: list[str] = []
+LOCAL = ("127.0.0.1", "localhost", "::1")
+
+
+def _note_elsewhere(request) -> None:
+    if urlsplit(request.url).scheme in ("http", "https", "ws", "wss") and urlsplit(request.url).hostname not in LOCAL:
+        ELSEWHERE.append(request.url)
+
+
 def new_tab(browser, viewport: dict, scale: float = 1.0):
-    """A page in a fresh context (a fresh session) that WATCH observes, its waits stretched (patience.limit)."""
+    """A page in a fresh context (a fresh session) that WATCH observes, its waits stretched (patience.limit), every
+    request to another host noted in ``ELSEWHERE``."""
     from playwright.sync_api import expect
 
     context = browser.new_context(viewport=viewport, device_scale_factor=scale)
+    context.on("request", _note_elsewhere)
     context.add_init_script(WATCH)
     context.set_default_timeout(ms(WAIT))
     expect.set_options(timeout=ms(WAIT))
@@ -199,11 +213,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(tmp: Path, app: str = "app.py"):
-    """``app`` on a free port, its runs in ``tmp / "runs"``, its log in ``tmp / "server.log"``, no starter runs;
-    yields (url, pid). The server is stopped (killed if need be) when the block ends, whatever happened."""
+def serve(tmp: Path, app: str = "server.py", env: dict | None = None):
+    """``app`` on a free port, its runs in ``tmp / "runs"``, its log in ``tmp / "server.log"``, no starter runs, ``env``
+    added to its environment; yields (url, pid). The server is stopped (killed if need be) when the block ends,
+    whatever happened."""
     port = free_port()
-    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0"}
+    env = {**os.environ, "FMLIB_RUNS": str(tmp / "runs"), "FMLIB_STARTER_RUNS": "0", **(env or {})}
     command = [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true"]
     command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
     command += ["--server.fileWatcherType", "none"]  # as `make serve`: no reruns from files others write meanwhile

@@ -23,6 +23,7 @@ import functools
 import os
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import torch
@@ -165,6 +166,21 @@ def _clear_streamlit_caches():
 
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+@pytest.fixture(autouse=True)
+def no_request_leaves_the_room(request):
+    """A browser test fails if its pages sent any request to a host other than the app's server (browser_app
+    notes them): a classroom without internet must lose nothing."""
+    if request.node.get_closest_marker("browser") is None:
+        yield
+        return
+    from browser_app import ELSEWHERE
+
+    ELSEWHERE.clear()
+    yield
+    hosts = sorted({urlsplit(url).hostname for url in ELSEWHERE})
+    assert not ELSEWHERE, f"requests left the server for {hosts}: {ELSEWHERE[:5]}"
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from browser_app import CHROMIUM, ROOT, act, settle, still
 from patience import ms
 from test_browser_projector import CHART_TEXT_PROBLEMS, CHARTS_DRAWN, SCREENS, cut_buttons, opened
 
+from app_pages._view import LESSON_VIEW
 from fmlib.lessons import lesson_files, load_lesson
 
 SHOTS = ROOT / "tests" / "screenshots" / "lesson"
@@ -90,12 +91,20 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
             assert below_fold(tab, slider, height) <= 0, f"{where}: the ρ slider is below the fold"
             top = heatmaps.bounding_box()["y"]  # a 400 px chart cannot fit under the controls at 480 px: its title must
             assert top < height - 100, f"{where}: the heatmaps start at {top:.0f} px, below a {height} px screen"
-        for key in opened_sections(stop):  # the page starts at the section the link opened
-            tab.wait_for_function(CHARTS_DRAWN)  # the arrival follows the section while what lies above is drawn:
-            still(tab, f"[data-testid='stMain'] .st-key-{key}")  # its last scroll has settled
+        view = tab.locator(f"[data-testid='stMain'] .st-key-{LESSON_VIEW}")
+        for key in opened_sections(stop):
             box = tab.locator(f"[data-testid='stMain'] .st-key-{key}").bounding_box()
             assert box is not None, f"{where}: the link did not open the section {key}"
-            assert 0 <= box["y"] < height - 100, f"{where}: the section {key} starts at {box['y']:.0f} px, out of view"
+        # the page starts at its figure (the box keyed LESSON_VIEW: inside an opened section, or the page's main one),
+        # else at the section the link opened
+        looked_at = [f".st-key-{LESSON_VIEW}"] if view.count() else [f".st-key-{k}" for k in opened_sections(stop)]
+        for selector in looked_at:
+            tab.wait_for_function(CHARTS_DRAWN)  # the arrival follows it while what lies above is drawn:
+            still(tab, f"[data-testid='stMain'] {selector}")  # its last scroll has settled
+            box = tab.locator(f"[data-testid='stMain'] {selector}").bounding_box()
+            assert 0 <= box["y"] < height - 100, f"{where}: {selector} starts at {box['y']:.0f} px, out of view"
+            if selector.endswith(LESSON_VIEW) and screen == "1280x720":
+                assert box["y"] + box["height"] <= height, f"{where}: the figure ends below the fold"
         tab.wait_for_function(CHARTS_DRAWN)
         assert not tab.evaluate(CHART_TEXT_PROBLEMS), f"{where}: {tab.evaluate(CHART_TEXT_PROBLEMS)}"
         tab.screenshot(path=str(SHOTS / f"stop {number} {stop.page} {screen}.png"))

@@ -237,3 +237,16 @@ def test_the_movie_map_shows_titles_biases_and_two_seeds_agreement(server, tab):
     section.scroll_into_view_if_needed()
     tab.screenshot(path=str(SHOTS / "movie map.png"), full_page=False)
     assert tab.locator("[data-testid='stException']").count() == 0
+
+
+def test_the_display_formula_stands_whole_at_1280_px(server, browser):
+    tab = new_tab(browser, {"width": 1280, "height": 720})
+    tab.goto(f"{server[0]}/playground")
+    settle(tab)
+    cut = tab.evaluate(
+        """() => [...document.querySelectorAll("[data-testid='stMain'] .katex-display")]
+            .filter((k) => k.scrollWidth > k.clientWidth + 4)  // wider than its box: the rest is cut (or scrolls)
+            .map((k) => k.innerText.slice(0, 40))"""
+    )
+    assert not cut, f"display formulas cut at the right edge: {cut}"
+    tab.context.close()

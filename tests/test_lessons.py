@@ -107,15 +107,18 @@ def test_dplr_budget_is_rho_times_m_plus_one():
 
 
 def test_product_gradient_growth_equals_the_ratio_of_autograd_gradients():
-    value = product_gradient_growth(m_from=4, m_to=6, d=2).value
+    value = product_gradient_growth(m_from=4, m_to=6, d=2, trials=3).value
     X = {}
-    for m in (4, 6):  # the same draws as product_gradient: seed 0, |X| in [M − ε, M + ε]
-        gen = torch.Generator().manual_seed(0)
-        size = 1.25 + 0.5 * torch.rand(m, 2, generator=gen, dtype=torch.float64)
-        sign = torch.where(torch.rand(m, 2, generator=gen) < 0.5, -1.0, 1.0).double()
-        x = (sign * size).requires_grad_(True)
-        (g,) = torch.autograd.grad(x.prod(0).sum(), x)
-        X[m] = float(g.abs().sum(1).max())
+    for m in (4, 6):  # the page's draws (gradient_growth): seed 100·t + m, |X| in [M − ε, M + ε]; the smallest of 3
+        grads = []
+        for t in range(3):
+            gen = torch.Generator().manual_seed(100 * t + m)
+            size = 1.25 + 0.5 * torch.rand(m, 2, generator=gen, dtype=torch.float64)
+            sign = torch.where(torch.rand(m, 2, generator=gen) < 0.5, -1.0, 1.0).double()
+            x = (sign * size).requires_grad_(True)
+            (g,) = torch.autograd.grad(x.prod(0).sum(), x)
+            grads.append(float(g.abs().sum(1).max()))
+        X[m] = min(grads)
     assert value == pytest.approx(X[6] / X[4], rel=1e-12)
 
 

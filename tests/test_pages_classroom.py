@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from apptest import app_page, button, wait_for_training
@@ -73,15 +74,28 @@ def test_saving_needs_a_name_and_files_the_run_under_it(run):
     at = save(train_page(trained=run), "r1", "")
     assert "Your name: required" in at.error[0].value and RunStore().ids() == []
     at = save(at, "r1", "Ada")
-    assert "Saved as r1" in at.success[0].value
-    assert RunStore().by_author() == {"Ada": ["r1"]}
-    assert at.session_state["run_owner"] == "Ada" and at.session_state["run_id"] == "r1", "the sidebar picks it"
+    assert "Saved as r1:" in at.success[0].value
+    assert RunStore().by_author() == {"Ada": ["ada-r1"]}
+    assert at.session_state["run_owner"] == "Ada" and at.session_state["run_id"] == "ada-r1", "the sidebar picks it"
 
 
-@pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden"])
-def test_a_run_name_with_path_characters_is_refused_and_nothing_is_written(run, name):
+@pytest.mark.parametrize(("name", "made"), [("my fwfm", "my-fwfm"), ("../escape", "escape"), ("a/b", "a-b")])
+def test_a_name_with_spaces_or_path_characters_is_saved_as_its_slug_inside_the_store(run, name, made):
     at = save(train_page(trained=run), name, "Ada")
-    assert "run name" in at.error[0].value and RunStore().ids() == []
+    assert at.success[0].value.startswith(f"Saved as {made} (from {name!r}: a run name keeps letters")
+    assert RunStore().ids() == [f"ada-{made}"] and not (RunStore().root.parent / "escape").exists()
+
+
+def test_two_students_may_save_the_same_name_and_one_student_only_once(run):
+    save(train_page(trained=run), "my-fwfm", "Ada")
+    bob = save(train_page(trained=run), "my-fwfm", "Bob")
+    assert "Saved as my-fwfm:" in bob.success[0].value
+    assert RunStore().by_author() == {"Ada": ["ada-my-fwfm"], "Bob": ["bob-my-fwfm"]}
+    again = save(train_page(trained=run), "my fwfm", "Ada")  # another training of Ada's, the same name
+    assert [e.value for e in again.error] == [
+        "You already have a run named my-fwfm: choose another name, or leave it empty for a dated one."
+    ]
+    assert "/" not in again.error[0].value, "no server path"
 
 
 def test_a_full_store_says_so_and_writes_nothing(run, monkeypatch):
@@ -294,3 +308,51 @@ def test_every_page_training_waits_in_the_one_line(busy_server):
     assert any("queued, position 1" in i.value for i in ranking.info), "the line moved up"
     ranking.button(key="ranking_quick_run_job_cancel").click().run()
     assert busy_server.waiting() == 0
+
+
+def test_the_unlock_is_a_signed_token_that_a_reload_keeps_and_lock_ends(monkeypatch):
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    token = at.session_state["teacher_token"]
+    assert "s3cret" not in token and button(at, "Lock")
+    # a reload is a new session that finds the token in the browser's cookie (AppTest sends no cookies: the session
+    # is handed the token as the cookie hands it)
+    reloaded = app_page("app_pages/teacher.py", teacher_token=token)
+    reloaded.run()
+    assert not reloaded.exception and button(reloaded, "Lock"), "still the teacher"
+    button(reloaded, "Lock").click().run()
+    assert reloaded.text_input(key="teacher_given"), "locked: the passcode form again"
+    after_lock = app_page("app_pages/teacher.py", teacher_token=token)
+    after_lock.run()
+    assert after_lock.text_input(key="teacher_given"), "Lock ended the token for every later session"
+
+
+@pytest.mark.parametrize("how", ["altered", "expired"])
+def test_an_altered_or_expired_token_leaves_the_teacher_locked_with_a_note(monkeypatch, how):
+    from app_pages._classroom import _signature
+
+    at = unlock(teacher(monkeypatch, "s3cret"), "s3cret")
+    unlock_id, expires, signature = at.session_state["teacher_token"].split(".")
+    if how == "altered":  # pushed a day on, the signature kept
+        token = f"{unlock_id}.{int(expires) + 86400}.{signature}"
+    else:  # signed with the passcode, but its time is up
+        past = int(time.time()) - 1
+        token = f"{unlock_id}.{past}.{_signature(f'{unlock_id}.{past}')}"
+    frame = app_page("app.py", teacher_token=token)
+    frame.run()
+    note = {"altered": "was not accepted", "expired": "has expired (it lasts 3 h)"}[how]
+    assert any(note in i.value and "Unlock again on the Teacher page" in i.value for i in frame.sidebar.info)
+    frame.switch_page("app_pages/teacher.py").run()
+    assert not frame.exception and frame.text_input(key="teacher_given"), "locked"
+
+
+def test_the_training_is_shown_in_one_readable_line_without_a_server_path(run):
+    from dataclasses import replace
+    from pathlib import Path
+
+    cache = Path.home() / ".cache" / "fmlib" / "ml-100k"
+    served = replace(run, config={**run.config, "data_source": f"cache {cache} (from PyPI wheel recbole==1.2.1)"})
+    (line,) = [c.value for c in train_page(trained=served).caption if c.value.startswith("data:")]
+    assert line == (
+        "data: cache ml-100k (from PyPI wheel recbole==1.2.1) · split seed 0 · rating, up to 1 epoch (patience 3), "
+        "batch 256 · lr 0.005, weight decay 0.0003, seed 0 · dim 2"
+    )

@@ -44,7 +44,7 @@ def test_train_page_trains_shows_metrics_and_saves():
     button(at, "Save run").click().run()
     assert not at.exception
     assert "Saved as teaching-run" in at.success[0].value
-    assert RunStore().ids() == ["teaching-run"]
+    assert RunStore().ids() == ["ada-teaching-run"]
 
 
 def test_train_page_model_hyperparameters_follow_the_model():

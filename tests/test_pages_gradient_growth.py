@@ -134,3 +134,22 @@ def test_the_page_opens_with_one_example_traced_before_the_measured_chart(at):
     assert position(at, starts("**Question.**")) < opens < position(at, of_type("slider"))
     assert opens < position(at, of_type("plotly_chart"))
     assert figure(at, 0)["data"][0]["name"].startswith("one m-way product term")  # the measured chart stays first
+
+
+def test_the_lesson_stop_and_the_page_state_the_same_rotation_gradient():
+    """The stop's numbers come from the page's own table: the rotation layer's gradient at m = 32 and its bound."""
+    import re
+
+    from fmlib.lessons import lesson_files, load_lesson
+    from fmlib.lessons.answers import product_gradient_growth
+
+    stop = next(s for s in load_lesson(lesson_files()[0]).stops if s.compute == "product_gradient_growth")
+    said = product_gradient_growth(**stop.compute_args).text
+    gradient, bound = re.search(r"gradient at m = 32 is ([\d.e+-]+), under its bound C₁·m = ([\d.e+-]+)", said).groups()
+    app = app_page(PAGE, timeout=60)
+    for key, value in stop.params.items():
+        app.query_params[key] = value
+    app.run()
+    assert not app.exception
+    (line,) = [m.value for m in app.markdown if m.value.startswith("At m = 32:")]
+    assert f"rotation layer **{gradient}** (upper bound C₁·m = {bound})" in line

@@ -135,3 +135,13 @@ def test_a_stop_on_a_page_without_scorecard_rows_shows_none(tmp_path, monkeypatc
     at.button(key="reveal_one_1").click().run()
     assert not at.exception and "Your guess, a, is right." in at.success[0].value
     assert not at.table and not any(m.value.startswith("**Measured.**") for m in at.markdown)
+
+
+def test_rendles_stop_on_the_derivations_page_lists_none_of_the_fm_gradient_notes_claims():
+    stops = load_lesson("lessons/intro.toml").stops
+    number = next(i for i, s in enumerate(stops, 1) if s.params.get("deriv_derivation") == "rendle")
+    at = lesson_page(stop=str(number))
+    at.radio(key=f"guess_intro_{number}").set_value(stops[number - 1].choices[0]).run()
+    at.button(key=f"reveal_intro_{number}").click().run()
+    assert not at.exception and scorecard_rows("derivations")["paper"].eq("FMGrad").any()
+    assert not at.table and not any(m.value.startswith("**Measured.**") for m in at.markdown)

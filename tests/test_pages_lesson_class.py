@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from apptest import app_page
 
 from app_pages._lesson import class_answers
@@ -11,14 +10,6 @@ from fmlib.lessons.classroom import ClassAnswers
 
 LESSON = "app_pages/lesson.py"
 STOPS = load_lesson(lesson_files()[0]).stops
-
-
-@pytest.fixture(autouse=True)
-def fresh_class():
-    """Every test starts with a server that has heard no answers."""
-    class_answers.clear()
-    yield
-    class_answers.clear()
 
 
 def lesson(stop: int, teacher: bool = False, voter: str = "s1", **params):

@@ -290,3 +290,17 @@ def test_the_lesson_links_to_run_pages_name_only_settings_those_pages_bind():
                 source = (ROOT / "app_pages" / f"{stop.page}.py").read_text()
                 for key in set(stop.params) - {"dataset"}:
                     assert re.search(rf'key="{key}",\s*bind="query-params"', source), (stop.page, key)
+
+
+@pytest.mark.parametrize(
+    ("page", "params", "key"),
+    [
+        ("attention_inversion", {"inversion_measured": "<script>alert(1)</script>"}, "inversion_measured"),
+        ("gradient_growth", {"theorem_section": "1e400"}, "theorem_section"),
+    ],
+)
+def test_a_link_value_no_widget_would_take_leaves_the_url_with_a_note(page, params, key):
+    at = opened(f"app_pages/{page}.py", params, dataset="synthetic", open_sections=False)
+    assert not at.exception and key not in at.query_params
+    assert f"The link's {key} = {params[key]!r} is not valid" in warnings(at)
+    assert not at.html or "<script>alert" not in " ".join(h.proto.body for h in at.html)

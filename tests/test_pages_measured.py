@@ -39,6 +39,12 @@ def test_derivations_page_shows_the_fm_gradient_measurements(tmp_path, monkeypat
     printed = next(c for c in found if c.startswith("The memoised gradient as printed"))
     assert found[printed] == DOES_NOT_HOLD and list(found.values()).count(HOLDS) >= 2
     assert any("results/fmgrad_synthetic.csv" in c.value for c in at.caption)
+    axes = {}  # one quantity per axis: the errors on a log axis, the speed-ups on their own
+    for k in range(len(at.get("plotly_chart"))):
+        layout = figure(at, k)["layout"]
+        axes[layout["title"]["text"]] = (layout["xaxis"]["title"]["text"], layout["xaxis"].get("type"))
+    assert axes["Is eq. 8 the gradient? (random P and X)"] == ("largest error vs autograd", "log")
+    assert axes["Is the memoised gradient cheaper?"] == ("speed-up (×), 95 % interval", "linear")
 
 
 def test_success_figure_gives_a_label_one_colour_in_both_panels():

@@ -104,16 +104,23 @@ def test_run_one_seed_here_trains_and_plots():
     assert list(figure(at, 2)["data"][0]["x"]) == ["FM(2)", "FM(4)", "RaFM(2, 4)", "RaFM-low"]
 
 
-def test_the_parameter_share_reads_the_tables_number_and_nothing_rounds_to_100():
-    """Section 1's share is the one section 3's table prints; occurrence shares below 1 never show as 100 %."""
+def test_the_parameter_shares_are_the_lessons_and_the_tables_and_nothing_rounds_to_100():
+    """Section 1's metric states the lesson stop's numbers (embedding numbers, from the same parameter_summary);
+    the caption under it the total section 3's table prints; occurrence shares below 1 never show as 100 %."""
     import re
+
+    from fmlib.lessons.answers import rafm_parameter_share
 
     at = page("ml-100k")
     assert not at.error
+    stop = rafm_parameter_share("ml-100k", (8, 32)).text  # what the lesson's stop says
+    stated = re.search(r"stores ([\d,]+) embedding numbers, ([\d.]+) % of the ([\d,]+) of an FM", stop).groups()
+    assert (at.metric[0].value, at.metric[0].delta) == (stated[0], f"{stated[1]} % of FM(32)'s")
+    assert any(f"$D_h |F|$ = {stated[2]} for FM(32)" in m.value for m in at.markdown)
     table = next(c.value for c in at.code if "RaFM(8, 32) " in c.value)  # format_table of the committed comparison
     (line,) = [line for line in table.splitlines() if line.startswith("RaFM(8, 32) ") and "cut at" not in line]
     shown = re.search(r"(\d+\.\d)%", line).group(1)
-    assert at.metric[0].delta == f"{shown} % of FM(32)'s" and "parameters" in at.metric[0].value
+    assert any(f"parameters, {shown} % of FM(32)'s." in c.value for c in at.caption)
     (sentence,) = [m.value for m in at.markdown if "Share of occurrences" in m.value]
     shares = re.search(r"Share of occurrences in each \$F_k\$: (.*) — ", sentence).group(1).split(", ")
     from fmlib.analysis.frequency import parameter_summary

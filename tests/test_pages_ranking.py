@@ -124,6 +124,12 @@ def test_top_k_for_a_movielens_user_over_every_movie():
     assert {"title", "movie_id", "genres", "score"} <= set(top) and top.score.is_monotonic_decreasing
     overlaps = at.dataframe[2].value
     assert list(overlaps.index) == [dplr, fm] and overlaps.loc[dplr, dplr] == 1
+    huge = "99999999999999999999999"  # a test sample number, larger than an int64, in a MovieLens link
+    linked = app_page("app_pages/ranking.py", timeout=180, dataset="ml-100k", run_id=dplr)
+    linked.query_params["query"] = huge
+    linked.run()
+    assert not linked.exception and "query" not in linked.query_params
+    assert any(f"The link's query = {huge!r} is not valid (on MovieLens" in w.value for w in linked.warning)
 
 
 def test_models_are_compared_with_one_recipe_trained_with_two_seeds():

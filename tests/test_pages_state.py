@@ -32,7 +32,7 @@ def test_a_saved_run_is_listed_in_the_sidebar_on_the_same_rerun(run):
     next(b for b in at.button if b.label == "Save run").click().run()
     assert not at.exception
     assert "No saved runs yet" not in texts(at.sidebar.caption)
-    assert at.sidebar.selectbox(key="run_id").value == "r1"
+    assert at.sidebar.selectbox(key="run_id").value == "ada-r1"
 
 
 def test_a_second_click_on_save_keeps_the_success_and_the_sidebars_pick(run):
@@ -44,12 +44,12 @@ def test_a_second_click_on_save_keeps_the_success_and_the_sidebars_pick(run):
     for _ in range(2):
         next(b for b in at.button if b.label == "Save run").click().run()
         assert not at.exception and not at.error
-        assert "Saved as r1" in at.success[0].value and at.sidebar.selectbox(key="run_id").value == "r1"
-    assert RunStore().ids() == ["r1"]
+        assert "Saved as r1:" in at.success[0].value and at.sidebar.selectbox(key="run_id").value == "ada-r1"
+    assert RunStore().ids() == ["ada-r1"]
     at.text_input(key="save_name").input("r1-copy")
     next(b for b in at.button if b.label == "Save run").click().run()
     assert "Saved as r1-copy" in at.success[0].value, "another name saves a copy"
-    assert sorted(RunStore().ids()) == ["r1", "r1-copy"]
+    assert sorted(RunStore().ids()) == ["ada-r1", "ada-r1-copy"]
 
 
 def test_switching_the_model_hides_the_last_models_results(run):
@@ -82,15 +82,17 @@ def test_an_out_of_range_number_is_refused_visibly_not_replaced_by_the_old_one(k
     assert not [b for b in at.button if b.label == "Train"], "nothing trains with a value the reader cannot see"
 
 
-@pytest.mark.parametrize("name", ["." + "x", "x" * 300])
-def test_a_run_name_that_cannot_be_listed_is_refused_with_the_rule(run, name):
+@pytest.mark.parametrize(
+    ("name", "rule"), [("...", "use letters or digits"), ("x" * 300, "at most 76 letters, digits")]
+)
+def test_a_run_name_that_cannot_be_listed_is_refused_with_the_rule(run, name, rule):
     at = app_page("app_pages/train.py", dataset="synthetic", trained=run)
     at.run()
     at.text_input(key="save_name").input(name)
     at.text_input(key="save_author").input("Ada")
     next(b for b in at.button if b.label == "Save run").click().run()
     (error,) = [e.value for e in at.error]
-    assert "use 1 to 80 letters, digits" in error and "Errno" not in error
+    assert rule in error and "Errno" not in error
     assert RunStore().ids() == []
 
 

@@ -34,6 +34,16 @@ def train_page(training: str | None = None):
     return at
 
 
+def framed_train_page(training: str):
+    """The Train page in the frame (whose notes on dropped link values stand above the page), a new session."""
+    at = app_page("app.py", dataset="synthetic")
+    at.switch_page("app_pages/train.py")
+    at.query_params["training"] = training
+    at.run()
+    assert not at.exception
+    return at
+
+
 def start_training(at, epochs: int = 2) -> str:
     """Press Train with ``epochs``; the token the URL keeps."""
     at.number_input(key="epochs").set_value(epochs)
@@ -84,9 +94,16 @@ def test_a_reload_after_the_end_that_the_tab_missed_shows_the_result():
     assert reloaded.table, "the run's metrics are shown, ready to save"
 
 
-def test_a_link_whose_training_the_server_no_longer_knows_says_so():
-    at = train_page(training="no-such-token")
-    assert "The training in this link is no longer on the server" in at.info[0].value
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("A" * 22, "that training is no longer on the server (it ended, or nobody followed it"),
+        ("../../x", "it is not a training's token"),
+    ],
+)
+def test_a_link_whose_training_the_server_does_not_know_is_dropped_with_a_note(token, why):
+    at = framed_train_page(token)
+    assert f"The link's training = {token!r} was dropped: {why}" in at.info[0].value
     assert "training" not in at.query_params and "train_job" not in at.session_state
 
 
@@ -109,7 +126,7 @@ def test_a_training_nobody_follows_is_cancelled_and_the_next_one_gets_the_worker
         follower.run()  # the follower is seen every time, as its page polls every second
     assert orphan.state == "cancelled" and orphan.started is None
     assert "Queued, position 1" in follower.run().info[0].value, "the line moved up"
-    assert "no longer on the server" in train_page(training=token).info[0].value
+    assert "no longer on the server" in framed_train_page(token).info[0].value, "dropped with a note"
     gate.set()
     wait_for_training(follower)
     assert "Done: 2 epochs" in follower.success[0].value

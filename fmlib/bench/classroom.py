@@ -108,7 +108,7 @@ def free_port() -> int:
 
 
 def start_server(port: int, runs: str, log, passcode: str | None = None) -> subprocess.Popen:
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command = [sys.executable, "-m", "streamlit", "run", "server.py", "--server.headless", "true"]
     command += ["--server.address", "127.0.0.1", "--server.port", str(port), "--server.fileWatcherType", "none"]
     command += ["--browser.gatherUsageStats", "false"]
     env = {**os.environ, "FMLIB_RUNS": runs, "FMLIB_STARTER_RUNS": "0"}

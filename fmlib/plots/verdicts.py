@@ -70,11 +70,14 @@ def verdict_figure(rows: pd.DataFrame, title: str = "The paper's claims, checked
     return fig
 
 
-def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.Figure:
+def threshold_figure(
+    rows: pd.DataFrame, title: str, log_x: bool = False, x_title: str = "measured value, 95 % interval"
+) -> go.Figure:
     """One row per ``claims.Threshold`` claim (rows of ``claims.measure_all``): the measured value
     with its 95 % interval (a "max" claim, the largest value over seeds, has none), coloured by
     verdict, and a grey tick at the threshold the claim needs. ``log_x`` for values that span
-    orders of magnitude (errors next to speed-ups)."""
+    orders of magnitude (errors from rounding to the gradient's size); ``x_title`` names the one quantity the
+    claims share, with its unit."""
     fig = go.Figure()
     for verdict, part in rows.groupby("verdict", sort=False):
         above, below = part["high"] - part["difference"], part["difference"] - part["low"]
@@ -94,7 +97,7 @@ def threshold_figure(rows: pd.DataFrame, title: str, log_x: bool = False) -> go.
     )
     fig.update_layout(
         title=title,
-        xaxis_title="measured value, 95 % interval",  # a log scale shows in its ticks (powers of ten)
+        xaxis_title=x_title,  # a log scale shows in its ticks (powers of ten)
         height=height(rows, 160),
         margin=dict(t=50, b=40, l=20, r=20),
         legend=LEGEND_BELOW,
