@@ -103,9 +103,6 @@ def test_presets_not_yet_tuned_to_convergence_are_named():
 NOT_YET_RETUNED = {
     "ml-100k/fm.json",
     "ml-100k/fm-32.json",
-    "ml-100k/fm-8-click.json",
-    "ml-100k/fwfm-8-click.json",
-    *(f"ml-100k/dplr-{r}-click.json" for r in range(1, 6)),
     "ml-100k/rafm-8,32.json",
     "ml-100k/rafm-8,32-t2000.json",
     "ml-100k/rfm.json",
