@@ -44,6 +44,8 @@ RECORDED = [p for p in _committed() if _recorded(p)]
 NOT_CONVERGED = {
     "ml-100k/fwfm-8-click.json": "the studies' bests differ by 0.0025 and DPLR(4), DPLR(5) validate better: "
     "trained from their recipes with R free, the FwFM does not reach their log loss",
+    "ml-100k/fm-32.json": "the FM of size 8 validates better (0.90503 against 0.90635 and 0.90796): trained from its "
+    "recipe, the larger FM does not reach its RMSE",
 }
 
 
@@ -102,7 +104,6 @@ def test_presets_not_yet_tuned_to_convergence_are_named():
 
 NOT_YET_RETUNED = {
     "ml-100k/fm.json",
-    "ml-100k/fm-32.json",
     "ml-100k/rafm-8,32.json",
     "ml-100k/rafm-8,32-t2000.json",
     "ml-100k/rfm.json",
