@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated run store, small synthetic data, fixture MovieLens files; what the suite shares per
+"""Shared fixtures: an isolated run store, small synthetic data, a tenth of MovieLens 100K; what the suite shares per
 session (one app server for the browser tests, the derivation catalogue checked once); how `make test`
 spreads the suite over its workers and what `make test-fast` leaves out (markers).
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -190,14 +191,65 @@ def small_split():
     return split(data, seed=0)
 
 
+SAMPLE_FRACTION = 10  # movielens_sample keeps one rating in this many
+
+
+@functools.cache
+def _movielens_sample():
+    """A seeded tenth of MovieLens 100K's ratings, drawn once per process; its schema (every user, movie and field)
+    and its name are the data set's."""
+    from fmlib.data import movielens
+
+    full = movielens.load("ml-100k")
+    rows = torch.randperm(len(full), generator=torch.Generator().manual_seed(0))[: len(full) // SAMPLE_FRACTION]
+    return full.subset(rows.sort().values)
+
+
+@pytest.fixture
+def movielens_sample(monkeypatch):
+    """MovieLens 100K served as a seeded tenth of its ratings wherever it is loaded (a command, a page), for the
+    tests of what a command or page does with it: they train on it for a few epochs, each a tenth of the steps. Its
+    name, fields and features (``rated``, ``raters``) stay MovieLens's."""
+    from fmlib.data import movielens
+
+    load, sample = movielens.load, _movielens_sample()
+
+    def sampled(name="ml-100k", data_dir=None, cache_dir=None, log=None):
+        if name == "ml-100k" and data_dir is None and cache_dir is None:
+            return sample
+        return load(name, data_dir, cache_dir, log)
+
+    monkeypatch.setattr(movielens, "load", sampled)
+
+
 @pytest.fixture(scope="session")
-def derivation_results():
-    """Every line of the derivation catalogue, its printed slip and its wrong variants, checked once per session
-    (the checks may take every core). The checker keeps each result in its cache, so that the page tests of the
-    same worker (the group "derivations") find every step already checked."""
+def derivation_check_seconds():
+    """Every line of the derivation catalogue (each step's corrected line, its printed slip, its wrong variants)
+    checked once per session, here, one after another: [(derivation, step number, line, CPU seconds)]. In one
+    process the checks share sympy's cache, and no child is forked for each (24 s of CPU for the catalogue, where a
+    forked child per line took 44 s); the checker's time limit is asserted on these CPU seconds instead
+    (test_derivations.py). The checker keeps every result, so that ``derivation_results`` and the page tests of the
+    same worker (the group "derivations") find every line already checked."""
+    from fmlib.derivations import catalog
+    from fmlib.derivations.checker import run_check
+
+    seconds = []
+    for derivation in catalog():
+        for number, step in enumerate(derivation.steps, 1):
+            printed = [("printed", step.printed.check)] if step.printed else []
+            for line, check in [("corrected", step.check), *printed, *((w.label, w.check) for w in step.wrong)]:
+                start = time.process_time()
+                run_check(check, timeout=None)  # in this process: its CPU time is the check's
+                seconds.append((derivation.key, number, line, time.process_time() - start))
+    return seconds
+
+
+@pytest.fixture(scope="session")
+def derivation_results(derivation_check_seconds):
+    """Every step of the derivation catalogue with its checked lines (``derivation_check_seconds`` checked them)."""
     from fmlib.derivations import catalog, check_derivations
 
-    return check_derivations(catalog(), workers=os.cpu_count() or 1)
+    return check_derivations(catalog())
 
 
 @pytest.fixture(scope="module")

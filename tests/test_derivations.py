@@ -4,7 +4,7 @@ every check's summary for the page is short and typesets."""
 import pytest
 
 from fmlib.derivations import attention, catalog
-from fmlib.derivations.checker import STATUSES, weak_checks
+from fmlib.derivations.checker import DEFAULT_TIMEOUT, STATUSES, weak_checks
 from fmlib.derivations.display import outcome, summary
 from fmlib.references import TITLES, keys, with_titles
 
@@ -29,9 +29,18 @@ KNOWN_SLIPS = {
 
 @pytest.fixture(scope="module")
 def results(derivation_results):
-    """Every line, its printed slip and its wrong variants, checked once per session (conftest.py: the checks may
-    take every core; the page tests of the group "derivations" find them in the checker's cache)."""
+    """Every line, its printed slip and its wrong variants, checked once per session (conftest.py; the page tests of
+    the group "derivations" find them in the checker's cache)."""
     return derivation_results
+
+
+def test_every_line_is_checked_within_the_checkers_time_limit(derivation_check_seconds):
+    """The page checks a line in a child process and calls it "not checked" after DEFAULT_TIMEOUT s of the child's CPU
+    time; the session's catalogue is checked in one process (conftest.py), each line's CPU time measured."""
+    lines = [(d.key, number, step) for d in catalog() for number, step in enumerate(d.steps, 1)]
+    assert len(derivation_check_seconds) == sum(1 + bool(step.printed) + len(step.wrong) for *_, step in lines)
+    slow = [line for line in derivation_check_seconds if line[-1] >= DEFAULT_TIMEOUT]
+    assert not slow, f"over the checker's {DEFAULT_TIMEOUT:g} s of CPU time: {slow}"
 
 
 def test_catalog_covers_every_derivation_of_the_papers(results):

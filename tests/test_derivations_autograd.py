@@ -10,9 +10,12 @@ torch.manual_seed(0)
 
 
 def evaluate(matrix, values):
-    """Numeric value of a sympy matrix, symbols looked up by name."""
+    """Numeric value of a sympy matrix, symbols looked up by name. The symbols are renamed to Python names in one
+    pass first: lambdify renames a symbol whose name is no Python name (``X_{1,1}``) by walking the whole matrix
+    once per symbol."""
     symbols = sorted(matrix.free_symbols, key=lambda s: s.name)
-    f = sp.lambdify(symbols, matrix, modules="numpy")
+    plain = sp.symbols(f"s0:{len(symbols)}")
+    f = sp.lambdify(plain, matrix.xreplace(dict(zip(symbols, plain))), modules="numpy")
     return np.asarray(f(*[values[s.name] for s in symbols]), dtype=float)
 
 

@@ -34,6 +34,7 @@ def my_models(tmp_path, monkeypatch):
     (tmp_path / "my_models.py").write_text(example())
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(models, "MODELS", {**models.MODELS, **models.user_models("my_models:FmFM")})
+    sys.modules.pop("my_models", None)  # another test's my_models.py (test_contract.py's) may be imported already
     yield tmp_path
     sys.modules.pop("my_models", None)
 

@@ -95,6 +95,7 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
     assert float(caption.rstrip(".").split()[-1]) >= 0.95
 
 
+@pytest.mark.usefixtures("movielens_sample")
 def test_on_movielens_without_a_saved_fwfm_the_page_trains_the_tuned_one():
     at = page("field_interactions.py", dataset="ml-100k")
     assert at.button(key="quick_train").label == "Train a tuned FwFM (preset fwfm-8) on ml-100k"

@@ -18,6 +18,7 @@ def registered(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     entries = models.user_models("my_models:FmFM, no_such_module_anywhere:Gone")
     monkeypatch.setattr(models, "MODELS", {**models.MODELS, **entries})
+    sys.modules.pop("my_models", None)  # another test's my_models.py (test_contract.py's) may be imported already
     yield
     sys.modules.pop("my_models", None)
 

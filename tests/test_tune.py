@@ -93,6 +93,7 @@ def _cli(args, capsys):
     return code, out.out, out.err
 
 
+@pytest.mark.usefixtures("movielens_sample")
 def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1", "--studies", "1"]
@@ -136,6 +137,7 @@ def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypat
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
 
 
+@pytest.mark.usefixtures("movielens_sample")
 def test_cli_keeps_a_preset_that_records_a_better_validation_score(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     args = ["tune", "--model", "fm", "--rank", "8", "--trials", "1", "--epochs", "1", "--studies", "1"]
@@ -160,6 +162,7 @@ def test_the_feature_set_is_drawn_per_trial_from_the_given_sets(tmp_path, small_
     assert drawn == set(sets) and params["features"] in sets
 
 
+@pytest.mark.usefixtures("movielens_sample")
 def test_cli_draws_the_feature_set_and_files_the_preset_under_the_one_drawn(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     sets = ["user_id,movie_id", "user_id,movie_id,rated"]
@@ -230,6 +233,7 @@ def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
     assert seeds("rfm", {}) == {}
 
 
+@pytest.mark.usefixtures("movielens_sample")
 def test_the_seeded_recipe_is_the_first_trial_of_every_study(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     alike = {"studies": [], "settings": {"seed": 0, "min_count": 1, "task": "rating"}}  # tuned on this split
@@ -247,6 +251,7 @@ def test_the_seeded_recipe_is_the_first_trial_of_every_study(tmp_path, monkeypat
         assert study.trials[0].params["lr"] == 0.02 and study.trials[0].params["r_l2"] == 1.0
 
 
+@pytest.mark.usefixtures("movielens_sample")
 def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     args = ["tune", "--model", "fm", "--rank", "4", "--trials", "2", "--epochs", "2", "--studies", "2"]
