@@ -49,10 +49,9 @@ GROUP_OF = {f"tests/{name}": group for group, names in GROUPS.items() for name i
 # --durations and the README's test section); every other group starts after them, in collection order.
 HEAVY_FIRST = (
     "browser",
-    "tests/test_tune.py",
     "derivations",
     "notebooks/02_field_interactions.ipynb",
-    "tests/test_pages_interactions.py",
+    "tests/test_browser_class.py",
     "tests/test_recompute.py",
     "notebooks/05_derivations.ipynb",
     "notebooks/06_attention_inversion.ipynb",
@@ -63,6 +62,8 @@ HEAVY_FIRST = (
     "tests/test_pages_state.py",
     "tests/test_pages_classroom.py",
     "tests/test_pages_inversion.py",
+    "tests/test_tune.py",
+    "tests/test_pages_interactions.py",
     "notebooks/01_fm_from_scratch.ipynb",
     "notebooks/07_feature_sets.ipynb",
     "notebooks/03_rank_aware_fm.ipynb",
