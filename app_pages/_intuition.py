@@ -1,4 +1,4 @@
-"""The small worked example a page opens with, before its evidence (issue 24: intuition first).
+"""The small worked example a page opens with, before its evidence: intuition first.
 
 Not a page. ``block(title, keys)`` opens a bordered box whose first line is the example's title; its
 ``?`` shows the ``fmlib.glossary`` definitions of the symbols the example uses, so the box needs no
