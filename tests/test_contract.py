@@ -9,33 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from random_samples import SCHEMA, random_dataset
 
 from fmlib import models
 from fmlib.cli import main
 from fmlib.data import Dataset, load, split, synthetic
-from fmlib.data.schema import Schema
 from fmlib.models import BUILT_IN, Model, ModelError, build_for, hyperparameters, model_class
 from fmlib.train import TrainConfig, fit, loss_fn
-
-SCHEMA = Schema.build(
-    [
-        ("a", "context", "single", 5, 1),
-        ("b", "context", "single", 4, 1),
-        ("c", "item", "single", 6, 1),
-        ("g", "item", "multi", 7, 3),
-    ]
-)
-
-
-def tiny_data(n=400, seed=0) -> Dataset:
-    """Random samples of ``SCHEMA``, one to three values of the multi-valued field g."""
-    gen = torch.Generator().manual_seed(seed)
-    cols, wts = [], []
-    for f in SCHEMA.fields:
-        cols.append(f.offset + torch.randint(0, f.cardinality, (n, f.slots), generator=gen))
-        lengths = torch.randint(1, f.slots + 1, (n, 1), generator=gen)
-        wts.append((torch.arange(f.slots) < lengths).float() / lengths)
-    return Dataset(SCHEMA, torch.cat(cols, 1), torch.cat(wts, 1), 1 + 4 * torch.rand(n, generator=gen))
 
 
 def settings(name: str, data: Dataset) -> dict:
@@ -52,7 +32,7 @@ ADAM = [name for name in BUILT_IN if model_class(name).trained_by == "adam"]
 
 @pytest.mark.parametrize("name", ADAM)
 def test_every_parameter_of_every_model_receives_gradient(name):
-    data = tiny_data()
+    data = random_dataset(n=400)
     torch.manual_seed(0)
     model = build_for(name, data, **settings(name, data)).train()
     index, weight = data.batch(slice(None))
@@ -63,7 +43,7 @@ def test_every_parameter_of_every_model_receives_gradient(name):
 
 @pytest.mark.parametrize("name", list(BUILT_IN))
 def test_hyperparameters_come_from_the_constructor_and_rebuild_the_model(name):
-    data = tiny_data()
+    data = random_dataset(n=400)
     model = build_for(name, data, **settings(name, data))
     assert set(model.hparams()) == set(hyperparameters(name)), "hparams() reads back the constructor's arguments"
     rebuilt = models.build_model(name, SCHEMA, **model.hparams())
@@ -75,7 +55,7 @@ def test_hyperparameters_come_from_the_constructor_and_rebuild_the_model(name):
 def test_the_views_ask_the_model(name):
     """feature_table(): one row per feature (None for a Bayesian FM before sampling); interaction_matrix():
     m×m for the field-weighted models, None otherwise."""
-    data = tiny_data()
+    data = random_dataset(n=400)
     model = build_for(name, data, **settings(name, data))
     table = model.feature_table()
     if model.trained_by == "gibbs":
@@ -184,7 +164,7 @@ def test_settings_an_older_fmlib_saved_still_build():
     """RFM's settings once held init_std; RaFM's, the counts n_i."""
     rfm = models.build_model("rfm", SCHEMA, dim=4, init_std=0.1)
     assert "init_std" not in rfm.hparams()
-    counts = tiny_data().feature_counts()
+    counts = random_dataset(n=400).feature_counts()
     rafm = models.build_model("rafm", SCHEMA, ranks=[2, 4], consistency=1.0, counts=counts.tolist())
     assert rafm.counts.tolist() == counts.tolist() and "counts" not in rafm.hparams()
     with pytest.raises(ModelError, match="takes no hyperparameter rank"):

@@ -6,32 +6,12 @@ import itertools
 
 import pytest
 import torch
+from random_samples import SCHEMA, random_batch
 
 from fmlib.data.schema import Schema
 from fmlib.models import build_model, hyperparameters, model_name
 from fmlib.models.base import FieldRead, SlotLayout, gather_fields, scatter_fields, slot_runs, sum_slots
 from fmlib.models.fm import fm_pairwise
-
-SCHEMA = Schema.build(
-    [
-        ("a", "context", "single", 5, 1),
-        ("b", "context", "single", 4, 1),
-        ("c", "item", "single", 6, 1),
-        ("g", "item", "multi", 7, 3),
-    ]
-)
-
-
-def random_batch(schema, n=32, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    cols, wts = [], []
-    for f in schema.fields:
-        idx = f.offset + torch.randint(0, f.cardinality, (n, f.slots), generator=gen)
-        lengths = torch.randint(1, f.slots + 1, (n, 1), generator=gen)
-        w = (torch.arange(f.slots) < lengths).float() / lengths
-        cols.append(idx)
-        wts.append(w)
-    return torch.cat(cols, 1), torch.cat(wts, 1)
 
 
 def naive_field_embeddings(model, index, weight):

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from random_samples import SCHEMA, random_dataset
 
 from fmlib.analysis.budget_toy import FIELDS, ODD, budget_toy, toy_R
 from fmlib.analysis.interactions import budget, interaction_matrix, prune, prune_mask, with_R
@@ -21,25 +22,6 @@ from fmlib.analysis.pair_contribution import (
 from fmlib.data.dataset import Dataset
 from fmlib.data.schema import Schema
 from fmlib.models import build_model
-
-SCHEMA = Schema.build(
-    [
-        ("a", "context", "single", 5, 1),
-        ("b", "context", "single", 4, 1),
-        ("c", "item", "single", 6, 1),
-        ("g", "item", "multi", 7, 3),  # a multi-valued field: e_g is the weighted sum of its values' embeddings
-    ]
-)
-
-
-def random_data(n=12, seed=0) -> Dataset:
-    gen = torch.Generator().manual_seed(seed)
-    cols, weights = [], []
-    for f in SCHEMA.fields:
-        cols.append(f.offset + torch.randint(0, f.cardinality, (n, f.slots), generator=gen))
-        lengths = torch.randint(1, f.slots + 1, (n, 1), generator=gen)
-        weights.append((torch.arange(f.slots) < lengths).float() / lengths)
-    return Dataset(SCHEMA, torch.cat(cols, 1), torch.cat(weights, 1), torch.rand(n, generator=gen) * 4 + 1)
 
 
 def trained_looking(name: str, seed: int = 0, **hp):
@@ -68,7 +50,7 @@ def naive_sample(model, data: Dataset, row: int) -> tuple[float, np.ndarray]:
 def test_the_pair_terms_plus_first_order_are_the_models_forward_pass(name, hp):
     """Σ_{f<g} R_fg⟨e_f, e_g⟩ by a double loop over the pairs' terms, plus w0 + Σ w_i x_i, is the model's own
     prediction for the sample (DPLR's forward pass uses Proposition 1 and never forms R)."""
-    model, data = trained_looking(name, **hp), random_data()
+    model, data = trained_looking(name, **hp), random_dataset(n=12)
     R = interaction_matrix(model)
     with torch.no_grad():
         forward = model(*data.batch(slice(None))).double().numpy()
@@ -89,7 +71,7 @@ def test_the_pair_terms_plus_first_order_are_the_models_forward_pass(name, hp):
 
 def test_a_swapped_R_scores_as_the_model_with_that_R():
     """The pruned row of the table is what the FwFM pruned to that R (``with_R``) predicts, embeddings unchanged."""
-    model, data = trained_looking("fwfm", seed=1), random_data(seed=1)
+    model, data = trained_looking("fwfm", seed=1), random_dataset(n=12, seed=1)
     R = interaction_matrix(model)
     pruned = prune(R, 3)
     with torch.no_grad():
@@ -108,7 +90,7 @@ def test_a_swapped_R_scores_as_the_model_with_that_R():
 
 
 def test_bad_pairs_rows_and_data_are_refused():
-    model, data = trained_looking("fwfm"), random_data()
+    model, data = trained_looking("fwfm"), random_dataset(n=12)
     sample = sample_embeddings(model, data, 0)
     R = interaction_matrix(model)
     with pytest.raises(ValueError, match="two different fields in 0..3"):
@@ -128,7 +110,7 @@ def test_bad_pairs_rows_and_data_are_refused():
 def test_a_sample_is_named_by_its_rating_or_its_user_and_movie():
     import pandas as pd
 
-    data = random_data(n=2)
+    data = random_dataset(n=2)
     assert sample_label(data, 1) == f"target y = {float(data.rating[1]):.3g}"
     frame = pd.DataFrame({"user_id": [7, 9], "movie_id": [3, 4]})
     movies = pd.DataFrame({"movie_id": [3], "title": ["Alien"]})
