@@ -6,7 +6,6 @@ from apptest import app_page
 
 from app_pages._lesson import class_answers
 from fmlib.lessons import lesson_files, load_lesson
-from fmlib.lessons.classroom import ClassAnswers
 
 LESSON = "app_pages/lesson.py"
 STOPS = load_lesson(lesson_files()[0]).stops
@@ -122,17 +121,3 @@ def test_the_summary_lists_every_stop_with_its_takeaway():
     table = at.dataframe[0].value
     assert len(table) == len(STOPS) and list(table["what we learned"]) == [s.takeaway for s in STOPS]
     assert table["your guess"].iloc[4] == "once ✓" and table["your guess"].iloc[0] == "—"
-
-
-def test_class_answers_count_a_voter_once_and_close_after_the_reveal():
-    answers = ClassAnswers()
-    assert answers.answer("l", 1, "v", 0) == "counted"
-    assert answers.answer("l", 1, "v", 2) == "changed"
-    assert answers.answer("l", 1, "w", 2) == "counted"
-    assert answers.counts("l", 1, 3) == [0, 0, 2]
-    answers.reveal("l", 1)
-    assert answers.answer("l", 1, "x", 0) == "closed" and answers.counts("l", 1, 3) == [0, 0, 2]
-    answers.reveal("l", 1, False)
-    assert answers.answer("l", 1, "x", 0) == "counted"
-    answers.clear("l")
-    assert answers.counts("l", 1, 3) == [0, 0, 0] and not answers.revealed("l", 1)
