@@ -103,15 +103,25 @@ def lesson_url(server: str) -> str:
     return f"{server}/lesson?lesson=intro&stop={STOP}"
 
 
+HAS_TOKEN = "() => /(^|; )fmlib_teacher=[^;]/.test(document.cookie)"
+
+
+def unlocked_teacher(browser, server: str):
+    """A new tab on ``server``'s Teacher page, the passcode typed and Unlock pressed."""
+    tab = new_tab(browser, VIEW)
+    tab.goto(f"{server}/teacher")
+    settle(tab)
+    tab.get_by_label("Passcode").fill(PASSCODE)
+    act(tab, tab.get_by_role("button", name="Unlock").click)
+    tab.wait_for_function(HAS_TOKEN)  # the page writes the cookie by script, after the run
+    return tab
+
+
 def test_a_student_on_one_server_sees_the_reveal_of_the_teacher_on_the_other(servers, browser):
     from playwright.sync_api import expect
 
     student_server, teacher_server = servers
-    teacher = new_tab(browser, VIEW)
-    teacher.goto(f"{teacher_server}/teacher")
-    settle(teacher)
-    teacher.get_by_label("Passcode").fill(PASSCODE)
-    act(teacher, teacher.get_by_role("button", name="Unlock").click)
+    teacher = unlocked_teacher(browser, teacher_server)
     expect(teacher.get_by_role("button", name="Lock")).to_be_visible()
 
     teacher.goto(lesson_url(teacher_server))  # a new session of the same browser: still the teacher
@@ -142,11 +152,7 @@ def test_lock_ends_the_unlock_and_an_altered_token_is_refused_with_a_note(server
     from playwright.sync_api import expect
 
     _, server = servers
-    tab = new_tab(browser, VIEW)
-    tab.goto(f"{server}/teacher")
-    settle(tab)
-    tab.get_by_label("Passcode").fill(PASSCODE)
-    act(tab, tab.get_by_role("button", name="Unlock").click)
+    tab = unlocked_teacher(browser, server)
     cookie = next(c for c in tab.context.cookies() if c["name"] == "fmlib_teacher")
     unlock, expires, signature = cookie["value"].split(".")
 
@@ -158,6 +164,7 @@ def test_lock_ends_the_unlock_and_an_altered_token_is_refused_with_a_note(server
     assert altered.get_by_text("Students wait for my reveal", exact=True).count() == 0
 
     act(tab, tab.get_by_role("button", name="Lock").click)
+    tab.wait_for_function(f"() => !({HAS_TOKEN})()")  # the script that forgets the cookie has run
     assert not [c for c in tab.context.cookies() if c["name"] == "fmlib_teacher" and c["value"]]
     tab.goto(lesson_url(server))
     settle(tab)
