@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 PORT    ?= 8501
 ADDRESS ?= 0.0.0.0
 
-.PHONY: venv app serve notebook notebooks-html test test-fast lint bench system-deps browser-deps clean
+.PHONY: venv app serve notebook notebooks-html test test-fast lint bench bench-visits system-deps browser-deps clean
 
 venv: $(STAMP)
 
@@ -72,6 +72,10 @@ lint: venv
 bench: venv
 	$(PY) -m fmlib bench train
 	$(PY) -m fmlib bench ranking
+
+# Seconds from a link's press to the page drawn, every page, beside a bare Streamlit app's (tests/bench_visits.py).
+bench-visits: venv system-deps
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests/bench_visits.py -s -q
 
 clean:
 	rm -rf .venv .pytest_cache
