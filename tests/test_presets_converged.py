@@ -53,6 +53,18 @@ NOT_CONVERGED = {
         "the FM of size 8 validates better (0.90503 against 0.90635 and 0.90796): trained from its recipe, the "
         "larger FM does not reach its RMSE",
     ),
+    # The DPLR paper's protocol tunes the learning rate alone (L2 0.0003, no grouped L2, no averaging): 60 trials
+    # per study, and a model trained from a contained model's learning rate still ends above that model's RMSE.
+    **{
+        f"dplr-paper/ml-100k/{name}.json": (fails, f"under the DPLR paper's protocol (lr alone), {why}")
+        for name, fails, why in (
+            ("dplr-1", {"contains"}, "the studies agree (0.92117, 0.92113) and the FM validates better (0.91497)"),
+            ("dplr-3", {"contains"}, "the studies agree (0.91781, 0.91782); the FM and DPLR(2) validate better"),
+            ("dplr-4", {"agree", "contains"}, "the studies differ by 0.0022; the FM and DPLR(2) validate better"),
+            ("dplr-5", {"contains"}, "the studies agree (0.91561, 0.91558); the FM, DPLR(2), DPLR(4) validate better"),
+            ("fwfm-8", {"contains"}, "the studies agree (0.91695 both); the FM and DPLR(2), (4), (5) validate better"),
+        )
+    },
 }
 
 
@@ -111,6 +123,5 @@ NOT_YET_RETUNED = {
     "ml-100k/rafm-8,32.json",
     "ml-100k/rafm-8,32-t2000.json",
     "ml-100k/rfm.json",
-    *(f"dplr-paper/ml-100k/{name}.json" for name in ("fm-8", "fwfm-8", *(f"dplr-{r}" for r in range(1, 6)))),
     "features-all+rated+raters/ml-100k/fm.json",
 }
