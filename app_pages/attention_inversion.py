@@ -21,11 +21,11 @@ from app_pages._view import (
     title_bar,
     without_paths,
 )
+from fmapp.worked import attention_row
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.inversion.outcome import describe
 from fmlib.plots import inversion as plots
-from fmlib.worked import attention_row
 
 bar = title_bar("Attention inversion")
 notebook_link("06_attention_inversion")

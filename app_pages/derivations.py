@@ -16,12 +16,12 @@ from app_pages._view import (
     secondary,
     title_bar,
 )
+from fmapp.notation import unicode_math
+from fmapp.worked import rendle_example
 from fmlib.derivations import catalog, check_derivations, check_step, get, run_check
 from fmlib.derivations.display import Line, outcome, summary
-from fmlib.notation import unicode_math
 from fmlib.plots.derivations import s3_slack_figure
 from fmlib.references import with_titles
-from fmlib.worked import rendle_example
 
 BADGES = {
     "passed": ("green", "✓ passed"),

@@ -33,6 +33,7 @@ from app_pages._view import (
     secondary,
     title_bar,
 )
+from fmapp.recompute import recompute
 from fmlib import presets
 from fmlib.analysis.budget_toy import FIELDS as TOY_FIELDS
 from fmlib.analysis.budget_toy import ODD as TOY_ODD
@@ -56,7 +57,6 @@ from fmlib.data import load, split
 from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
-from fmlib.experiments.recompute import recompute
 from fmlib.models import has_interaction_matrix, model_name, usable_models
 from fmlib.plots.interactions import (
     deviation_heatmap,

@@ -18,6 +18,7 @@ from app_pages._view import (
     on_demand,
     title_bar,
 )
+from fmapp.worked import gradient_example
 from fmlib.analysis.gradient_growth import (
     D_RANGE,
     M_RANGE,
@@ -37,7 +38,6 @@ from fmlib.arguments import int_list
 from fmlib.experiments import rfm as rfm_experiment
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
 from fmlib.plots.verdicts import verdict_figure
-from fmlib.worked import gradient_example
 
 bar = title_bar("Gradient growth")
 notebook_link("04_rotations_and_gradients")

@@ -25,7 +25,7 @@ from app_pages._view import (
     secondary,
     title_bar,
 )
-from fmlib.lessons import LessonError, lesson_files, load_lesson
+from fmapp.lessons import LessonError, lesson_files, load_lesson
 from fmlib.plots.lesson import class_answers_figure
 
 follow_prepared_link()

@@ -8,6 +8,7 @@ from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, variant_as_math
 from app_pages._view import LESSON_VIEW, chart, checked_link, copy_link_and_reset, on_demand, secondary, title_bar
+from fmapp.worked import example_rows, rank_example
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.data.synthetic import PLANTED_RANKS
@@ -18,7 +19,6 @@ from fmlib.models.rafm_ranks import check_ranks
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.train import quick_model_settings
-from fmlib.worked import example_rows, rank_example
 
 bar = title_bar("Rank-aware FM")
 notebook_link("03_rank_aware_fm")

@@ -10,6 +10,7 @@ from app_pages._intuition import block, short, vector
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import load_run, load_split, notebook_link, run_store, saved_or_quick_run
 from app_pages._view import chart, copy_link_and_reset, in_range, link_check, on_demand, one_of, shown_path, title_bar
+from fmapp.worked import CONTEXT_FIELDS, ITEM_FIELDS, context_split
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.experiments.tables import committed_root
 from fmlib.models import model_name
@@ -35,7 +36,6 @@ from fmlib.ranking import (
 from fmlib.results import read_csv, results_dir
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
-from fmlib.worked import CONTEXT_FIELDS, ITEM_FIELDS, context_split
 
 RANKABLE = ("fm", "fwfm", "dplr")
 QUICK_SIZES = (1_000, 10_000)  # catalogues the quick benchmark times here in seconds

@@ -8,7 +8,7 @@ import pytest
 from apptest import ROOT, app_page, tiny_fwfm_run
 
 from app_pages._ui import PAGES
-from fmlib.lessons import lesson_files, load_lesson
+from fmapp.lessons import lesson_files, load_lesson
 from fmlib.train import quick_settings
 
 QUICK, QUICK_HP = quick_settings("synthetic")  # the Train page's defaults on the synthetic data
