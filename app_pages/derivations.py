@@ -73,7 +73,7 @@ def badge(status: str) -> str:
 
 
 def reset_step():
-    st.session_state.deriv_step = 1
+    st.session_state.deriv_step = VIEW["deriv_step"].default
 
 
 def move(delta: int, last: int):
@@ -159,8 +159,11 @@ else:
     st.query_params["deriv_derivation"] = key
 derivation = get(key)
 last = len(derivation.steps)
-step_link_bad = link_check("deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=1)
-st.session_state.setdefault("deriv_step", 1)
+first_step = VIEW["deriv_step"].default
+step_link_bad = link_check(
+    "deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=first_step
+)
+st.session_state.setdefault("deriv_step", first_step)
 st.session_state.deriv_step = min(st.session_state.deriv_step, last)
 
 stepper.slider("Step", 1, last, key="deriv_step", bind="query-params", persist_state="session")

@@ -45,7 +45,7 @@ VIEW = UrlState(
 
 
 def first_stop():
-    st.session_state.stop = 1
+    st.session_state.stop = VIEW["stop"].default
 
 
 controls = st.columns([2, 4, 3], vertical_alignment="bottom")
@@ -61,10 +61,11 @@ last = len(lesson.stops)
 # The stop is kept by the session, not by a widget: a widget's value in the browser lags behind quick
 # presses of N, and each press would then move from the lagging value (five presses, one stop).
 if "stop" not in st.session_state:
-    linked = st.query_params.get("stop", "1")
+    first = str(VIEW["stop"].default)
+    linked = st.query_params.get("stop", first)
     if not in_range(1, last, integer=True)(linked):
-        st.warning(f"The link's stop = {linked!r} is not valid (a stop from 1 to {last}); showing stop 1.")
-        linked = "1"
+        st.warning(f"The link's stop = {linked!r} is not valid (a stop from 1 to {last}); showing stop {first}.")
+        linked = first
     st.session_state.stop = int(linked)
 st.session_state.stop = min(max(st.session_state.stop, 1), last)  # another lesson's number
 
