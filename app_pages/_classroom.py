@@ -25,14 +25,14 @@ from app_pages._queue import job_queue, progress_of
 from app_pages._replay import training_controls
 from app_pages._ui import run_store
 from app_pages._view import chart, link_check, note_dropped, without_paths
-from fmlib.jobs import Job
+from fmapp.jobs import Job
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
 from fmlib.snapshots import Snapshots
 from fmlib.train import MONITOR, train_model
 
 TEACHER_COOKIE = "fmlib_teacher"
-TOKEN = re.compile(r"[A-Za-z0-9_-]{22}")  # a training's token (fmlib.jobs: secrets.token_urlsafe(16))
+TOKEN = re.compile(r"[A-Za-z0-9_-]{22}")  # a training's token (fmapp.jobs: secrets.token_urlsafe(16))
 
 
 def submit_training(model: str, data, config, hp: dict) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._measured import source_caption
-from app_pages._view import cached, chart
+from app_pages._view import UrlState, cached, chart
 from fmlib.data.features import parse_features
 from fmlib.experiments import features, tables
 from fmlib.plots.features import features_figure
@@ -13,15 +13,14 @@ from fmlib.plots.features import features_figure
 EXAMPLES = "user_id,movie_id (matrix factorization) · user_id,movie_id,rated (SVD++) · all,rated,raters (everything)"
 
 
-def features_box(schema) -> str | None:
-    """The *Features* text box (kept in the URL); the set it names, or None after an error saying
-    what exists. ``schema()`` gives the dataset's fields (not checked when the data cannot load:
-    the sidebar says why, and *Train* will)."""
-    text = st.text_input(
+def features_box(schema, url: UrlState) -> str | None:
+    """The *Features* text box (kept in the URL as the page's ``url`` declares ``train_features``); the set it
+    names, or None after an error saying what exists. ``schema()`` gives the dataset's fields (not checked
+    when the data cannot load: the sidebar says why, and *Train* will)."""
+    text = url.widget(
+        "train_features",
+        st.text_input,
         "Features",
-        "all",
-        key="train_features",
-        bind="query-params",
         help="Comma-separated field names; 'all' = every field of the dataset. Add 'rated' (the movies the "
         "user rated in the training split, SVD++) and 'raters' (the users who rated the movie there). "
         f"E.g. {EXAMPLES}.",

@@ -2,7 +2,7 @@
 
 Not a page. ``block(title, keys)`` opens a bordered box whose first line is the example's title; its
 ``?`` shows the ``fmlib.glossary`` definitions of the symbols the example uses, so the box needs no
-row of its own for them. The numbers inside come from ``fmlib.worked``.
+row of its own for them. The numbers inside come from ``fmapp.worked``.
 """
 
 from __future__ import annotations

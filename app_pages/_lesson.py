@@ -18,8 +18,8 @@ import streamlit as st
 
 from app_pages._ui import run_store
 from app_pages._view import LESSON_VIEW, SIDEBAR_DEFAULTS, projector
+from fmapp.lessons.classroom import ClassAnswers, open_class
 from fmlib.derivations import catalog
-from fmlib.lessons.classroom import ClassAnswers, open_class
 from fmlib.runs import RunError
 
 KEPT = ("dataset", "projector")  # the view a prepared link keeps unless the stop names its own value

@@ -11,7 +11,7 @@ import threading
 
 import streamlit as st
 
-from fmlib.jobs import Job, JobQueue
+from fmapp.jobs import Job, JobQueue
 
 
 @st.cache_resource

@@ -12,8 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._view import cached, chart
+from fmapp.jobs import Job
 from fmlib import snapshots
-from fmlib.jobs import Job
 from fmlib.plots.replay import replay_figure
 
 LABELS = {"R": "the field interaction matrix R", "movies": "the movie map", "curves": "the learning curves"}

@@ -14,9 +14,9 @@ import streamlit as st
 
 from app_pages._queue import job_queue, submit_in_session, wait_in_session
 from app_pages._view import checked_link, error, in_range, secondary
+from fmapp import starter
 from fmlib.data import load, movielens, split
 from fmlib.derivations import catalog, check_step
-from fmlib.experiments import starter
 from fmlib.inversion import attack
 from fmlib.runs import RunError, RunStore
 

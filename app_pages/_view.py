@@ -3,12 +3,27 @@
 Widgets that change what a page shows are bound to the URL (``bind="query-params"``, the key is
 the parameter's name), so a link opened in a fresh browser shows the same view. Streamlit drops a
 URL value its widget cannot take without a word; ``link_check`` says so on the page instead.
+
+A page declares its URL state once, as a ``UrlState`` table of ``Bound`` entries (key, default, check)::
+
+    VIEW = UrlState(
+        m_max=Bound(32, in_range(2, 64, integer=True), "2 to 64"),
+        layout=Bound("2, 3, 2", valid_layout, "positive integers, comma-separated", fallback=True),
+        theorem_section=ON_DEMAND,  # a section drawn on demand
+    )
+    m_max = VIEW.widget("m_max", st.slider, "number of fields m (up to)", 2, 64)  # value=32
+    layout_text = VIEW.widget("layout", st.text_input, "features per field")  # a text box takes any text
+
+``VIEW.widget`` checks the link's value, then draws the widget bound to the URL with the table's
+default; ``copy_link_and_reset(VIEW)`` takes the same table's defaults.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlencode
@@ -147,6 +162,80 @@ def one_of(options: Iterable) -> Callable[[str], bool]:
     return names.__contains__
 
 
+@dataclass(frozen=True)
+class Bound:
+    """One URL-bound widget of a page: its ``default``, and the link values it accepts.
+
+    ``ok(text)`` checks a link's value, ``allowed`` says in words what it may be (for the note);
+    without ``ok`` the widget checks its value itself (``bounded_number``) or takes any value.
+    ``fallback``: the widget would take a value that ``ok`` rejects (a number field, a text box), so
+    the default replaces it (``checked_link``); a select box or a slider drops such a value itself,
+    and only the note is added.
+    """
+
+    default: object
+    ok: Callable[[str], bool] | None = None
+    allowed: str = ""
+    fallback: bool = False
+
+
+# A section drawn on demand (``on_demand``): closed on a visit.
+ON_DEMAND = Bound(False, one_of(("true", "false")), "true or false")
+
+
+class UrlState:
+    """A page's URL state, declared once: each bound widget's key with its ``Bound`` (default and check)."""
+
+    def __init__(self, **bounds: Bound):
+        self.bounds = bounds
+
+    def __getitem__(self, key: str) -> Bound:
+        return self.bounds[key]
+
+    def defaults(self) -> dict:
+        """Every key with its default: what "Reset to defaults" sets back, and what the link to this view leaves out."""
+        return {key: bound.default for key, bound in self.bounds.items()}
+
+    def check(self, key: str) -> None:
+        """``link_check`` with the table's check, for a widget kept in the URL by hand: a rejected link value
+        gets its note and leaves the URL."""
+        bound = self.bounds[key]
+        if bound.ok is not None:
+            link_check(key, bound.ok, bound.allowed)
+
+    def widget(
+        self,
+        key: str,
+        widget: Callable[..., T],
+        *args,
+        check: tuple[Callable[[str], bool], str] | None = None,
+        **kwargs,
+    ) -> T:
+        """``widget(*args, **kwargs)`` bound to the URL under ``key``, with the table's default and check.
+
+        The default goes where the widget takes it: ``value`` (slider, number field, toggle, text box),
+        else ``index`` into its ``options`` (select box, radio). ``check=(ok, allowed)``: a check known
+        only while the page runs (a row of the data loaded), in place of the table's."""
+        bound = self.bounds[key]
+        ok, allowed = check or (bound.ok, bound.allowed)
+        kwargs |= {"key": key, "bind": "query-params"} | _default_argument(widget, bound.default, args, kwargs)
+        if ok is None:
+            return widget(*args, **kwargs)
+        if bound.fallback:
+            return checked_link(lambda: widget(*args, **kwargs), key, ok, allowed, bound.default)
+        link_check(key, ok, allowed)
+        return widget(*args, **kwargs)
+
+
+def _default_argument(widget: Callable, default, args: tuple, kwargs: dict) -> dict:
+    """``default`` as the keyword argument ``widget`` takes it: ``value=``, or ``index=`` of it in the options."""
+    parameters = inspect.signature(widget).parameters
+    if "value" in parameters:
+        return {"value": default}
+    options = kwargs["options"] if "options" in kwargs else args[list(parameters).index("options")]
+    return {"index": [str(option) for option in options].index(str(default))}
+
+
 def _url_text(value) -> str:
     """A value as a bound widget writes it into the URL."""
     if isinstance(value, bool):
@@ -179,16 +268,18 @@ def title_bar(title: str):
     return row.container(horizontal=True, horizontal_alignment="right", vertical_alignment="center")
 
 
-def copy_link_and_reset(defaults: Mapping, clear: Iterable[str] = (), container=st) -> None:
+def copy_link_and_reset(defaults: Mapping | UrlState, clear: Iterable[str] = (), container=st) -> None:
     """A "link to this view" popover and a "Reset to defaults" button, side by side, in ``container``
     (the page's ``title_bar``). Called after the page's widgets, so that the link holds their values.
 
-    ``defaults``: every bound widget key of the page with its default value; the reset sets each
+    ``defaults``: the page's ``UrlState`` (or every bound widget key with its default value); the reset sets each
     back (which also removes it from the URL) and deletes the session keys in ``clear`` (bound
     widgets whose default depends on the data, results computed on the page).
     """
 
     clear = list(clear)
+    if isinstance(defaults, UrlState):
+        defaults = defaults.defaults()
 
     def reset() -> None:
         st.session_state.update(defaults)
@@ -250,8 +341,8 @@ def on_demand(label: str, key: str, draw: Callable[[], None]) -> None:
     A collapsed ``st.expander`` still holds its content, and the browser draws every chart and table
     in it on each visit: most of a visit's time on a long page (README, "How fast pages draw"). This
     one holds nothing until opened. Its state is bound to the URL (``?key=true``), so "link to this
-    view" and a lesson's link can open it; add ``key: False`` to the page's view defaults."""
-    link_check(key, one_of(("true", "false")), "true or false")  # Streamlit would drop another value silently
+    view" and a lesson's link can open it; declare it as ``key=ON_DEMAND`` in the page's ``UrlState``."""
+    link_check(key, ON_DEMAND.ok, ON_DEMAND.allowed)  # Streamlit would drop another value silently
     box = st.expander(label, key=key, on_change="rerun", bind="query-params")
     if box.open:
         with box:

@@ -12,20 +12,22 @@ from app_pages._measured import inversion_rates, inversion_table, inversion_verd
 from app_pages._queue import job_queue, show_job
 from app_pages._ui import bounded_number, fail, load_data, notebook_link
 from app_pages._view import (
+    ON_DEMAND,
+    Bound,
+    UrlState,
     chart,
     copy_link_and_reset,
     in_range,
-    link_check,
     on_demand,
     one_of,
     title_bar,
     without_paths,
 )
+from fmapp.worked import attention_row
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
 from fmlib.inversion.lemmas import SLIPS, lemma_gradient
 from fmlib.inversion.outcome import describe
 from fmlib.plots import inversion as plots
-from fmlib.worked import attention_row
 
 bar = title_bar("Attention inversion")
 notebook_link("06_attention_inversion")
@@ -112,24 +114,37 @@ CHOICES = {  # the page's select sliders: key -> (options, default)
 }
 
 
+TRIAL_STARTS = ["random N(0, 1)", "near the secret"]
+VIEW = UrlState(
+    **{
+        key: Bound(default, one_of(options), "one of " + ", ".join(map(str, options)))
+        for key, (options, default) in CHOICES.items()
+    },
+    inv_n=Bound(4, in_range(2, 8, integer=True), "2 to 8"),
+    inv_d=Bound(3, in_range(2, 6, integer=True), "2 to 6"),
+    inv_start=Bound(STARTS[0], one_of(STARTS), "one of " + ", ".join(STARTS)),
+    inv_seed=Bound(0),  # bounded_number checks its range
+    trial_start=Bound(TRIAL_STARTS[0], one_of(TRIAL_STARTS), " or ".join(TRIAL_STARTS)),
+    inversion_measured=ON_DEMAND,
+    inversion_trials_section=ON_DEMAND,
+    inversion_gradient=ON_DEMAND,
+    inversion_twist=ON_DEMAND,
+)
+
+
 def choice(container, label: str, key: str):
-    """A select slider bound to the URL; a linked value it does not offer falls back with a note."""
-    options, default = CHOICES[key]
-    link_check(key, one_of(options), "one of " + ", ".join(map(str, options)))
-    return container.select_slider(label, options, default, key=key, bind="query-params")
+    """A select slider of ``CHOICES`` bound to the URL; a linked value it does not offer falls back with a note."""
+    return VIEW.widget(key, container.select_slider, label, CHOICES[key][0])
 
 
 worked_example()
 left, right = st.columns(2)
-link_check("inv_n", in_range(2, 8, integer=True), "2 to 8")
-n = left.slider("tokens n", 2, 8, 4, key="inv_n", bind="query-params")
-link_check("inv_d", in_range(2, 6, integer=True), "2 to 6")
-d = left.slider("token length d", 2, 6, 3, key="inv_d", bind="query-params")
+n = VIEW.widget("inv_n", left.slider, "tokens n", 2, 8)
+d = VIEW.widget("inv_d", left.slider, "token length d", 2, 6)
 R = choice(left, "weight scale R = ‖W‖ = ‖V‖ (Assumption 4.1)", "inv_R")
 gamma = choice(right, "regulariser γ", "inv_gamma")
-link_check("inv_start", one_of(STARTS), "one of " + ", ".join(STARTS))
-start_label = right.radio("attacker's start", STARTS, horizontal=True, key="inv_start", bind="query-params")
-seed = bounded_number("seed (instance and start)", 0, 10_000, 0, container=right, key="inv_seed", bind="query-params")
+start_label = VIEW.widget("inv_start", right.radio, "attacker's start", STARTS, horizontal=True)
+seed = VIEW.widget("inv_seed", bounded_number, "seed (instance and start)", 0, 10_000, container=right)
 steps = choice(right, "gradient-descent steps", "inv_steps")
 lr = choice(right, "gradient-descent step size", "inv_lr")
 start = "near" if start_label.startswith("near") else "random"
@@ -262,10 +277,7 @@ def trials_section() -> None:
     )
     c1, c2 = st.columns(2)
     count = choice(c1, "instances per γ", "inv_count")
-    link_check("trial_start", one_of(["random N(0, 1)", "near the secret"]), "random N(0, 1) or near the secret")
-    trial_start = c2.radio(
-        "trial starts", ["random N(0, 1)", "near the secret"], horizontal=True, key="trial_start", bind="query-params"
-    )
+    trial_start = VIEW.widget("trial_start", c2.radio, "trial starts", TRIAL_STARTS, horizontal=True)
     if st.button(
         "Run trials", key="inv_run_trials", type="primary"
     ):  # what a button made is kept in the session: it survives reruns
@@ -358,17 +370,4 @@ on_demand("How often does the attack work? Run your own trials", "inversion_tria
 on_demand("The paper's gradient, checked", "inversion_gradient", gradient_section)
 on_demand("The MovieLens twist (§5): recovering the first movies a user rated", "inversion_twist", twist_section)
 
-copy_link_and_reset(
-    {
-        **{key: default for key, (_, default) in CHOICES.items()},
-        "inv_n": 4,
-        "inv_d": 3,
-        "inv_start": STARTS[0],
-        "inv_seed": 0,
-        "trial_start": "random N(0, 1)",
-        **dict.fromkeys(
-            ("inversion_measured", "inversion_trials_section", "inversion_gradient", "inversion_twist"), False
-        ),
-    },
-    container=bar,
-)
+copy_link_and_reset(VIEW, container=bar)

@@ -7,6 +7,8 @@ from app_pages._keys import step_keys
 from app_pages._measured import fmgrad_verdicts
 from app_pages._ui import notebook_link
 from app_pages._view import (
+    Bound,
+    UrlState,
     chart,
     copy_link_and_reset,
     in_range,
@@ -16,12 +18,12 @@ from app_pages._view import (
     secondary,
     title_bar,
 )
+from fmapp.notation import unicode_math
+from fmapp.worked import rendle_example
 from fmlib.derivations import catalog, check_derivations, check_step, get, run_check
 from fmlib.derivations.display import Line, outcome, summary
-from fmlib.notation import unicode_math
 from fmlib.plots.derivations import s3_slack_figure
 from fmlib.references import with_titles
-from fmlib.worked import rendle_example
 
 BADGES = {
     "passed": ("green", "✓ passed"),
@@ -71,7 +73,7 @@ def badge(status: str) -> str:
 
 
 def reset_step():
-    st.session_state.deriv_step = 1
+    st.session_state.deriv_step = VIEW["deriv_step"].default
 
 
 def move(delta: int, last: int):
@@ -126,12 +128,21 @@ if numbers_first:
 
 derivations = catalog()
 titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plain text
+true_or_false = Bound(False, one_of(BOOLEAN), "true or false")
+VIEW = UrlState(
+    deriv_derivation=Bound(derivations[0].key, one_of(titles), "one of " + ", ".join(titles)),
+    deriv_step=Bound(1),  # checked against the chosen derivation's steps where they are known
+    deriv_show_check=true_or_false,
+    deriv_wrong=true_or_false,  # every step has a wrong variant
+    deriv_delta=Bound(2.0, one_of(DELTAS), "one of " + ", ".join(map(str, DELTAS))),
+    deriv_label=Bound(1, one_of([1, 0]), "1 or 0"),
+)
 # The controls and the step come first, the page's prose last: at 1280×720 and 150 % zoom, with the sidebar
 # open or on a projector, the step's formula is above the fold.
 pick, stepper = st.columns([2, 3])
 # The picker shows titles, the link carries the key: a bound selectbox would write the shown title into the
 # URL, so this one is kept in the URL by hand.
-link_check("deriv_derivation", one_of(titles), "one of " + ", ".join(titles))
+VIEW.check("deriv_derivation")
 if "deriv_derivation" not in st.session_state and st.query_params.get("deriv_derivation") in titles:
     st.session_state["deriv_derivation"] = st.query_params["deriv_derivation"]
 key = pick.selectbox(
@@ -142,14 +153,17 @@ key = pick.selectbox(
     on_change=reset_step,
     persist_state="session",  # back on this page after another: the same derivation
 )
-if key == derivations[0].key:
+if key == VIEW["deriv_derivation"].default:
     st.query_params.pop("deriv_derivation", None)
 else:
     st.query_params["deriv_derivation"] = key
 derivation = get(key)
 last = len(derivation.steps)
-step_link_bad = link_check("deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=1)
-st.session_state.setdefault("deriv_step", 1)
+first_step = VIEW["deriv_step"].default
+step_link_bad = link_check(
+    "deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=first_step
+)
+st.session_state.setdefault("deriv_step", first_step)
 st.session_state.deriv_step = min(st.session_state.deriv_step, last)
 
 stepper.slider("Step", 1, last, key="deriv_step", bind="query-params", persist_state="session")
@@ -205,15 +219,13 @@ elif result.status == "failed":
 elif result.status == "not-checked":
     st.info(math(result.detail))
 
-link_check("deriv_show_check", one_of(BOOLEAN), "true or false")
-if st.toggle("Show the check (what sympy compared)", key="deriv_show_check", bind="query-params"):
+if VIEW.widget("deriv_show_check", st.toggle, "Show the check (what sympy compared)"):
     show(summary(result.corrected))
     if result.printed is not None:
         show(outcome(result.printed, label="The line as printed"))
     st.caption(f"checked in {result.corrected.seconds:.2f} s")
 
-link_check("deriv_wrong", one_of(BOOLEAN), "true or false")  # every step has a wrong variant
-if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind="query-params"):
+if VIEW.widget("deriv_wrong", st.toggle, "Show a wrong variant prepared for class"):
     labels = [w.label for w in step.wrong]
     choice = (
         st.radio("Wrong variant", labels, key="deriv_variant", horizontal=True, format_func=math)
@@ -233,10 +245,8 @@ if st.toggle("Show a wrong variant prepared for class", key="deriv_wrong", bind=
 
 if key == S3_KEY and step.check.relation == ">=" and step.name.startswith("Proposition S3"):
     left, right = st.columns(2)
-    link_check("deriv_delta", one_of(DELTAS), "one of " + ", ".join(map(str, DELTAS)))
-    delta = left.select_slider("δ", options=DELTAS, value=2.0, key="deriv_delta", bind="query-params")
-    link_check("deriv_label", one_of([1, 0]), "1 or 0")
-    y = right.radio("label y", [1, 0], horizontal=True, key="deriv_label", bind="query-params")
+    delta = VIEW.widget("deriv_delta", left.select_slider, "δ", options=DELTAS)
+    y = VIEW.widget("deriv_label", right.radio, "label y", [1, 0], horizontal=True)
     chart(s3_slack_figure(delta=delta, y=y))
     st.write(
         "The slack never drops below 0, and its smallest values sit near ŷ2 = ŷ1: there log δ alone "
@@ -264,18 +274,7 @@ with st.expander("Assumptions"):
             st.latex(assumption)
         else:
             st.markdown(f"- {math(assumption)}")
-copy_link_and_reset(
-    {
-        "deriv_derivation": derivations[0].key,
-        "deriv_step": 1,
-        "deriv_show_check": False,
-        "deriv_wrong": False,
-        "deriv_delta": 2.0,
-        "deriv_label": 1,
-    },
-    clear=["deriv_size", "deriv_variant"],
-    container=bar,
-)
+copy_link_and_reset(VIEW, clear=["deriv_size", "deriv_variant"], container=bar)
 if st.toggle("Check every step of this derivation", key="deriv_all"):
     with st.spinner("sympy is checking every line of this derivation…"):
         results = step_results(key)

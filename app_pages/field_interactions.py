@@ -20,6 +20,9 @@ from app_pages._ui import (
     selected_run_id,
 )
 from app_pages._view import (
+    ON_DEMAND,
+    Bound,
+    UrlState,
     cached,
     chart,
     checked_link,
@@ -33,6 +36,7 @@ from app_pages._view import (
     secondary,
     title_bar,
 )
+from fmapp.recompute import recompute
 from fmlib import presets
 from fmlib.analysis.budget_toy import FIELDS as TOY_FIELDS
 from fmlib.analysis.budget_toy import ODD as TOY_ODD
@@ -56,7 +60,6 @@ from fmlib.data import load, split
 from fmlib.data.features import with_features
 from fmlib.data.synthetic import demo_R
 from fmlib.experiments import dplr as dplr_experiment
-from fmlib.experiments.recompute import recompute
 from fmlib.models import has_interaction_matrix, model_name, usable_models
 from fmlib.plots.interactions import (
     deviation_heatmap,
@@ -72,6 +75,20 @@ from fmlib.plots.interactions import (
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.runs import RunError
 from fmlib.train import quick_settings, train_model
+
+METRICS, PROTOCOLS = list(dplr_experiment.METRICS), list(dplr_experiment.PROTOCOLS)
+VIEW = UrlState(
+    rho=Bound(2, fallback=True),  # at most the run's m − 1: checked where the run is known
+    method=Bound("eig", one_of(["eig", "nuclear"]), "eig or nuclear"),
+    fi_f=Bound(None),  # the pair (f, g): its default is the run's (pair_defaults), given to copy_link_and_reset
+    fi_g=Bound(None),
+    fi_sample=Bound(0, fallback=True),  # a row of the run's validation split: checked where it is loaded
+    table1_task=Bound(METRICS[0], one_of(METRICS), "one of " + ", ".join(METRICS)),
+    table1_protocol=Bound("ours", one_of(PROTOCOLS), "one of " + ", ".join(PROTOCOLS)),
+    fi_data_section=ON_DEMAND,
+    fi_spectra=ON_DEMAND,
+    table1_section=ON_DEMAND,
+)
 
 bar = title_bar("Field interactions")
 notebook_link("02_field_interactions")
@@ -144,18 +161,14 @@ def table1_section():
     if table_data == "synthetic":
         st.caption("Table 1 is measured on MovieLens: pick ml-100k in the sidebar to see it.")
         return
-    link_check("table1_task", one_of(dplr_experiment.METRICS), "one of " + ", ".join(dplr_experiment.METRICS))
-    link_check("table1_protocol", one_of(dplr_experiment.PROTOCOLS), "one of " + ", ".join(dplr_experiment.PROTOCOLS))
     left, right = st.columns(2)
-    table_task = left.radio(
-        "task", list(dplr_experiment.METRICS), horizontal=True, key="table1_task", bind="query-params"
-    )
-    protocol = right.radio(
+    table_task = VIEW.widget("table1_task", left.radio, "task", METRICS, horizontal=True)
+    protocol = VIEW.widget(
+        "table1_protocol",
+        right.radio,
         "protocol",
-        dplr_experiment.PROTOCOLS,
+        PROTOCOLS,
         horizontal=True,
-        key="table1_protocol",
-        bind="query-params",
         format_func={"ours": "ours (equal tools)", "dplr-paper": "the DPLR paper's (only lr)"}.get,
     )
     table_name = dplr_experiment.table_name(table_data, table_task, protocol)
@@ -395,17 +408,14 @@ def pair_panel(run, matrices: dict, pair: tuple[str, str], kept: np.ndarray, sam
         return
     last = len(valid) - 1
 
-    def draw():
-        return sample_box.number_input(
-            "validation rating (row)",
-            value=0,
-            step=1,
-            key="fi_sample",
-            bind="query-params",
-            help=f"Row 0 to {last:,} of the validation split the run was trained beside.",
-        )
-
-    row = checked_link(draw, "fi_sample", in_range(0, last, integer=True), f"validation rating: 0 to {last}", 0)
+    row = VIEW.widget(
+        "fi_sample",
+        sample_box.number_input,
+        "validation rating (row)",
+        step=1,
+        help=f"Row 0 to {last:,} of the validation split the run was trained beside.",
+        check=(in_range(0, last, integer=True), f"validation rating: 0 to {last}"),
+    )
     if not 0 <= row <= last:
         error(f"validation rating: {row:g} is out of range; use 0 to {last:,}.")
         return
@@ -554,7 +564,8 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
             f"rank ρ = 1 (budget ρ(m+1) = {m + 1} parameters, the only one below the {m * (m - 1) // 2} pairs)"
         )
     else:
-        given = {} if "rho" in st.session_state else {"value": min(2, max_rank)}  # set by a reset or a link: no default
+        default = min(VIEW["rho"].default, max_rank)
+        given = {} if "rho" in st.session_state else {"value": default}  # set by a reset or a link: no default
         rank = checked_link(
             lambda: left.slider(
                 "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, **given, key="rho", bind="query-params"
@@ -562,15 +573,14 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
             "rho",
             in_range(1, max_rank, integer=True),
             f"ρ: 1 to {max_rank} for m = {m} fields",
-            min(2, max_rank),
+            default,
         )
-    link_check("method", one_of(["eig", "nuclear"]), "eig or nuclear")
-    method = right.radio(
+    method = VIEW.widget(
+        "method",
+        right.radio,
         "post-hoc DPLR by",
         ["eig", "nuclear"],
         horizontal=True,
-        key="method",
-        bind="query-params",
         help="eig: truncated eigendecomposition (diagonal filled in); nuclear: minimise the "
         "nuclear norm of the error (App. C)",
     )
@@ -634,16 +644,7 @@ on_demand("Trained DPLR vs pruned FwFM: Table 1 on MovieLens, with verdicts", "t
 with r_box:
     configs, max_rank, (first_f, first_g) = r_section()
 copy_link_and_reset(
-    {
-        "rho": min(2, max_rank),
-        "method": "eig",
-        "fi_f": first_f,  # the run's fields decide the default pair
-        "fi_g": first_g,
-        "fi_sample": 0,
-        "table1_task": next(iter(dplr_experiment.METRICS)),
-        "table1_protocol": "ours",
-        **dict.fromkeys(("fi_data_section", "fi_spectra", "table1_section"), False),
-    },
+    VIEW.defaults() | {"fi_f": first_f, "fi_g": first_g},  # the run's fields decide the default pair
     clear=["fi_run"] if configs else [],  # its default depends on the saved runs,
     container=bar,
 )

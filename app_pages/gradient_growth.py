@@ -9,8 +9,10 @@ from app_pages._measured import drawn_once, measured_table, source_caption
 from app_pages._ui import bounded_number, notebook_link
 from app_pages._view import (
     LESSON_VIEW,
+    ON_DEMAND,
+    Bound,
+    UrlState,
     chart,
-    checked_link,
     copy_link_and_reset,
     error,
     in_range,
@@ -18,6 +20,7 @@ from app_pages._view import (
     on_demand,
     title_bar,
 )
+from fmapp.worked import gradient_example
 from fmlib.analysis.gradient_growth import (
     D_RANGE,
     M_RANGE,
@@ -37,7 +40,6 @@ from fmlib.arguments import int_list
 from fmlib.experiments import rfm as rfm_experiment
 from fmlib.plots.rfm import construction_error_figure, gradient_growth_figure, truth_table_figure
 from fmlib.plots.verdicts import verdict_figure
-from fmlib.worked import gradient_example
 
 bar = title_bar("Gradient growth")
 notebook_link("04_rotations_and_gradients")
@@ -118,12 +120,6 @@ def construction_figures(sizes, density, seed, S):
     return truth_table_figure(T, c.T_hat, sizes), construction_error_figure(errors)
 
 
-VIEW = {"m_max": 32, "d": 8, "log_y": True, "M": 1.5, "eps": 0.25, "exponent": 1}
-VIEW |= {"layout": "2, 3, 2", "density": 0.4, "truth_seed": 0, "S": 20.0}
-VIEW |= {key: 1.0 for key in ("eta", "alpha", "beta", "gamma", "zeta", "theta")}
-VIEW |= {"explain_lines": False, "theorem_section": False, "rfm_section": False}  # sections drawn on demand
-
-
 M_LINK_MAX = 10.0  # a linked M: with ε < M, (M + ε)^(a·m) < 20^(3·64) ≈ 1e250 stays inside float64
 
 
@@ -133,20 +129,30 @@ def positive(high: float = math.inf):
     return lambda text: check(text) and math.isfinite(float(text)) and float(text) > 0
 
 
-def bound_input(container, label: str, key: str, default: float, ok, allowed: str, **kwargs) -> float:
-    """A bound's number field, bound to the URL: a linked value ``ok`` rejects falls back to ``default`` with a note."""
-
-    def draw():
-        return container.number_input(label, value=default, key=key, bind="query-params", **kwargs)
-
-    return float(checked_link(draw, key, ok, allowed, default))
-
-
 def valid_layout(text: str) -> bool:
     try:
         return all(n >= 1 for n in int_list(text))
     except ValueError:
         return False
+
+
+ROTATION_BOUNDS = {"eta": "η", "alpha": "α", "beta": "β", "gamma": "γ", "zeta": "ζ", "theta": "θ"}
+VIEW = UrlState(
+    m_max=Bound(32, in_range(*M_RANGE, integer=True), f"{M_RANGE[0]} to {M_RANGE[1]}"),
+    d=Bound(8),  # bounded_number checks its range
+    log_y=Bound(True, lambda text: text.lower() in ("true", "false"), "true or false"),
+    **dict.fromkeys(ROTATION_BOUNDS, Bound(1.0, positive(), "a positive number", fallback=True)),
+    M=Bound(1.5, positive(M_LINK_MAX), f"a positive number up to {M_LINK_MAX:g}", fallback=True),
+    eps=Bound(0.25, fallback=True),  # in [0, M): checked once M is read
+    exponent=Bound(1),
+    layout=Bound("2, 3, 2", valid_layout, "positive integers, comma-separated", fallback=True),
+    density=Bound(0.4, in_range(0.0, 1.0), "0 to 1"),
+    truth_seed=Bound(0),
+    S=Bound(20.0, in_range(1.0, 30.0), "1 to 30"),
+    explain_lines=ON_DEMAND,
+    theorem_section=ON_DEMAND,
+    rfm_section=ON_DEMAND,
+)
 
 
 def explain_lines(bounds: RotationBounds) -> None:
@@ -173,32 +179,26 @@ The printed appendix has slips (a d too many in PART III's bound, "‖B̃‖∞"
 """)
 
 
-link_check("m_max", in_range(*M_RANGE, integer=True), f"{M_RANGE[0]} to {M_RANGE[1]}")
-m_max = st.slider("number of fields m (up to)", M_RANGE[0], M_RANGE[1], 32, key="m_max", bind="query-params")
+m_max = VIEW.widget("m_max", st.slider, "number of fields m (up to)", *M_RANGE)
 left, right = st.columns(2)
-d = int(bounded_number("embedding size d", *D_RANGE, 8, container=left, step=1, key="d", bind="query-params"))
-link_check("log_y", lambda text: text.lower() in ("true", "false"), "true or false")
-log_y = right.toggle("log scale", value=True, key="log_y", bind="query-params")
+d = int(VIEW.widget("d", bounded_number, "embedding size d", *D_RANGE, container=left, step=1))
+log_y = VIEW.widget("log_y", right.toggle, "log scale")
 with st.expander("Bounds (the appendix's assumptions)"):
     st.markdown(
         "Rotation layer: |X| < η, ‖B̃ᵀ‖∞ < α, ‖C̃ᵀ‖∞ < β, ‖D̃ᵀ‖∞, ‖D̃‖∞ < γ, ‖diag(w)‖∞ < ζ, "
         "‖∂y/∂G‖∞ < θ. Product term and FM: |Xᵢⱼ| ∈ [M − ε, M + ε]; the product with exponent a on every field."
     )
     cols = st.columns(6)
-    names = {"eta": "η", "alpha": "α", "beta": "β", "gamma": "γ", "zeta": "ζ", "theta": "θ"}
     rotation = tuple(
-        bound_input(c, label, key, 1.0, positive(), "a positive number", step=0.1, format="%.3f")
-        for c, (key, label) in zip(cols, names.items())
+        float(VIEW.widget(key, c.number_input, label, step=0.1, format="%.3f"))
+        for c, (key, label) in zip(cols, ROTATION_BOUNDS.items())
     )
     cols = st.columns(3)
-    M = bound_input(cols[0], "M", "M", 1.5, positive(M_LINK_MAX), f"a positive number up to {M_LINK_MAX:g}", step=0.1)
-    eps_ok = in_range(0, M)
-    eps = bound_input(
-        cols[1], "ε", "eps", 0.25, lambda text: eps_ok(text) and float(text) < M, f"0 ≤ ε < M = {M:g}", step=0.05
-    )
-    exponent = int(
-        bounded_number("exponent a", 1, 3, 1, container=cols[2], step=1, key="exponent", bind="query-params")
-    )
+    M = float(VIEW.widget("M", cols[0].number_input, "M", step=0.1))
+    below_M = in_range(0, M)
+    eps_check = (lambda text: below_M(text) and float(text) < M), f"0 ≤ ε < M = {M:g}"
+    eps = float(VIEW.widget("eps", cols[1].number_input, "ε", step=0.05, check=eps_check))
+    exponent = int(VIEW.widget("exponent", bounded_number, "exponent a", 1, 3, container=cols[2], step=1))
     product = (M, eps, exponent)
 
 try:
@@ -238,18 +238,10 @@ def theorem_section() -> None:
         "with w = S·1, so the attention score is Sigmoid(S·cos(π − π·T)) → T as S grows."
     )
     c1, c2, c3, c4 = st.columns(4)
-    layout_text = checked_link(
-        lambda: c1.text_input("features per field", value="2, 3, 2", key="layout", bind="query-params"),
-        "layout",
-        valid_layout,
-        "positive integers, comma-separated",
-        "2, 3, 2",
-    )
-    link_check("density", in_range(0.0, 1.0), "0 to 1")
-    density = c2.slider("density of f", 0.0, 1.0, 0.4, 0.05, key="density", bind="query-params")
-    seed = int(bounded_number("seed", 0, 10_000, 0, container=c3, step=1, key="truth_seed", bind="query-params"))
-    link_check("S", in_range(1.0, 30.0), "1 to 30")
-    S = c4.slider("S", 1.0, 30.0, 20.0, 0.5, key="S", bind="query-params")
+    layout_text = VIEW.widget("layout", c1.text_input, "features per field")
+    density = VIEW.widget("density", c2.slider, "density of f", 0.0, 1.0, step=0.05)
+    seed = int(VIEW.widget("truth_seed", bounded_number, "seed", 0, 10_000, container=c3, step=1))
+    S = VIEW.widget("S", c4.slider, "S", 1.0, 30.0, step=0.5)
     try:
         sizes = int_list(layout_text)
     except ValueError as err:

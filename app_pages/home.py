@@ -5,10 +5,12 @@ import streamlit as st
 from app_pages._intuition import block
 from app_pages._measured import scorecard_card
 from app_pages._ui import PAGES
-from app_pages._view import copy_link_and_reset, error, on_demand, title_bar
+from app_pages._view import ON_DEMAND, UrlState, copy_link_and_reset, error, on_demand, title_bar
 from fmlib import toy
 from fmlib.experiments import scorecard
 from fmlib.experiments.verdict import OUTCOMES, outcome
+
+VIEW = UrlState(home_claims=ON_DEMAND)
 
 bar = title_bar("fmlib explainer")
 st.markdown(
@@ -101,4 +103,4 @@ st.info(
     "The sidebar picks the dataset (and says which source served it) and a saved run, "
     "which the analysis pages read. Notebooks in `notebooks/` tell the same stories with the same API."
 )
-copy_link_and_reset({"home_claims": False}, container=bar)  # and the sidebar's settings
+copy_link_and_reset(VIEW, container=bar)  # and the sidebar's settings

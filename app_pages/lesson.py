@@ -15,17 +15,18 @@ from app_pages._keys import step_keys
 from app_pages._lesson import class_answers, follow_prepared_link, guesses, measured_rows, prepare, voter, write_url
 from app_pages._measured import scorecard_rows, verdict_table
 from app_pages._view import (
+    Bound,
+    UrlState,
     chart,
     copy_link_and_reset,
     error,
     in_range,
-    link_check,
     one_of,
     projector,
     secondary,
     title_bar,
 )
-from fmlib.lessons import LessonError, lesson_files, load_lesson
+from fmapp.lessons import LessonError, lesson_files, load_lesson
 from fmlib.plots.lesson import class_answers_figure
 
 follow_prepared_link()
@@ -37,14 +38,19 @@ if not files:
     st.stop()
 
 
+VIEW = UrlState(
+    lesson=Bound(next(iter(files)), one_of(files), "one of " + ", ".join(files)),
+    stop=Bound(1),  # kept by the session, checked below against the lesson's length
+)
+
+
 def first_stop():
-    st.session_state.stop = 1
+    st.session_state.stop = VIEW["stop"].default
 
 
 controls = st.columns([2, 4, 3], vertical_alignment="bottom")
 steps = controls[2].container(horizontal=True)  # buttons as wide as their labels: never cut at 150 %
-link_check("lesson", one_of(files), "one of " + ", ".join(files))
-name = controls[0].selectbox("Lesson", list(files), key="lesson", bind="query-params", on_change=first_stop)
+name = VIEW.widget("lesson", controls[0].selectbox, "Lesson", list(files), on_change=first_stop)
 try:
     lesson = load_lesson(files[name])
 except LessonError as err:
@@ -55,10 +61,11 @@ last = len(lesson.stops)
 # The stop is kept by the session, not by a widget: a widget's value in the browser lags behind quick
 # presses of N, and each press would then move from the lagging value (five presses, one stop).
 if "stop" not in st.session_state:
-    linked = st.query_params.get("stop", "1")
+    first = str(VIEW["stop"].default)
+    linked = st.query_params.get("stop", first)
     if not in_range(1, last, integer=True)(linked):
-        st.warning(f"The link's stop = {linked!r} is not valid (a stop from 1 to {last}); showing stop 1.")
-        linked = "1"
+        st.warning(f"The link's stop = {linked!r} is not valid (a stop from 1 to {last}); showing stop {first}.")
+        linked = first
     st.session_state.stop = int(linked)
 st.session_state.stop = min(max(st.session_state.stop, 1), last)  # another lesson's number
 
@@ -287,7 +294,7 @@ ends = st.container(horizontal=True)  # buttons as wide as their labels: never c
 if ends.button("Summary of the lesson", key="lesson_summary", icon=":material/checklist:"):
     summary()
 ends.button("Start over", key="lesson_reset", on_click=start_over, help="Stop 1, every guess of this lesson cleared")
-copy_link_and_reset({"lesson": next(iter(files)), "stop": 1}, container=bar)
+copy_link_and_reset(VIEW, container=bar)
 secondary(f"**{lesson.title}** · {last} stops · {lesson.minutes} minutes. {lesson.summary}", show=st.markdown)
 with st.expander("Outline"):
     st.markdown("\n".join(f"{i}. {s.title} ({s.minutes} min)" for i, s in enumerate(lesson.stops, 1)))

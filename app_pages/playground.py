@@ -5,7 +5,18 @@ import streamlit as st
 from app_pages._playground import movie_map_figure, reset_toy, session_keys, symbols_row, toy_view
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_run, load_split, run_store, saved_or_quick_run, selected_run_id
-from app_pages._view import chart, copy_link_and_reset, error, link_check, on_demand, one_of, secondary, title_bar
+from app_pages._view import (
+    ON_DEMAND,
+    Bound,
+    UrlState,
+    chart,
+    copy_link_and_reset,
+    error,
+    on_demand,
+    one_of,
+    secondary,
+    title_bar,
+)
 from fmlib.analysis.movie_map import has_movie_embeddings, movie_map, same_recipe, seed_agreement
 from fmlib.data import movielens
 from fmlib.runs import RunError
@@ -13,6 +24,10 @@ from fmlib.train import TrainConfig, quick_settings, train_model
 
 MIN_RATINGS = [5, 10, 20, 50, 100]
 QUICK = "playground_quick_fm"
+VIEW = UrlState(
+    map_min_ratings=Bound(20, one_of(MIN_RATINGS), "one of " + ", ".join(map(str, MIN_RATINGS))),
+    movie_map_section=ON_DEMAND,
+)
 
 bar = title_bar("Playground")
 st.markdown(
@@ -141,13 +156,11 @@ def movie_map_section() -> None:
         secondary(f"Mapping {source}.")
         data = run_data(run)
         if data is not None:
-            link_check("map_min_ratings", one_of(MIN_RATINGS), "one of " + ", ".join(map(str, MIN_RATINGS)))
-            min_ratings = st.select_slider(
+            min_ratings = VIEW.widget(
+                "map_min_ratings",
+                st.select_slider,
                 "Map the movies rated at least this many times in training",
                 MIN_RATINGS,
-                value=20,
-                key="map_min_ratings",
-                bind="query-params",
                 help="A rarely rated movie's vector is mostly its random start: few ratings moved it.",
             )
             try:
@@ -217,4 +230,4 @@ def movie_map_section() -> None:
 
 on_demand("What a trained model learned about movies", "movie_map_section", movie_map_section)
 
-copy_link_and_reset({"map_min_ratings": 20, "movie_map_section": False}, clear=session_keys(), container=bar)
+copy_link_and_reset(VIEW, clear=session_keys(), container=bar)

@@ -7,7 +7,18 @@ from app_pages._intuition import block
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, variant_as_math
-from app_pages._view import LESSON_VIEW, chart, checked_link, copy_link_and_reset, on_demand, secondary, title_bar
+from app_pages._view import (
+    LESSON_VIEW,
+    ON_DEMAND,
+    Bound,
+    UrlState,
+    chart,
+    copy_link_and_reset,
+    on_demand,
+    secondary,
+    title_bar,
+)
+from fmapp.worked import example_rows, rank_example
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.data.synthetic import PLANTED_RANKS
@@ -18,7 +29,6 @@ from fmlib.models.rafm_ranks import check_ranks
 from fmlib.plots.rafm import comparison_figure, occurrence_histogram_figure, rank_share_figure
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.train import quick_model_settings
-from fmlib.worked import example_rows, rank_example
 
 bar = title_bar("Rank-aware FM")
 notebook_link("03_rank_aware_fm")
@@ -40,18 +50,16 @@ def valid_ranks(text: str) -> bool:
     return True
 
 
-text = checked_link(
-    lambda: st.text_input(
-        "Rank set $D_1, \\dots, D_h$ (comma-separated, strictly increasing)",
-        "8,32",
-        key="rafm_ranks",
-        bind="query-params",
+VIEW = UrlState(
+    rafm_ranks=Bound(
+        "8,32", valid_ranks, "strictly increasing positive integers up to 512, comma-separated", fallback=True
     ),
-    "rafm_ranks",
-    valid_ranks,
-    "strictly increasing positive integers up to 512, comma-separated",
-    "8,32",
+    rafm_shares=ON_DEMAND,
+    rafm_training=ON_DEMAND,
+    rafm_payoff=ON_DEMAND,
+    rafm_scorecard=ON_DEMAND,
 )
+text = VIEW.widget("rafm_ranks", st.text_input, "Rank set $D_1, \\dots, D_h$ (comma-separated, strictly increasing)")
 try:
     ranks = check_ranks(int_list(text))
 except ValueError as err:
@@ -434,13 +442,4 @@ on_demand("2 · Evaluating and training it", "rafm_training", training_section)
 on_demand("3 · Does it pay off?", "rafm_payoff", payoff_section)
 on_demand("4 · When can rank-awareness help?", "rafm_scorecard", scorecard_section)
 
-copy_link_and_reset(
-    {
-        "rafm_ranks": "8,32",
-        "rafm_shares": False,
-        "rafm_training": False,
-        "rafm_payoff": False,
-        "rafm_scorecard": False,
-    },
-    container=bar,
-)
+copy_link_and_reset(VIEW, container=bar)

@@ -9,7 +9,20 @@ import streamlit as st
 from app_pages._intuition import block, short, vector
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import load_run, load_split, notebook_link, run_store, saved_or_quick_run
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, on_demand, one_of, shown_path, title_bar
+from app_pages._view import (
+    ON_DEMAND,
+    Bound,
+    UrlState,
+    chart,
+    copy_link_and_reset,
+    in_range,
+    link_check,
+    on_demand,
+    one_of,
+    shown_path,
+    title_bar,
+)
+from fmapp.worked import CONTEXT_FIELDS, ITEM_FIELDS, context_split
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.experiments.tables import committed_root
 from fmlib.models import model_name
@@ -35,10 +48,10 @@ from fmlib.ranking import (
 from fmlib.results import read_csv, results_dir
 from fmlib.runs import RunError
 from fmlib.train import TrainConfig, train_model
-from fmlib.worked import CONTEXT_FIELDS, ITEM_FIELDS, context_split
 
 RANKABLE = ("fm", "fwfm", "dplr")
 QUICK_SIZES = (1_000, 10_000)  # catalogues the quick benchmark times here in seconds
+K_MAX = 50  # the largest k of the top-k comparison
 BENCH_COLUMNS = ("items", "schema", "m", "item_fields", "model", "per_item_us", "per_item_q1", "per_item_q3", "x_floor")
 
 bar = title_bar("Ranking with a cached context")
@@ -132,15 +145,15 @@ if saved_path.exists():
         st.warning(f"{err} — run `python -m fmlib bench ranking` again.")
 quick = st.session_state.get("ranking_bench", {})
 sizes = sorted(set(QUICK_SIZES) | set(quick) | (set() if saved is None else set(saved["items"])))
-link_check("catalogue", one_of(sizes), "one of " + ", ".join(map(str, sizes)))
-n_items = st.select_slider(
-    "catalogue size (items per query)", sizes, value=sizes[0], key="catalogue", bind="query-params"
+VIEW = UrlState(
+    catalogue=Bound(sizes[0], one_of(sizes), "one of " + ", ".join(map(str, sizes))),
+    query=Bound(0),  # a test sample: checked where the test split is loaded
+    k=Bound(10, in_range(1, K_MAX, integer=True), f"1 to {K_MAX}"),
+    ranking_cache_section=ON_DEMAND,
+    ranking_agreement=ON_DEMAND,
 )
-copy_link_and_reset(
-    {"catalogue": sizes[0], "query": 0, "k": 10, "ranking_cache_section": False, "ranking_agreement": False},
-    clear=["user"],
-    container=bar,
-)
+n_items = VIEW.widget("catalogue", st.select_slider, "catalogue size (items per query)", sizes)
+copy_link_and_reset(VIEW, clear=["user"], container=bar)
 if n_items in QUICK_SIZES and st.button(f"Time a quick benchmark here ({n_items:,} items, m = 8 … 64)", key="bench"):
     with st.spinner("timing (warm-up, then 2 runs × 3 rounds) ..."):
         quick = {
@@ -244,8 +257,9 @@ if movielens:
         f"(their latest test rating: {seen} {sample.rating:g} stars)."
     )
 else:
-    link_check("query", in_range(0, len(data.test) - 1, integer=True), f"0 to {len(data.test) - 1}")
-    query = int(st.number_input("query: test sample #", 0, len(data.test) - 1, 0, key="query", bind="query-params"))
+    last = len(data.test) - 1
+    check = in_range(0, last, integer=True), f"0 to {last}"
+    query = int(VIEW.widget("query", st.number_input, "query: test sample #", 0, last, check=check))
 context = context_of(data.test, query)
 scores = rank_items(model, *context, items, item_weight)
 timing = query_timing(model, *context, items, item_weight)
@@ -288,7 +302,6 @@ def cache_section() -> None:
 
 MAX_COMPARED = 6
 QUERIES = 50  # users whose latest test rating is a query of the comparison
-K_MAX = 50
 
 
 def agreement_section() -> None:
@@ -339,8 +352,7 @@ def agreement_section() -> None:
                 submit_in_session("ranking_quick_models_job", lambda job: quick_models(quick_data, config, job.report))
                 st.rerun()  # show its place in line
     if len(runs) >= 2:
-        link_check("k", in_range(1, K_MAX, integer=True), f"1 to {K_MAX}")
-        k = st.slider("k", 1, K_MAX, 10, key="k", bind="query-params")
+        k = VIEW.widget("k", st.slider, "k", 1, K_MAX)
         tops, rows = {}, []
         for label, other in runs.items():
             other_model = other.model.eval()

@@ -10,8 +10,8 @@ from app_pages._lesson import class_answers
 from app_pages._queue import server_job
 from app_pages._ui import load_run, run_store, starter_split
 from app_pages._view import copy_link_and_reset, title_bar
+from fmapp import recompute, starter
 from fmlib.cli import TOPIC_COMMANDS
-from fmlib.experiments import recompute, starter
 from fmlib.results import results_dir
 from fmlib.runs import RunError
 

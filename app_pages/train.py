@@ -1,7 +1,5 @@
 """Train: pick a model and a few hyperparameters, watch it learn, save the run."""
 
-from functools import partial
-
 import pandas as pd
 import streamlit as st
 
@@ -11,11 +9,12 @@ from app_pages._measured import scorecard_rows
 from app_pages._replay import replay_choice
 from app_pages._ui import bounded_number, dataset_name, fail, load_run, load_split, notebook_link, selected_run_id
 from app_pages._view import (
+    ON_DEMAND,
+    Bound,
+    UrlState,
     cached,
     chart,
-    checked_link,
     copy_link_and_reset,
-    link_check,
     on_demand,
     one_of,
     shown_path,
@@ -94,26 +93,6 @@ def base_config() -> TrainConfig:
         fail(str(err))
 
 
-VIEW = {
-    "model": next(iter(MODELS)),
-    "train_features": "all",
-    "task": defaults.task,
-    "seed": defaults.seed,
-    "epochs": defaults.epochs,
-    "lr": defaults.lr,
-    "weight_decay": defaults.weight_decay,
-    "average_from": defaults.average_from,
-    **{
-        f"hp_{m}_{key}": widget_default(value)
-        for m in MODELS
-        for key, value in default_hp(m).items()
-        if value is not None
-    },
-}
-
-SECTIONS = ("watch_saved_run", "bfm_section", "feature_sets_section")  # drawn on demand
-
-
 def apply_preset():
     """Fill the widgets from the chosen preset (or the quick settings); they stay editable."""
     model, task, choice = st.session_state["model"], st.session_state["task"], st.session_state["preset"]
@@ -142,21 +121,55 @@ def valid_int_list(text: str) -> bool:
     return True
 
 
+def hp_label(key: str) -> str:
+    return "dim (embedding size k)" if key == "dim" else key
+
+
+def hp_bound(key: str, default) -> Bound:
+    """A hyperparameter's URL entry: its default as its widget holds it, and the check its widget needs."""
+    if isinstance(default, bool):
+        return Bound(default, lambda text: text.lower() in ("true", "false"), f"{hp_label(key)}: true or false")
+    if isinstance(default, (tuple, list)):
+        text = widget_default(tuple(default))
+        return Bound(text, valid_int_list, f"{hp_label(key)}: comma-separated integers", fallback=True)
+    return Bound(default)  # a number: bounded_number checks its range
+
+
+VIEW = UrlState(
+    model=Bound(next(iter(MODELS)), one_of(MODELS), "one of " + ", ".join(MODELS)),
+    train_features=Bound("all"),  # checked against the dataset's fields by features_box
+    task=Bound(defaults.task, one_of(TASKS), "one of " + ", ".join(TASKS)),
+    preset=Bound("defaults"),  # not bound (a preset fills the widgets below): "Reset to defaults" sets it back
+    # the numbers below: bounded_number checks their ranges
+    seed=Bound(defaults.seed),
+    epochs=Bound(defaults.epochs),
+    lr=Bound(defaults.lr),
+    weight_decay=Bound(defaults.weight_decay),
+    average_from=Bound(defaults.average_from),
+    **{
+        f"hp_{m}_{key}": hp_bound(key, value)
+        for m in MODELS
+        for key, value in default_hp(m).items()
+        if value is not None
+    },
+    watch_saved_run=ON_DEMAND,
+    bfm_section=ON_DEMAND,
+    feature_sets_section=ON_DEMAND,
+)
+
+
 left, right = st.columns(2)
 with left:
-    link_check("model", one_of(MODELS), "one of " + ", ".join(MODELS))
-    model = st.selectbox("Model", list(MODELS), key="model", bind="query-params")
-    link_check("task", one_of(TASKS), "one of " + ", ".join(TASKS))
-    task = st.radio(
+    model = VIEW.widget("model", st.selectbox, "Model", list(MODELS))
+    task = VIEW.widget(
+        "task",
+        st.radio,
         "Task",
         TASKS,
-        index=TASKS.index(defaults.task),
-        key="task",
-        bind="query-params",
         horizontal=True,
         help="rating: predict the 1–5 stars (RMSE). click: predict rating ≥ 4 (logloss, AUC).",
     )
-    features = features_box(lambda: load_split(name, 0).schema)
+    features = features_box(lambda: load_split(name, 0).schema, VIEW)
     root = presets.features_root(features)
     tuned = presets.available(name, model, task, root)
     st.selectbox(
@@ -170,30 +183,21 @@ with left:
         "and trains up to its epoch budget, early stopping deciding: a converged model, at the cost its label says.",
     )
     seed = int(
-        bounded_number(
-            "Seed",
-            0,
-            10_000,
-            defaults.seed,
-            key="seed",
-            bind="query-params",
-            help="Seeds the split, the initialisation and the batch order.",
+        VIEW.widget(
+            "seed", bounded_number, "Seed", 0, 10_000, help="Seeds the split, the initialisation and the batch order."
         )
     )
 with right:
-    epochs = int(bounded_number("Max epochs", 1, 200, defaults.epochs, key="epochs", bind="query-params"))
-    lr = bounded_number("Learning rate", 1e-5, 1.0, defaults.lr, format="%.4f", key="lr", bind="query-params")
-    weight_decay = bounded_number(
-        "Weight decay (L2)", 0.0, 1.0, defaults.weight_decay, format="%.5f", key="weight_decay", bind="query-params"
-    )
+    epochs = int(VIEW.widget("epochs", bounded_number, "Max epochs", 1, 200))
+    lr = VIEW.widget("lr", bounded_number, "Learning rate", 1e-5, 1.0, format="%.4f")
+    weight_decay = VIEW.widget("weight_decay", bounded_number, "Weight decay (L2)", 0.0, 1.0, format="%.5f")
     average_from = int(
-        bounded_number(
+        VIEW.widget(
+            "average_from",
+            bounded_number,
             "Average weights from epoch (0: off)",
             0,
             200,
-            defaults.average_from,
-            key="average_from",
-            bind="query-params",
             help="From this epoch on, the model kept is the mean of the weights after each epoch "
             "(the point-estimate analogue of a Bayesian FM's average over posterior samples).",
         )
@@ -211,30 +215,21 @@ if "preset_error" in st.session_state:
 hp = {}
 with st.expander(f"{model} hyperparameters", expanded=True):
     for key, default in default_hp(model).items():
-        label = "dim (embedding size k)" if key == "dim" else key
-        bound = {"key": f"hp_{model}_{key}", "bind": "query-params"}
+        label, url_key = hp_label(key), f"hp_{model}_{key}"
         if isinstance(default, bool):
-            link_check(bound["key"], lambda text: text.lower() in ("true", "false"), f"{label}: true or false")
-            hp[key] = st.checkbox(label, default, **bound)
+            hp[key] = VIEW.widget(url_key, st.checkbox, label)
         elif isinstance(default, int):
-            hp[key] = int(bounded_number(label, 1, 512, default, **bound))
+            hp[key] = int(VIEW.widget(url_key, bounded_number, label, 1, 512))
         elif isinstance(default, float):
-            hp[key] = bounded_number(label, 0.0, 100.0, default, **bound)
+            hp[key] = VIEW.widget(url_key, bounded_number, label, 0.0, 100.0)
         elif isinstance(default, (tuple, list)):
-            text_default = widget_default(tuple(default))
-            text = checked_link(
-                partial(st.text_input, f"{label} (comma-separated)", text_default, **bound),
-                bound["key"],
-                valid_int_list,
-                f"{label}: comma-separated integers",
-                text_default,
-            )
+            text = VIEW.widget(url_key, st.text_input, f"{label} (comma-separated)")
             try:
                 hp[key] = int_list(text)
             except ValueError as err:
                 fail(f"{key}: {err}")
 
-copy_link_and_reset({**VIEW, "preset": "defaults", **dict.fromkeys(SECTIONS, False)}, container=bar)
+copy_link_and_reset(VIEW, container=bar)
 if st.button("Train", type="primary"):
     base = base_config()
     try:

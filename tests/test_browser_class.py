@@ -21,8 +21,8 @@ import pytest
 from browser_app import CHROMIUM, act, free_port, new_tab, serve, settle
 from patience import limit
 
-from fmlib.lessons import lesson_files, load_lesson
-from fmlib.lessons.classroom import ClassAnswers
+from fmapp.lessons import lesson_files, load_lesson
+from fmapp.lessons.classroom import ClassAnswers
 
 POSTGRES = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
 PASSCODE = "two-servers"

@@ -22,7 +22,7 @@ from patience import ms
 from test_browser_projector import CHART_TEXT_PROBLEMS, CHARTS_DRAWN, SCREENS, cut_buttons, opened
 
 from app_pages._view import LESSON_VIEW
-from fmlib.lessons import lesson_files, load_lesson
+from fmapp.lessons import lesson_files, load_lesson
 
 SHOTS = ROOT / "tests" / "screenshots" / "lesson"
 STOPS = load_lesson(lesson_files()[0]).stops

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import pytest
 from browser_app import CHROMIUM, act, new_tab, read, resize, settle
 
-from fmlib.lessons import lesson_files, load_lesson
+from fmapp.lessons import lesson_files, load_lesson
 
 SCREENS = {"1280x720": ({"width": 1280, "height": 720}, 1.0), "1280x720 at 150%": ({"width": 853, "height": 480}, 1.5)}
 FIELDS = 8  # the synthetic data's m

@@ -9,7 +9,7 @@ import time
 
 from browser_app import free_port
 
-from fmlib.lessons.classroom import ClassAnswers, open_class
+from fmapp.lessons.classroom import ClassAnswers, open_class
 
 
 def test_a_restarted_server_finds_the_class_where_it_was(tmp_path):

@@ -9,7 +9,7 @@ import time
 import pytest
 from patience import limit
 
-from fmlib.jobs import JobQueue, default_orphan_seconds, default_workers
+from fmapp.jobs import JobQueue, default_orphan_seconds, default_workers
 
 
 def wait_for(predicate, timeout=10.0):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fmlib.lessons import ANSWERS, LessonError, closest, lesson_files, load_lesson
-from fmlib.lessons.answers import dplr_budget, fm_gradient_coefficient, product_gradient_growth, rendle_gap
+from fmapp.lessons import ANSWERS, LessonError, closest, lesson_files, load_lesson
+from fmapp.lessons.answers import dplr_budget, fm_gradient_coefficient, product_gradient_growth, rendle_gap
 
 STOP = """
 [[stop]]

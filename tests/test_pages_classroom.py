@@ -232,7 +232,7 @@ def rerun_until(at, predicate, timeout: float = 120):
 
 
 def test_the_teacher_recomputes_the_results_one_command_after_another(monkeypatch):
-    from fmlib.experiments import recompute
+    from fmapp import recompute
 
     ran = []
 
@@ -254,8 +254,8 @@ def test_the_teacher_recomputes_the_results_one_command_after_another(monkeypatc
 def tiny_starters(monkeypatch):
     """Starter runs on a small synthetic split, one epoch each."""
     import app_pages._ui
+    from fmapp import starter
     from fmlib.data import split, synthetic
-    from fmlib.experiments import starter
 
     data = split(synthetic.make(synthetic.block_R(4), n_samples=600, cardinality=6, dim=2, seed=0), seed=0)
     monkeypatch.setattr(app_pages._ui, "starter_split", lambda: data)

@@ -8,9 +8,9 @@ from apptest import app_page
 from page_order import in_order, position, starts
 from test_derivations import katex_problems
 
+from fmapp.notation import unicode_math
+from fmapp.worked import rendle_example
 from fmlib.derivations import catalog
-from fmlib.notation import unicode_math
-from fmlib.worked import rendle_example
 
 PAGE = "app_pages/derivations.py"
 pytestmark = pytest.mark.usefixtures("derivation_results")  # every step already checked, once per session (conftest)
@@ -141,7 +141,7 @@ def numbers_line(at) -> str:
 
 
 def test_a_first_visit_opens_with_the_question_and_the_identity_in_numbers(at):
-    """No link, no projector: the question and Rendle's identity on fmlib.worked's numbers come before the picker."""
+    """No link, no projector: the question and Rendle's identity on fmapp.worked's numbers come before the picker."""
     ex = rendle_example(seed=4)
     line = numbers_line(at)
     assert f"= {ex['pair_sum']:g}$, one inner product per pair" in line

@@ -7,8 +7,8 @@ import pytest
 from apptest import app_page, figure
 from page_order import block_tables, of_type, position, starts
 
+from fmapp.worked import gradient_example
 from fmlib.analysis.gradient_growth import ProductBounds
-from fmlib.worked import gradient_example
 
 PAGE = "app_pages/gradient_growth.py"
 
@@ -117,7 +117,7 @@ def test_bad_layout_gives_a_clear_error(at, text, message):
 
 
 def test_the_page_opens_with_one_example_traced_before_the_measured_chart(at):
-    """The traced ∂y/∂X₁ and the table of its largest entry are fmlib.worked.gradient_example's (the page's default
+    """The traced ∂y/∂X₁ and the table of its largest entry are fmapp.worked.gradient_example's (the page's default
     M and ε), and they come after the question and before the slider and the chart."""
     title = "One example, traced: ∂y/∂X₁ as fields are added"
     bounds = ProductBounds()
@@ -140,8 +140,8 @@ def test_the_lesson_stop_and_the_page_state_the_same_rotation_gradient():
     """The stop's numbers come from the page's own table: the rotation layer's gradient at m = 32 and its bound."""
     import re
 
-    from fmlib.lessons import lesson_files, load_lesson
-    from fmlib.lessons.answers import product_gradient_growth
+    from fmapp.lessons import lesson_files, load_lesson
+    from fmapp.lessons.answers import product_gradient_growth
 
     stop = next(s for s in load_lesson(lesson_files()[0]).stops if s.compute == "product_gradient_growth")
     said = product_gradient_growth(**stop.compute_args).text

@@ -8,9 +8,9 @@ from apptest import app_page, figure
 from page_order import block_tables, of_type, position, starts
 from patience import limit
 
+from fmapp.worked import attention_row
 from fmlib.experiments import inversion, tables
 from fmlib.inversion import invert, planted_instance
-from fmlib.worked import attention_row
 
 PAGE = "app_pages/attention_inversion.py"
 
@@ -122,7 +122,7 @@ def test_movielens_twist_section():
 
 
 def test_the_page_opens_with_one_attention_row_traced_before_any_attack():
-    """The worked example's numbers are fmlib.worked.attention_row's, and it comes before the controls and charts."""
+    """The worked example's numbers are fmapp.worked.attention_row's, and it comes before the controls and charts."""
     at = app_page(PAGE, timeout=60, open_sections=False)  # as a visit shows it: the sections below are closed
     at.run()
     assert not at.exception

@@ -8,7 +8,7 @@ from apptest import app_page
 
 from app_pages._measured import scorecard_rows
 from app_pages._ui import PAGES
-from fmlib.lessons import lesson_files, load_lesson
+from fmapp.lessons import lesson_files, load_lesson
 
 LESSON = "app_pages/lesson.py"
 

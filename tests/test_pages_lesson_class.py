@@ -5,7 +5,7 @@ from __future__ import annotations
 from apptest import app_page
 
 from app_pages._lesson import class_answers
-from fmlib.lessons import lesson_files, load_lesson
+from fmapp.lessons import lesson_files, load_lesson
 
 LESSON = "app_pages/lesson.py"
 STOPS = load_lesson(lesson_files()[0]).stops

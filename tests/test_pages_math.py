@@ -9,8 +9,8 @@ import re
 import pytest
 from apptest import app_page
 
+from fmapp.notation import unicode_math
 from fmlib.data import split, synthetic
-from fmlib.notation import unicode_math
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
 

@@ -46,11 +46,10 @@ def test_a_link_opens_a_section_and_link_to_this_view_keeps_it_open():
     assert "rafm_payoff=true" in link and "rafm_training" not in link
 
 
-def test_every_section_key_is_in_its_pages_link_defaults():
-    """A section's key among the page's view defaults: "link to this view" writes it only while it is open, and
-    "Reset to defaults" closes it."""
+def test_every_section_key_is_in_its_pages_url_state():
+    """A section's key is declared in the page's URL state (``key=ON_DEMAND``): "link to this view" writes it only
+    while it is open, and "Reset to defaults" closes it."""
     from pathlib import Path
 
     for path, key in PAGED:
-        source = Path(path).read_text()
-        assert source.count(f'"{key}"') >= 2, f"{path}: {key} is not among the view defaults of copy_link_and_reset"
+        assert f"{key}=ON_DEMAND" in Path(path).read_text(), f"{path}: {key} is not declared in the page's UrlState"

@@ -109,7 +109,7 @@ def test_the_parameter_shares_are_the_lessons_and_the_tables_and_nothing_rounds_
     the caption under it the total section 3's table prints; occurrence shares below 1 never show as 100 %."""
     import re
 
-    from fmlib.lessons.answers import rafm_parameter_share
+    from fmapp.lessons.answers import rafm_parameter_share
 
     at = page("ml-100k")
     assert not at.error
@@ -140,7 +140,7 @@ def example_for(name, ranks):
     """What the page's worked example shows, straight from fmlib: eq. 17 on five movies (or five features of the
     largest field) spanning the training counts."""
     from app_pages._ui import load_split
-    from fmlib.worked import example_rows, rank_example
+    from fmapp.worked import example_rows, rank_example
 
     data = load_split(name, 0)
     names = [f.name for f in data.schema.fields]

@@ -4,6 +4,7 @@ import pytest
 from apptest import app_page, figure, wait_for_training
 from page_order import block_tables, position, starts
 
+from fmapp.worked import context_split
 from fmlib.bench.ranking import ranking_benchmark, sweep_schemas
 from fmlib.data import load, movielens, split, synthetic
 from fmlib.experiments import tables
@@ -11,7 +12,6 @@ from fmlib.ranking import agreement, catalogue, query_rows, recipe, seed_noise_v
 from fmlib.results import write_csv
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
-from fmlib.worked import context_split
 
 COMMITTED = tables.committed_root
 
@@ -166,7 +166,7 @@ def test_models_are_compared_with_one_recipe_trained_with_two_seeds():
 
 
 def test_the_page_opens_with_one_users_scores_split_into_once_and_per_movie(tmp_path, monkeypatch):
-    """fmlib.worked.context_split's numbers, shown after the question and before the per-item cost charts."""
+    """fmapp.worked.context_split's numbers, shown after the question and before the per-item cost charts."""
     monkeypatch.setattr("fmlib.experiments.tables.committed_root", COMMITTED)
     at = page()
     assert not at.error

@@ -78,7 +78,7 @@ def test_table1_is_measured_on_movielens_only():
 def test_on_a_class_server_only_the_teacher_recomputes_table1_and_it_runs_in_the_queue(tmp_path, monkeypatch):
     import time
 
-    from fmlib.experiments import recompute
+    from fmapp import recompute
 
     ran = []
 

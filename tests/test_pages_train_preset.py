@@ -87,7 +87,7 @@ def test_a_corrupt_preset_is_an_error_on_the_page(tmp_path, monkeypatch):
 def test_every_lesson_stop_on_the_train_page_trains_quick():
     """A lesson stop that opens the Train page keeps its *Preset* on the quick settings (their batch
     size and patience: early stopping ends the stop's FM after a few epochs), never a tuned preset."""
-    from fmlib.lessons import lesson_files, load_lesson
+    from fmapp.lessons import lesson_files, load_lesson
 
     stops = [stop for path in lesson_files() for stop in load_lesson(path).stops if stop.page == "train"]
     assert stops, "the intro lesson has a stop on the Train page"

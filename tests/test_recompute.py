@@ -7,8 +7,8 @@ import time
 import pytest
 from patience import limit
 
-from fmlib.experiments import recompute
-from fmlib.jobs import Cancelled, JobQueue
+from fmapp import recompute
+from fmapp.jobs import Cancelled, JobQueue
 
 
 def test_a_command_reports_every_line_and_returns_its_last():

@@ -1,9 +1,9 @@
 import json
 import threading
 
+from fmapp import starter
+from fmapp.jobs import JobQueue
 from fmlib import presets
-from fmlib.experiments import starter
-from fmlib.jobs import JobQueue
 from fmlib.runs import RunStore
 from fmlib.train import quick_model_settings, quick_settings
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
+from fmapp.lessons import lesson_files, load_lesson
 from fmlib import toy
 from fmlib.data.schema import Schema
-from fmlib.lessons import lesson_files, load_lesson
 from fmlib.models import build_model
 
 SCHEMA = Schema.build(

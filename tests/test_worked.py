@@ -1,4 +1,4 @@
-"""fmlib.worked: each worked example against a naive computation of the same formula."""
+"""fmapp.worked: each worked example against a naive computation of the same formula."""
 
 import math
 from itertools import combinations
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from fmlib import toy, worked
+from fmapp import worked
+from fmlib import toy
 from fmlib.inversion import attention_output, planted_instance
 
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..analysis.frequency import parameter_summary
-from ..analysis.gradient_growth import ProductBounds, RotationBounds, gradient_growth
-from ..analysis.interactions import budget, percent_left
-from ..models.fm import fm_pairwise
+from fmlib.analysis.frequency import parameter_summary
+from fmlib.analysis.gradient_growth import ProductBounds, RotationBounds, gradient_growth
+from fmlib.analysis.interactions import budget, percent_left
+from fmlib.models.fm import fm_pairwise
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def dplr_budget(m: int = 12, rank: int = 2) -> Answer:
 
 def rafm_parameter_share(dataset: str = "ml-100k", ranks: tuple[int, ...] = (8, 32), seed: int = 0) -> Answer:
     """Embedding parameters of RaFM, Σ_k D_k|F_k| (RaFM eq. 17 ranks), as a percentage of an FM of rank D_m."""
-    from ..data import movielens, split
+    from fmlib.data import movielens, split
 
     data = split(movielens.load(dataset), seed=seed)
     s = parameter_summary(data.train.feature_counts(), ranks)

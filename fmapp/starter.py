@@ -1,7 +1,7 @@
 """Starter runs: on a first start with an empty run store, train FM, FwFM and DPLR once, in the background.
 
 The FM and the DPLR train with the quick settings (``fmlib.train.quick_model_settings``, at the
-size ``STARTERS`` names): they train as one job of the server's job queue (``fmlib.jobs``), ahead of
+size ``STARTERS`` names): they train as one job of the server's job queue (``fmapp.jobs``), ahead of
 any student's first training, so they must be quick — a tuned preset runs up to its epoch budget
 (early stopping decides). The FwFM trains with its tuned preset where there is one: its learned R is
 the picture the Field interactions page and the lesson's stop on it exist for, and a few quick
@@ -14,9 +14,10 @@ of its name.
 
 from __future__ import annotations
 
-from .. import presets
-from ..jobs import Cancelled
-from ..train import TrainConfig, quick_model_settings, train_model
+from fmlib import presets
+from fmlib.train import TrainConfig, quick_model_settings, train_model
+
+from .jobs import Cancelled
 
 STARTERS = [("fm", None), ("fwfm", 8), ("dplr", 2)]  # (model, preset size) — see presets.preset_name
 TUNED = {"fwfm"}  # trained with the tuned preset even by default: the model whose R the app exists to show

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import toy
-from .inversion import planted_instance
-from .models.rafm_ranks import assign_ranks, check_counts, check_ranks
+from fmlib import toy
+from fmlib.inversion import planted_instance
+from fmlib.models.rafm_ranks import assign_ranks, check_counts, check_ranks
 
 
 def rendle_example(n: int = 3, k: int = 2, seed: int = 0) -> dict:

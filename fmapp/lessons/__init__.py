@@ -1,12 +1,12 @@
 """Lessons as data: one TOML file per lesson, a list of stops a teacher walks a class through.
 
-    from fmlib.lessons import lesson_files, load_lesson
+    from fmapp.lessons import lesson_files, load_lesson
     lesson = load_lesson(lesson_files()[0])      # Lesson(title, summary, stops, path)
     stop = lesson.stops[0]                        # Stop(title, minutes, goal, question, ...)
 
 A stop asks one "predict, then reveal" question. Its answer is either written in the file
 (``answer``, one of the ``choices``) or computed by fmlib (``compute`` names a function of
-``fmlib.lessons.answers.ANSWERS``, called with ``compute_args``; the choice closest to the
+``fmapp.lessons.answers.ANSWERS``, called with ``compute_args``; the choice closest to the
 computed number is the right one). ``page`` and ``params`` build the link that opens the
 page that shows it, in a prepared state (the params are the page's URL query parameters);
 ``takeaway`` is the one sentence the lesson's closing summary keeps of the stop.

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 
-from ..jobs import Cancelled
+from .jobs import Cancelled
 
 NICE = 10
 
