@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._measured import source_caption
-from app_pages._view import cached, chart
+from app_pages._view import cached, chart, unless_set
 from fmlib.data.features import parse_features
 from fmlib.experiments import features, tables
 from fmlib.plots.features import features_figure
@@ -19,7 +19,7 @@ def features_box(schema) -> str | None:
     the sidebar says why, and *Train* will)."""
     text = st.text_input(
         "Features",
-        "all",
+        **unless_set("train_features", value="all"),
         key="train_features",
         bind="query-params",
         help="Comma-separated field names; 'all' = every field of the dataset. Add 'rated' (the movies the "

@@ -104,6 +104,14 @@ def checked_link(draw: Callable[[], T], key: str, ok: Callable[[str], bool], all
     return draw()
 
 
+def unless_set(key: str | None, **default) -> dict:
+    """The widget ``key``'s default (``value=...`` or ``index=...``) as keyword arguments, or none when the session
+    already holds its value (Reset to defaults or a link's fallback set it). Given both, the widget shows the
+    session's value anyway, and Streamlit logs that it "was created with a default value but also had its value set
+    via the Session State API". Read it where the widget is drawn: a ``link_check`` before may have set the value."""
+    return {} if key is not None and key in st.session_state else default
+
+
 def note_dropped(key: str, why: str) -> None:
     """A link value that no widget holds (``?training=...``) is dropped from the URL; ``link_notes`` says so above
     the page, once."""

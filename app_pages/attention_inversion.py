@@ -19,6 +19,7 @@ from app_pages._view import (
     on_demand,
     one_of,
     title_bar,
+    unless_set,
     without_paths,
 )
 from fmlib.inversion import attack, gamma_bound, invert, planted_instance
@@ -116,15 +117,15 @@ def choice(container, label: str, key: str):
     """A select slider bound to the URL; a linked value it does not offer falls back with a note."""
     options, default = CHOICES[key]
     link_check(key, one_of(options), "one of " + ", ".join(map(str, options)))
-    return container.select_slider(label, options, default, key=key, bind="query-params")
+    return container.select_slider(label, options, **unless_set(key, value=default), key=key, bind="query-params")
 
 
 worked_example()
 left, right = st.columns(2)
 link_check("inv_n", in_range(2, 8, integer=True), "2 to 8")
-n = left.slider("tokens n", 2, 8, 4, key="inv_n", bind="query-params")
+n = left.slider("tokens n", 2, 8, **unless_set("inv_n", value=4), key="inv_n", bind="query-params")
 link_check("inv_d", in_range(2, 6, integer=True), "2 to 6")
-d = left.slider("token length d", 2, 6, 3, key="inv_d", bind="query-params")
+d = left.slider("token length d", 2, 6, **unless_set("inv_d", value=3), key="inv_d", bind="query-params")
 R = choice(left, "weight scale R = ‖W‖ = ‖V‖ (Assumption 4.1)", "inv_R")
 gamma = choice(right, "regulariser γ", "inv_gamma")
 link_check("inv_start", one_of(STARTS), "one of " + ", ".join(STARTS))

@@ -32,6 +32,7 @@ from app_pages._view import (
     projector,
     secondary,
     title_bar,
+    unless_set,
 )
 from fmlib import presets
 from fmlib.analysis.budget_toy import FIELDS as TOY_FIELDS
@@ -398,7 +399,7 @@ def pair_panel(run, matrices: dict, pair: tuple[str, str], kept: np.ndarray, sam
     def draw():
         return sample_box.number_input(
             "validation rating (row)",
-            value=0,
+            **unless_set("fi_sample", value=0),
             step=1,
             key="fi_sample",
             bind="query-params",
@@ -554,10 +555,14 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
             f"rank ρ = 1 (budget ρ(m+1) = {m + 1} parameters, the only one below the {m * (m - 1) // 2} pairs)"
         )
     else:
-        given = {} if "rho" in st.session_state else {"value": min(2, max_rank)}  # set by a reset or a link: no default
         rank = checked_link(
             lambda: left.slider(
-                "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, **given, key="rho", bind="query-params"
+                "rank ρ (budget ρ(m+1) parameters)",
+                1,
+                max_rank,
+                **unless_set("rho", value=min(2, max_rank)),
+                key="rho",
+                bind="query-params",
             ),
             "rho",
             in_range(1, max_rank, integer=True),

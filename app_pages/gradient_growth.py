@@ -17,6 +17,7 @@ from app_pages._view import (
     link_check,
     on_demand,
     title_bar,
+    unless_set,
 )
 from fmlib.analysis.gradient_growth import (
     D_RANGE,
@@ -137,7 +138,7 @@ def bound_input(container, label: str, key: str, default: float, ok, allowed: st
     """A bound's number field, bound to the URL: a linked value ``ok`` rejects falls back to ``default`` with a note."""
 
     def draw():
-        return container.number_input(label, value=default, key=key, bind="query-params", **kwargs)
+        return container.number_input(label, **unless_set(key, value=default), key=key, bind="query-params", **kwargs)
 
     return float(checked_link(draw, key, ok, allowed, default))
 
@@ -174,11 +175,13 @@ The printed appendix has slips (a d too many in PART III's bound, "‖B̃‖∞"
 
 
 link_check("m_max", in_range(*M_RANGE, integer=True), f"{M_RANGE[0]} to {M_RANGE[1]}")
-m_max = st.slider("number of fields m (up to)", M_RANGE[0], M_RANGE[1], 32, key="m_max", bind="query-params")
+m_max = st.slider(
+    "number of fields m (up to)", *M_RANGE, **unless_set("m_max", value=32), key="m_max", bind="query-params"
+)
 left, right = st.columns(2)
 d = int(bounded_number("embedding size d", *D_RANGE, 8, container=left, step=1, key="d", bind="query-params"))
 link_check("log_y", lambda text: text.lower() in ("true", "false"), "true or false")
-log_y = right.toggle("log scale", value=True, key="log_y", bind="query-params")
+log_y = right.toggle("log scale", **unless_set("log_y", value=True), key="log_y", bind="query-params")
 with st.expander("Bounds (the appendix's assumptions)"):
     st.markdown(
         "Rotation layer: |X| < η, ‖B̃ᵀ‖∞ < α, ‖C̃ᵀ‖∞ < β, ‖D̃ᵀ‖∞, ‖D̃‖∞ < γ, ‖diag(w)‖∞ < ζ, "
@@ -239,7 +242,9 @@ def theorem_section() -> None:
     )
     c1, c2, c3, c4 = st.columns(4)
     layout_text = checked_link(
-        lambda: c1.text_input("features per field", value="2, 3, 2", key="layout", bind="query-params"),
+        lambda: c1.text_input(
+            "features per field", **unless_set("layout", value="2, 3, 2"), key="layout", bind="query-params"
+        ),
         "layout",
         valid_layout,
         "positive integers, comma-separated",
@@ -279,7 +284,7 @@ def theorem_section() -> None:
                         "sample #",
                         min_value=0,
                         max_value=len(c.ids) - 1,
-                        value=0,
+                        **unless_set("sample", value=0),
                         step=1,
                         key="sample",
                         bind="query-params",

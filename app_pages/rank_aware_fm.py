@@ -7,7 +7,16 @@ from app_pages._intuition import block
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, variant_as_math
-from app_pages._view import LESSON_VIEW, chart, checked_link, copy_link_and_reset, on_demand, secondary, title_bar
+from app_pages._view import (
+    LESSON_VIEW,
+    chart,
+    checked_link,
+    copy_link_and_reset,
+    on_demand,
+    secondary,
+    title_bar,
+    unless_set,
+)
 from fmlib.analysis.frequency import occurrence_histogram, parameter_summary, rank_table, zero_count_note
 from fmlib.arguments import int_list
 from fmlib.data.synthetic import PLANTED_RANKS
@@ -43,7 +52,7 @@ def valid_ranks(text: str) -> bool:
 text = checked_link(
     lambda: st.text_input(
         "Rank set $D_1, \\dots, D_h$ (comma-separated, strictly increasing)",
-        "8,32",
+        **unless_set("rafm_ranks", value="8,32"),
         key="rafm_ranks",
         bind="query-params",
     ),

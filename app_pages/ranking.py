@@ -9,7 +9,17 @@ import streamlit as st
 from app_pages._intuition import block, short, vector
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import load_run, load_split, notebook_link, run_store, saved_or_quick_run
-from app_pages._view import chart, copy_link_and_reset, in_range, link_check, on_demand, one_of, shown_path, title_bar
+from app_pages._view import (
+    chart,
+    copy_link_and_reset,
+    in_range,
+    link_check,
+    on_demand,
+    one_of,
+    shown_path,
+    title_bar,
+    unless_set,
+)
 from fmlib.bench.ranking import cache_payoff, query_timing, ranking_benchmark, sweep_rows, sweep_schemas
 from fmlib.experiments.tables import committed_root
 from fmlib.models import model_name
@@ -134,7 +144,11 @@ quick = st.session_state.get("ranking_bench", {})
 sizes = sorted(set(QUICK_SIZES) | set(quick) | (set() if saved is None else set(saved["items"])))
 link_check("catalogue", one_of(sizes), "one of " + ", ".join(map(str, sizes)))
 n_items = st.select_slider(
-    "catalogue size (items per query)", sizes, value=sizes[0], key="catalogue", bind="query-params"
+    "catalogue size (items per query)",
+    sizes,
+    **unless_set("catalogue", value=sizes[0]),
+    key="catalogue",
+    bind="query-params",
 )
 copy_link_and_reset(
     {"catalogue": sizes[0], "query": 0, "k": 10, "ranking_cache_section": False, "ranking_agreement": False},
@@ -245,7 +259,16 @@ if movielens:
     )
 else:
     link_check("query", in_range(0, len(data.test) - 1, integer=True), f"0 to {len(data.test) - 1}")
-    query = int(st.number_input("query: test sample #", 0, len(data.test) - 1, 0, key="query", bind="query-params"))
+    query = int(
+        st.number_input(
+            "query: test sample #",
+            0,
+            len(data.test) - 1,
+            **unless_set("query", value=0),
+            key="query",
+            bind="query-params",
+        )
+    )
 context = context_of(data.test, query)
 scores = rank_items(model, *context, items, item_weight)
 timing = query_timing(model, *context, items, item_weight)
@@ -340,7 +363,7 @@ def agreement_section() -> None:
                 st.rerun()  # show its place in line
     if len(runs) >= 2:
         link_check("k", in_range(1, K_MAX, integer=True), f"1 to {K_MAX}")
-        k = st.slider("k", 1, K_MAX, 10, key="k", bind="query-params")
+        k = st.slider("k", 1, K_MAX, **unless_set("k", value=10), key="k", bind="query-params")
         tops, rows = {}, []
         for label, other in runs.items():
             other_model = other.model.eval()

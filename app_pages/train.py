@@ -21,6 +21,7 @@ from app_pages._view import (
     shown_path,
     title_bar,
     training_line,
+    unless_set,
 )
 from fmlib import presets
 from fmlib.arguments import int_list
@@ -150,7 +151,7 @@ with left:
     task = st.radio(
         "Task",
         TASKS,
-        index=TASKS.index(defaults.task),
+        **unless_set("task", index=TASKS.index(defaults.task)),
         key="task",
         bind="query-params",
         horizontal=True,
