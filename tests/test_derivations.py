@@ -1,6 +1,8 @@
 """The derivation catalog: every step passes (or is a known slip) and has a wrong variant that fails by value;
 every check's summary for the page is short and typesets."""
 
+import re
+
 import pytest
 
 from fmlib.derivations import attention, catalog
@@ -187,3 +189,21 @@ def test_every_check_is_summed_up_in_a_few_lines_that_typeset(results):
         assert len(text) <= 800, where
         assert "**Claim.**" in text and "**Compared.**" in text and "**Result.**" in text, where
         assert "difference 0" in text or "largest relative gap" in text or "smallest slack" in text, where
+
+
+# Circled digits (①, U+2460 onwards): KaTeX warns "Unrecognized Unicode character" on them in math and draws them in
+# a fallback font. Math writes \text{\textcircled{1}}; plain text keeps ①.
+ENCLOSED = re.compile("[\u2460-\u24ff]")
+
+
+def test_no_formula_holds_a_circled_digit():
+    found = []
+    for d in catalog():
+        for number, step in enumerate(d.steps, 1):
+            texts = [step.latex, *re.findall(r"\$([^$]+)\$", step.justification)]
+            if step.printed:
+                texts += [step.printed.latex, *re.findall(r"\$([^$]+)\$", step.printed.note)]
+            for wrong in step.wrong:
+                texts += [wrong.latex, *re.findall(r"\$([^$]+)\$", wrong.explanation)]
+            found += [(d.key, number, text[:60]) for text in texts if ENCLOSED.search(text)]
+    assert not found, f"circled digits in math: {found}"
