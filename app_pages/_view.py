@@ -34,6 +34,9 @@ _UNSEEN = object()  # a widget value not read yet
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
 TITLE_WIDTH = 50  # characters a line of a chart's title holds: at 150 % zoom a chart is about 520 px wide
 TITLE_LINE = 24  # px of top margin (and height) each further line of a wrapped title takes
+# px, a page's main figure in projector mode: under the header's 4.5 rem (81 px) it ends above the fold of a
+# 1280×720 screen at 150 % (480 CSS pixels)
+MAIN_FIGURE_HEIGHT = 390
 PROJECTOR_CSS = """
 <style>
 html { font-size: 18px; }
@@ -292,12 +295,13 @@ def _built(key: tuple, _build: Callable, _args: tuple, _kwargs: dict):
 LESSON_VIEW = "lesson_view"  # the key of the box that holds a page's main figure: where a lesson's link arrives
 
 
-def chart(fig: go.Figure, container=st, **kwargs) -> None:
+def chart(fig: go.Figure, container=st, projector_height: int | None = None, **kwargs) -> None:
     """``st.plotly_chart`` without Streamlit's browser-side theme (``theme=None``; its colours and the margins
     it gave come from the ``streamlit+fmlib`` template) and with larger text in projector mode. The theme is
     merged into each figure in Chromium, 70–200 ms per chart of a visit here (README, "How fast pages
     draw"): on a page of four charts, more than the server's whole rerun. A plain title longer than
-    ``TITLE_WIDTH`` is wrapped over lines, the top margin and the height grown a ``TITLE_LINE`` for each further one."""
+    ``TITLE_WIDTH`` is wrapped over lines, the top margin and the height grown a ``TITLE_LINE`` for each further one.
+    ``projector_height``: the most pixels the figure may take in projector mode, its larger text included."""
     title = fig.layout.title.text or ""
     # a title with markup (<br>, <sub>) is laid out by its figure: wrapping would count its tags as letters
     shown = title if "<" in title else wrapped(title, TITLE_WIDTH)
@@ -316,7 +320,16 @@ def chart(fig: go.Figure, container=st, **kwargs) -> None:
         if fig.layout.height is not None:
             fig.update_layout(height=fig.layout.height + round(top * (grow - 1)))
         fig.update_annotations(font_size=PROJECTOR_FONT)
+        if projector_height is not None:
+            fig.update_layout(height=min(fig.layout.height or 450, projector_height))  # 450: plotly's own height
     container.plotly_chart(fig, theme=None, **kwargs)
+
+
+def main_figure(fig: go.Figure, **kwargs) -> None:
+    """The page's main figure (``chart``), in the box keyed LESSON_VIEW where a lesson's link arrives. In projector
+    mode it is at most MAIN_FIGURE_HEIGHT tall, so that the whole figure is in view once a link has scrolled it under
+    the header, at 1280×720 as at 150 % (480 CSS pixels)."""
+    chart(fig, container=st.container(key=LESSON_VIEW), projector_height=MAIN_FIGURE_HEIGHT, **kwargs)
 
 
 def shown_path(path: str | Path) -> str:

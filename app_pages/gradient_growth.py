@@ -8,13 +8,13 @@ from app_pages._intuition import block, vector
 from app_pages._measured import drawn_once, measured_table, source_caption
 from app_pages._ui import bounded_number, notebook_link
 from app_pages._view import (
-    LESSON_VIEW,
     chart,
     checked_link,
     copy_link_and_reset,
     error,
     in_range,
     link_check,
+    main_figure,
     on_demand,
     title_bar,
     unless_set,
@@ -211,7 +211,7 @@ except ValueError as err:
     st.error(str(err))
 else:
     bounds, prod = RotationBounds(*rotation), ProductBounds(*product)
-    chart(growth_figure(m_max, d, rotation, product, log_y), container=st.container(key=LESSON_VIEW))
+    main_figure(growth_figure(m_max, d, rotation, product, log_y))
     last = df.iloc[-1]
     st.markdown(
         f"At m = {int(last.m)}: product term **{last['product']:.3g}** (lower bound "
