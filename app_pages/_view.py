@@ -320,8 +320,9 @@ def chart(fig: go.Figure, container=st, projector_height: int | None = None, **k
         if fig.layout.height is not None:
             fig.update_layout(height=fig.layout.height + round(top * (grow - 1)))
         fig.update_annotations(font_size=PROJECTOR_FONT)
-        if projector_height is not None:
-            fig.update_layout(height=min(fig.layout.height or 450, projector_height))  # 450: plotly's own height
+        if projector_height is not None:  # its legend in rows (entries side by side, not a column per group), smaller
+            height = min(fig.layout.height or 450, projector_height)  # 450: plotly's own height
+            fig.update_layout(height=height, legend_traceorder="normal", legend_font_size=PROJECTOR_FONT - 4)
     container.plotly_chart(fig, theme=None, **kwargs)
 
 

@@ -5,7 +5,17 @@ import streamlit as st
 from app_pages._playground import movie_map_figure, reset_toy, session_keys, symbols_row, toy_view
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_run, load_split, run_store, saved_or_quick_run, selected_run_id
-from app_pages._view import chart, copy_link_and_reset, error, link_check, on_demand, one_of, secondary, title_bar
+from app_pages._view import (
+    chart,
+    copy_link_and_reset,
+    error,
+    link_check,
+    on_demand,
+    one_of,
+    secondary,
+    title_bar,
+    unless_set,
+)
 from fmlib.analysis.movie_map import has_movie_embeddings, movie_map, same_recipe, seed_agreement
 from fmlib.data import movielens
 from fmlib.runs import RunError
@@ -145,7 +155,7 @@ def movie_map_section() -> None:
             min_ratings = st.select_slider(
                 "Map the movies rated at least this many times in training",
                 MIN_RATINGS,
-                value=20,
+                **unless_set("map_min_ratings", value=20),
                 key="map_min_ratings",
                 bind="query-params",
                 help="A rarely rated movie's vector is mostly its random start: few ratings moved it.",
