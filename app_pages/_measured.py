@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._view import LESSON_VIEW, cached, chart, error, shown_path
+from app_pages._view import cached, chart, error, main_figure, shown_path
 from fmlib.data.dataset import TASKS
 from fmlib.experiments import fmgrad, inversion, scorecard, tables
 from fmlib.experiments.claims import measure_all
@@ -136,7 +136,7 @@ def inversion_verdicts() -> None:
         return success_figure(by_start, {label: bound for label in by_start}, title)
 
     rates = drawn_once(header, "rates", rates_figure)
-    chart(rates, container=st.container(key=LESSON_VIEW), key="inversion_committed_rates")  # the stop's figure
+    main_figure(rates, key="inversion_committed_rates")  # the stop's figure
     verdicts = drawn_once(header, "verdicts", lambda: threshold_figure(rows, "Theorems 4.2–4.4 at their γ, checked"))
     chart(verdicts, key="inversion_verdicts")
     verdict_table(rows)

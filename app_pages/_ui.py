@@ -13,7 +13,7 @@ from typing import NoReturn
 import streamlit as st
 
 from app_pages._queue import job_queue, submit_in_session, wait_in_session
-from app_pages._view import checked_link, error, in_range, secondary
+from app_pages._view import checked_link, error, in_range, secondary, unless_set
 from fmapp import starter
 from fmlib.data import load, movielens, split
 from fmlib.derivations import catalog, check_step
@@ -137,7 +137,7 @@ def bounded_number(label: str, low, high, value, container=st, **kwargs):
     """
 
     def draw():
-        return container.number_input(label, value=value, **kwargs)
+        return container.number_input(label, **unless_set(kwargs.get("key"), value=value), **kwargs)
 
     if kwargs.get("bind") == "query-params":  # a linked number out of range: the default, with a note
         ok = in_range(low, high, isinstance(value, int))

@@ -49,6 +49,9 @@ _UNSEEN = object()  # a widget value not read yet
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
 TITLE_WIDTH = 50  # characters a line of a chart's title holds: at 150 % zoom a chart is about 520 px wide
 TITLE_LINE = 24  # px of top margin (and height) each further line of a wrapped title takes
+# px, a page's main figure in projector mode: under the header's 4.5 rem (81 px) it ends above the fold of a
+# 1280×720 screen at 150 % (480 CSS pixels)
+MAIN_FIGURE_HEIGHT = 390
 PROJECTOR_CSS = """
 <style>
 html { font-size: 18px; }
@@ -117,6 +120,14 @@ def checked_link(draw: Callable[[], T], key: str, ok: Callable[[str], bool], all
         draw()  # registered once with the link's value, so that the rerun's default wins over the URL
         st.rerun()
     return draw()
+
+
+def unless_set(key: str | None, **default) -> dict:
+    """The widget ``key``'s default (``value=...`` or ``index=...``) as keyword arguments, or none when the session
+    already holds its value (Reset to defaults or a link's fallback set it). Given both, the widget shows the
+    session's value anyway, and Streamlit logs that it "was created with a default value but also had its value set
+    via the Session State API". Read it where the widget is drawn: a ``link_check`` before may have set the value."""
+    return {} if key is not None and key in st.session_state else default
 
 
 def note_dropped(key: str, why: str) -> None:
@@ -218,13 +229,18 @@ class UrlState:
         only while the page runs (a row of the data loaded), in place of the table's."""
         bound = self.bounds[key]
         ok, allowed = check or (bound.ok, bound.allowed)
-        kwargs |= {"key": key, "bind": "query-params"} | _default_argument(widget, bound.default, args, kwargs)
+        kwargs |= {"key": key, "bind": "query-params"}
+        default = _default_argument(widget, bound.default, args, kwargs)
+
+        def draw():  # the default only when the session holds no value (``unless_set``), read as it is drawn
+            return widget(*args, **kwargs, **unless_set(key, **default))
+
         if ok is None:
-            return widget(*args, **kwargs)
+            return draw()
         if bound.fallback:
-            return checked_link(lambda: widget(*args, **kwargs), key, ok, allowed, bound.default)
+            return checked_link(draw, key, ok, allowed, bound.default)
         link_check(key, ok, allowed)
-        return widget(*args, **kwargs)
+        return draw()
 
 
 def _default_argument(widget: Callable, default, args: tuple, kwargs: dict) -> dict:
@@ -375,12 +391,13 @@ def _built(key: tuple, _build: Callable, _args: tuple, _kwargs: dict):
 LESSON_VIEW = "lesson_view"  # the key of the box that holds a page's main figure: where a lesson's link arrives
 
 
-def chart(fig: go.Figure, container=st, **kwargs) -> None:
+def chart(fig: go.Figure, container=st, projector_height: int | None = None, **kwargs) -> None:
     """``st.plotly_chart`` without Streamlit's browser-side theme (``theme=None``; its colours and the margins
     it gave come from the ``streamlit+fmlib`` template) and with larger text in projector mode. The theme is
     merged into each figure in Chromium, 70–200 ms per chart of a visit here (README, "How fast pages
     draw"): on a page of four charts, more than the server's whole rerun. A plain title longer than
-    ``TITLE_WIDTH`` is wrapped over lines, the top margin and the height grown a ``TITLE_LINE`` for each further one."""
+    ``TITLE_WIDTH`` is wrapped over lines, the top margin and the height grown a ``TITLE_LINE`` for each further one.
+    ``projector_height``: the most pixels the figure may take in projector mode, its larger text included."""
     title = fig.layout.title.text or ""
     # a title with markup (<br>, <sub>) is laid out by its figure: wrapping would count its tags as letters
     shown = title if "<" in title else wrapped(title, TITLE_WIDTH)
@@ -399,7 +416,17 @@ def chart(fig: go.Figure, container=st, **kwargs) -> None:
         if fig.layout.height is not None:
             fig.update_layout(height=fig.layout.height + round(top * (grow - 1)))
         fig.update_annotations(font_size=PROJECTOR_FONT)
+        if projector_height is not None:  # its legend in rows (entries side by side, not a column per group), smaller
+            height = min(fig.layout.height or 450, projector_height)  # 450: plotly's own height
+            fig.update_layout(height=height, legend_traceorder="normal", legend_font_size=PROJECTOR_FONT - 4)
     container.plotly_chart(fig, theme=None, **kwargs)
+
+
+def main_figure(fig: go.Figure, **kwargs) -> None:
+    """The page's main figure (``chart``), in the box keyed LESSON_VIEW where a lesson's link arrives. In projector
+    mode it is at most MAIN_FIGURE_HEIGHT tall, so that the whole figure is in view once a link has scrolled it under
+    the header, at 1280×720 as at 150 % (480 CSS pixels)."""
+    chart(fig, container=st.container(key=LESSON_VIEW), projector_height=MAIN_FIGURE_HEIGHT, **kwargs)
 
 
 def shown_path(path: str | Path) -> str:

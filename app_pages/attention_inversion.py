@@ -158,19 +158,18 @@ for note in gd.notes + newton.notes:
     st.warning(note)
 chart(pair_figure(n, d, R, float(gamma), start, int(seed), steps, lr))
 norm = inst.X_true.norm().item()
-cols = st.columns(4)
 DISTANCE_HELP = (
-    r"$\|X - X_\text{true}\|_F / \|X_\text{true}\|_F$: 0 is the secret itself; 1 is as far from it as X = 0 is "
-    "(nothing recovered — large γ pulls the end point there); above 1, farther still."
+    r"$\|X - X_\text{true}\|_F$ in units of $\|X_\text{true}\|_F$: 0 is the secret itself; 1 is as far from it as "
+    "X = 0 is (nothing recovered — large γ pulls the end point there); above 1, farther still."
 )
-cols[0].metric(
-    r"GD: distance to the secret, relative", f"{gd.trajectory['dist'].iloc[-1] / norm:.2g}", help=DISTANCE_HELP
-)
-cols[1].metric(
-    r"Newton: distance to the secret, relative", f"{newton.trajectory['dist'].iloc[-1] / norm:.2g}", help=DISTANCE_HELP
-)
-cols[2].metric("Newton: final loss", f"{newton.trajectory['loss'].iloc[-1]:.2g}")
-cols[3].metric(r"Newton: $\lambda_{\min}(\nabla^2 L)$ at the end", f"{newton.trajectory['min_eig'].iloc[-1]:.2g}")
+metrics = st.container(horizontal=True, gap="large")  # each metric as wide as its label: wrapped, never cut
+for label, value, hint in [
+    ("GD: distance to the secret", f"{gd.trajectory['dist'].iloc[-1] / norm:.3g} × ‖X_true‖", DISTANCE_HELP),
+    ("Newton: distance to the secret", f"{newton.trajectory['dist'].iloc[-1] / norm:.3g} × ‖X_true‖", DISTANCE_HELP),
+    ("Newton: final loss", f"{newton.trajectory['loss'].iloc[-1]:.2g}", None),
+    (r"Newton: $\lambda_{\min}(\nabla^2 L)$ at the end", f"{newton.trajectory['min_eig'].iloc[-1]:.2g}", None),
+]:
+    metrics.metric(label, value, help=hint, width="content")
 st.markdown(
     f"**Notice** (this instance, from the runs above): {describe(newton, inst.X_true)} {describe(gd, inst.X_true)}"
 )

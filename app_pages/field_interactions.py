@@ -35,6 +35,7 @@ from app_pages._view import (
     projector,
     secondary,
     title_bar,
+    unless_set,
 )
 from fmapp.recompute import recompute
 from fmlib import presets
@@ -565,10 +566,14 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
         )
     else:
         default = min(VIEW["rho"].default, max_rank)
-        given = {} if "rho" in st.session_state else {"value": default}  # set by a reset or a link: no default
         rank = checked_link(
             lambda: left.slider(
-                "rank ρ (budget ρ(m+1) parameters)", 1, max_rank, **given, key="rho", bind="query-params"
+                "rank ρ (budget ρ(m+1) parameters)",
+                1,
+                max_rank,
+                **unless_set("rho", value=default),
+                key="rho",
+                bind="query-params",
             ),
             "rho",
             in_range(1, max_rank, integer=True),

@@ -8,7 +8,6 @@ from app_pages._intuition import block, vector
 from app_pages._measured import drawn_once, measured_table, source_caption
 from app_pages._ui import bounded_number, notebook_link
 from app_pages._view import (
-    LESSON_VIEW,
     ON_DEMAND,
     Bound,
     UrlState,
@@ -17,8 +16,10 @@ from app_pages._view import (
     error,
     in_range,
     link_check,
+    main_figure,
     on_demand,
     title_bar,
+    unless_set,
 )
 from fmapp.worked import gradient_example
 from fmlib.analysis.gradient_growth import (
@@ -208,7 +209,7 @@ except ValueError as err:
     st.error(str(err))
 else:
     bounds, prod = RotationBounds(*rotation), ProductBounds(*product)
-    chart(growth_figure(m_max, d, rotation, product, log_y), container=st.container(key=LESSON_VIEW))
+    main_figure(growth_figure(m_max, d, rotation, product, log_y))
     last = df.iloc[-1]
     st.markdown(
         f"At m = {int(last.m)}: product term **{last['product']:.3g}** (lower bound "
@@ -271,7 +272,7 @@ def theorem_section() -> None:
                         "sample #",
                         min_value=0,
                         max_value=len(c.ids) - 1,
-                        value=0,
+                        **unless_set("sample", value=0),
                         step=1,
                         key="sample",
                         bind="query-params",

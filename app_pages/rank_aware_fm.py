@@ -8,12 +8,12 @@ from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
 from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, variant_as_math
 from app_pages._view import (
-    LESSON_VIEW,
     ON_DEMAND,
     Bound,
     UrlState,
     chart,
     copy_link_and_reset,
+    main_figure,
     on_demand,
     secondary,
     title_bar,
@@ -220,7 +220,7 @@ def worked_example(example, ranks, thresholds, field: str) -> None:
 worked_example(seen["example"], ranks, summary["thresholds"], seen["example_field"])
 
 st.subheader("1 · How often does each feature occur?")
-chart(seen["histogram"], container=st.container(key=LESSON_VIEW))  # where the lesson's link arrives
+main_figure(seen["histogram"])  # where the lesson's link arrives
 st.markdown(
     "Each feature gets the rank closest to its count on a log scale, **eq. 17**: "
     "$k_i = \\arg\\min_k |\\log n_i - \\log D_k|$. Two neighbours are equally close at the geometric mean, so "

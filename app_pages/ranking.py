@@ -17,6 +17,7 @@ from app_pages._view import (
     copy_link_and_reset,
     in_range,
     link_check,
+    main_figure,
     on_demand,
     one_of,
     shown_path,
@@ -182,7 +183,7 @@ else:
     )
 if bench is not None:
     by_m, by_items, payoff = cost_charts(bench, n_items)
-    chart(by_m, key="by_m")  # one under the other: side by side, their titles and legend do not fit at 150 %
+    main_figure(by_m, key="by_m")  # one under the other: side by side, their titles and legend do not fit at 150 %
     chart(by_items, key="by_items")
     st.markdown(f"**Notice:** {payoff}")
     st.caption(

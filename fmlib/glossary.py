@@ -392,12 +392,12 @@ GLOSSARY: dict[str, Term] = _terms(
         "w [RFM]",
         "w",
         "angle weights",
-        "The vector in $\\mathbb R^k$ that weighs a rotation layer's angle dimensions in $①_{il} = \\sum_c w_c\\cos(Q_{ic} - K_{lc})$.",
+        "The vector in $\\mathbb R^k$ that weighs a rotation layer's angle dimensions in $\\text{\\textcircled{1}}_{il} = \\sum_c w_c\\cos(Q_{ic} - K_{lc})$.",
         "[RFM] §1.2",
     ),
     (
         "①",
-        "①",
+        "\\text{\\textcircled{1}}",
         "rotation scores",
         "The $m\\times m$ matrix $\\mathrm{Re}[(e^{iQ}\\operatorname{diag}(w))(e^{-iK})^\\top]$: how well field $i$'s query rotation agrees with field $l$'s key rotation.",
         "[RFM] §1.2",
@@ -420,10 +420,16 @@ GLOSSARY: dict[str, Term] = _terms(
         "V [RFM]",
         "V",
         "values",
-        "The $m\\times k$ values of a rotation layer, mixed by the attention weights into $G = \\sigma(①)V$.",
+        "The $m\\times k$ values of a rotation layer, mixed by the attention weights into $G = \\sigma(\\text{\\textcircled{1}})V$.",
         "[RFM] §1.2",
     ),
-    ("G", "G", "rotation layer output", "$G = \\sigma(①)V$, read out as $y = f(\\cos G) + f(\\sin G)$.", "[RFM] §1.2"),
+    (
+        "G",
+        "G",
+        "rotation layer output",
+        "$G = \\sigma(\\text{\\textcircled{1}})V$, read out as $y = f(\\cos G) + f(\\sin G)$.",
+        "[RFM] §1.2",
+    ),
     (
         "a",
         "a",
@@ -685,7 +691,7 @@ def markdown_table(keys) -> str:
     lines = ["| symbol | name | definition | source |", "|---|---|---|---|"]
     for key in keys:
         term = lookup(key)
-        symbol = f"${term.latex}$" if term.latex != "①" else "①"
+        symbol = f"${term.latex}$"
         lines.append(f"| {symbol} | {term.name} | {term.definition} | {term.source} |")
     return "\n".join(lines)
 

@@ -130,9 +130,20 @@ def _note_elsewhere(request) -> None:
         ELSEWHERE.append(request.url)
 
 
+# Every uncaught exception and every console error or warning of the tests' pages (a KaTeX warning on a character
+# it does not know, a script's error): tests/conftest.py fails a browser test that leaves one here.
+CONSOLE: list[str] = []
+
+
+def _note_console(message) -> None:
+    if message.type in ("error", "warning"):
+        CONSOLE.append(f"console.{message.type}: {message.text[:300]}")
+
+
 def new_tab(browser, viewport: dict, scale: float = 1.0):
     """A page in a fresh context (a fresh session) that WATCH observes, its waits stretched (patience.limit), every
-    request to another host noted in ``ELSEWHERE``."""
+    request to another host noted in ``ELSEWHERE``, every console error, warning and uncaught exception in
+    ``CONSOLE``."""
     from playwright.sync_api import expect
 
     context = browser.new_context(viewport=viewport, device_scale_factor=scale)
@@ -140,7 +151,10 @@ def new_tab(browser, viewport: dict, scale: float = 1.0):
     context.add_init_script(WATCH)
     context.set_default_timeout(ms(WAIT))
     expect.set_options(timeout=ms(WAIT))
-    return context.new_page()
+    page = context.new_page()
+    page.on("console", _note_console)
+    page.on("pageerror", lambda error: CONSOLE.append(f"pageerror: {error}"))
+    return page
 
 
 # Every chart fits its box again after a resize: none is wider than the element that holds it.

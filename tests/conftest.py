@@ -185,6 +185,20 @@ def no_request_leaves_the_room(request):
     assert not ELSEWHERE, f"requests left the server for {hosts}: {ELSEWHERE[:5]}"
 
 
+@pytest.fixture(autouse=True)
+def no_console_error(request):
+    """A browser test fails if its pages logged a console error or warning or threw an uncaught exception
+    (browser_app notes them): what a class's browser would show in its console."""
+    if request.node.get_closest_marker("browser") is None:
+        yield
+        return
+    from browser_app import CONSOLE
+
+    CONSOLE.clear()
+    yield
+    assert not CONSOLE, f"{len(CONSOLE)} console problem(s): {CONSOLE[:5]}"
+
+
 @pytest.fixture
 def small_split():
     torch.manual_seed(0)

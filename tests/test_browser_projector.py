@@ -161,10 +161,17 @@ CHART_TEXT_PROBLEMS = """() => {
 }"""
 
 
+# Texts the page draws cut with an ellipsis (a metric's label or value, an expander's title): what a class reads as
+# "89,139 parame…".
+CUT_TEXTS = """() => [...document.querySelectorAll("[data-testid='stMain'] *")]
+  .filter((e) => e.offsetParent && getComputedStyle(e).textOverflow === "ellipsis" && e.scrollWidth > e.clientWidth + 1)
+  .map((e) => e.innerText)"""
+
+
 def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page(server, browser):
     """Every page as it opens, in projector mode (larger chart text), at each screen (opened at the first, then the
     window resized to the next: browser_app.resize): each chart's titles, legend and tick labels lie inside the
-    chart, and no title runs into another of its texts (``CHART_TEXT_PROBLEMS``)."""
+    chart, no title runs into another of its texts (``CHART_TEXT_PROBLEMS``), and no text is cut (``CUT_TEXTS``)."""
     from app_pages._ui import PAGES
 
     problems = {}
@@ -176,7 +183,7 @@ def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page
             else:
                 resize(tab, viewport, scale)
             tab.wait_for_function(CHARTS_DRAWN)
-            found = tab.evaluate(CHART_TEXT_PROBLEMS)
+            found = tab.evaluate(CHART_TEXT_PROBLEMS) + [f"'{text}' is cut" for text in tab.evaluate(CUT_TEXTS)]
             if found:
                 problems[f"{title} at {screen}"] = found
         tab.context.close()

@@ -97,7 +97,11 @@ def test_a_failing_line_stops_at_the_first_trial_that_differs():
 
 def test_a_result_describes_its_sides_and_a_nonzero_difference():
     wrong = run_check(Check(square(-1), "symbolic", size=None))
-    assert wrong.left == Side("1", "1", 2, r"\left(a + b\right)^{2}") and wrong.symbols == 2 and wrong.polynomial
+    assert (
+        wrong.left == Side("1", "1", 2, r"\left(a + b\right)^{2}", ("a", "b"))
+        and wrong.symbols == 2
+        and wrong.polynomial
+    )
     assert wrong.gap.latex == "4 a b" and wrong.gap_terms == 1
     big = run_check(Check(trace_wrong, "exact", size=4))
     assert (big.left.rows, big.left.cols, big.left.symbols, big.left.latex) == ("1", "1", 32, "")

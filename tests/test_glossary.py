@@ -59,7 +59,8 @@ def test_markdown_table_and_cited():
     table = markdown_table(["R", "ρ", "①"])
     rows = table.splitlines()
     assert rows[0] == "| symbol | name | definition | source |" and len(rows) == 5
-    assert rows[2].startswith("| $R$ | field interaction matrix |") and rows[4].startswith("| ① |")
+    assert rows[2].startswith("| $R$ | field interaction matrix |")
+    assert rows[4].startswith("| $\\text{\\textcircled{1}}$ | rotation scores |")
     assert cited(["ŷ", "R", "ρ", "t"]) == ["Rendle2010", "DPLR", "FwFM"]
 
 
@@ -86,3 +87,13 @@ def test_the_papers_central_symbols_are_defined():
     ]:
         assert key in GLOSSARY, key
     assert "free variables" in GLOSSARY and "dependent variables" in GLOSSARY
+
+
+def test_no_math_holds_a_circled_digit():
+    """KaTeX warns "Unrecognized Unicode character" on ① (U+2460 onwards) in math: math writes
+    \\text{\\textcircled{1}}, the plain symbol keeps ①."""
+    enclosed = re.compile("[\u2460-\u24ff]")
+    for key, term in GLOSSARY.items():
+        for math in [term.latex, *re.findall(r"\$([^$]+)\$", term.definition)]:
+            assert not enclosed.search(math), f"{key}: {math!r}"
+    assert GLOSSARY["①"].symbol == "①"

@@ -153,3 +153,18 @@ def test_the_lesson_stop_and_the_page_state_the_same_rotation_gradient():
     assert not app.exception
     (line,) = [m.value for m in app.markdown if m.value.startswith("At m = 32:")]
     assert f"rotation layer **{gradient}** (upper bound C₁·m = {bound})" in line
+
+
+def test_in_projector_mode_the_main_figure_fits_a_screen_at_150_percent():
+    """The figure a lesson's link arrives at (``main_figure``) is at most MAIN_FIGURE_HEIGHT tall in projector mode,
+    larger text included: whole under the header on 480 CSS pixels (1280×720 at 150 %); it keeps its height without."""
+    from app_pages._view import MAIN_FIGURE_HEIGHT
+
+    heights = {}
+    for projector in (True, False):
+        app = app_page(PAGE, timeout=60, projector=projector)
+        app.run()
+        assert not app.exception
+        [growth] = [k for k in range(len(app.get("plotly_chart"))) if "number of fields grows" in str(figure(app, k))]
+        heights[projector] = figure(app, growth)["layout"]["height"]
+    assert heights[True] <= MAIN_FIGURE_HEIGHT < heights[False]

@@ -47,7 +47,8 @@ def test_near_start_newton_result_matches_fmlib():
     at.select_slider[2].set_value(200)  # gradient-descent steps: keep the test quick
     at.number_input[0].set_value(seed).run()
     assert not at.exception
-    assert float(at.metric[1].value) < 1e-6
+    distance, unit = at.metric[1].value.split(" × ")  # in units of the secret's norm, said beside the number
+    assert at.metric[1].label == "Newton: distance to the secret" and unit == "‖X_true‖" and float(distance) < 1e-6
     assert "Damped Newton recovers the secret" in notice(at)
 
 

@@ -305,3 +305,36 @@ def test_a_link_value_no_widget_would_take_leaves_the_url_with_a_note(page, para
     assert not at.exception and key not in at.query_params
     assert f"The link's {key} = {params[key]!r} is not valid" in warnings(at)
     assert not at.html or "<script>alert" not in " ".join(h.proto.body for h in at.html)
+
+
+@pytest.fixture
+def doubly_set(monkeypatch) -> list[str]:
+    """The keys of the widgets drawn with a default value while the session also held a value set for them
+    (Streamlit logs that once per process: here each is noted, every time)."""
+    import streamlit.elements.lib.policies as policies
+
+    keys, rules = [], policies.check_session_state_rules
+
+    def noting(default_value, key, writes_allowed=True):
+        if key is not None and default_value is not None and policies.get_session_state().is_new_state_value(key):
+            keys.append(key)
+        return rules(default_value, key, writes_allowed)
+
+    monkeypatch.setattr(policies, "check_session_state_rules", noting)
+    return keys
+
+
+@pytest.mark.parametrize("path", [page[0] for page in PAGES])
+def test_reset_to_defaults_sets_the_widgets_without_giving_them_a_default_too(path, fwfm_run_id, doubly_set):
+    at = opened("app.py", {"dataset": "synthetic", "run_id": fwfm_run_id})
+    at.switch_page(path).run()
+    [reset] = [b for b in at.button if b.key == "reset_view"]
+    reset.click().run()
+    assert not at.exception and not doubly_set, f"drawn with a default and a value the reset set: {doubly_set}"
+
+
+def test_a_link_falls_back_without_giving_the_widget_a_default_too(fwfm_run_id, doubly_set):
+    """The fallback is set in the session on the rerun after the link is read, just before the widget is drawn."""
+    at = opened("app_pages/field_interactions.py", {"fi_sample": "-1"}, dataset="synthetic", run_id=fwfm_run_id)
+    assert not at.exception and "The link's fi_sample = '-1' is not valid" in warnings(at)
+    assert not doubly_set, f"drawn with a default and the link's fallback: {doubly_set}"

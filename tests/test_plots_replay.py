@@ -54,3 +54,34 @@ def test_the_curves_grow_on_axes_fixed_to_the_whole_run():
     assert low < min(r["train_loss"] for r in HISTORY) and high > max(r["train_loss"] for r in HISTORY)
     with pytest.raises(ValueError, match="what must be one of"):
         replay_figure(None, HISTORY, "spectrum")
+
+
+def meeting(boxes: list) -> list[tuple]:
+    boxes = [b for b in boxes if b]
+    return [
+        (a, b)
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+    ]
+
+
+def test_the_movie_maps_labels_never_meet():
+    """Twelve titles on points crowded together, where every label above its point would meet another: each label
+    goes where it meets no other label (``placed_labels``), or is left out of that frame; the boxes are the labels'
+    extents on the plot area as drawn (``label_boxes``)."""
+    from fmlib.plots.replay import LABELLED, label_boxes, movie_replay
+
+    snap = Snapshots(fields=["a"], labels=[str(i) for i in range(12)], titles=[f"Movie {i}" for i in range(12)])
+    snap.epochs = [0, 1]
+    base = np.random.default_rng(0).normal(size=(12, 3))
+    snap.vectors = [0.5 * base, base]
+    fig = movie_replay(snap, HISTORY[:1])
+    span = fig.layout.xaxis.range[1]
+    for frame in fig.frames:
+        trace = frame.data[0]
+        xy = np.column_stack([trace.x, trace.y])
+        titles = [t if i < LABELLED else "" for i, t in enumerate(snap.titles)]
+        assert meeting(label_boxes(xy, titles, ["top center"] * len(titles), span)), "not crowded: the test is moot"
+        boxes = label_boxes(xy, list(trace.text), list(trace.textposition), span)
+        assert sum(b is not None for b in boxes) >= LABELLED // 2 and not meeting(boxes), frame.name

@@ -60,12 +60,16 @@ class Side:
     rows, cols  its shape as LaTeX ("1" and "1" for a scalar; "m" for a general size)
     symbols     how many distinct symbols it contains
     latex       the side factored and typeset (sympy.latex) when it is short, else ""
+    names       the names of its symbols, sorted (``display.symbol_families`` groups them for a reader)
+    entry       a matrix side too long to typeset: its entry (1, 1) factored and typeset when that is short, else ""
     """
 
     rows: str
     cols: str
     symbols: int
     latex: str = ""
+    names: tuple[str, ...] = ()
+    entry: str = ""
 
 
 @dataclass(frozen=True)
@@ -500,8 +504,16 @@ def _side(x) -> Side:
         x = x[0]
     x = sp.sympify(x)
     rows, cols = getattr(x, "shape", (1, 1))
-    latex = "" if _larger_than(x, SHORT_NODES) else factored_latex(x)
-    return Side(sp.latex(rows), sp.latex(cols), len(_free_symbols(x)), latex if len(latex) <= SHORT_LATEX else "")
+    names = tuple(sorted(s.name for s in _free_symbols(x)))
+    latex = _short_latex(x)
+    entry = _short_latex(x[0, 0], 2 * SHORT_NODES) if isinstance(x, sp.MatrixBase) and not latex else ""
+    return Side(sp.latex(rows), sp.latex(cols), len(names), latex, names, entry)
+
+
+def _short_latex(x, nodes: int = SHORT_NODES) -> str:
+    """``x`` factored and typeset when it is short (at most ``nodes`` nodes and SHORT_LATEX characters), else ""."""
+    latex = "" if _larger_than(x, nodes) else factored_latex(x)
+    return latex if len(latex) <= SHORT_LATEX else ""
 
 
 def _gap(entry: sp.Expr) -> dict:

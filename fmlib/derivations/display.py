@@ -8,6 +8,7 @@ plain words in ``\\text{…}``.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, NamedTuple
 
 import sympy as sp
@@ -47,8 +48,48 @@ def readable_latex(side: str) -> str:
 
 
 def summary(result: CheckResult) -> list[Line]:
-    """What the check of one line claimed, what was compared and the result, in at most five lines."""
-    return claim(result) + [Line("markdown", f"**Compared.** {compared(result)}")] + outcome(result)
+    """What the check of one line claimed, in which symbols, what was compared and the result, in at most six
+    lines."""
+    return claim(result) + symbols(result) + [Line("markdown", f"**Compared.** {compared(result)}")] + outcome(result)
+
+
+def symbols(result: CheckResult) -> list[Line]:
+    """The symbols the two sides are written in, family by family, when a side is too long to typeset (a typeset
+    side shows its own); none for a line that could not be built or has none."""
+    if result.left is None or (result.left.latex and result.right.latex):
+        return []
+    names = sorted(set(result.left.names) | set(result.right.names))
+    if not names:
+        return []
+    return [Line("markdown", f"**Symbols.** the {_count(len(names), 'symbol')} ${symbol_families(names)}$.")]
+
+
+def symbol_families(names) -> str:
+    """LaTeX of symbol names grouped by family (the name before its first subscript), each family in index order:
+    ``w_{1,1}, \\dots, w_{3,4}\\ (12)`` for a family of more than two, its members for one or two."""
+    families: dict[str, list[str]] = {}
+    for name in sorted(names, key=_natural):
+        families.setdefault(name.split("_")[0], []).append(_symbol_latex(name))
+    shown = [
+        ", ".join(members) if len(members) <= 2 else rf"{members[0]}, \dots, {members[-1]}\ ({len(members)})"
+        for members in families.values()
+    ]
+    return r";\ ".join(shown)
+
+
+def _symbol_latex(name: str) -> str:
+    """A symbol's name as LaTeX: ``v^{(1)}_{2}_{1}`` → ``v^{(1)}_{2,1}`` (one subscript), ``delta`` → ``\\delta``,
+    a word in upright letters."""
+    base, *subscripts = name.split("_")
+    latex = sp.latex(sp.Symbol(base))
+    if latex.isalpha() and len(latex) > 1:
+        latex = rf"\mathrm{{{latex}}}"
+    return latex + (f"_{{{','.join(s.strip('{}') for s in subscripts)}}}" if subscripts else "")
+
+
+def _natural(name: str) -> list:
+    """A sort key that puts ``x_{2}`` before ``x_{10}``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def claim(result: CheckResult) -> list[Line]:
@@ -108,6 +149,10 @@ def _outcome(result: CheckResult) -> list[Line]:
     if result.method == "numeric":
         verdict = "equal" if result.status == "passed" else "not equal"
         return [Line("markdown", f"{verdict}: largest relative gap {result.max_error:.1e}.")]
+    if result.status == "passed" and result.method == "exact" and not _general(result.left):
+        count = int(result.left.rows) * int(result.left.cols)
+        if count > 1:
+            return [Line("markdown", f"all {count} entries of the difference are 0: the two sides are equal.")]
     if result.status == "passed":
         return [Line("markdown", "difference 0: the two sides are equal.")]
     entry = "the difference is" if result.left.rows == result.left.cols == "1" else "one entry of the difference is"
@@ -124,6 +169,8 @@ def _shown(side: Side) -> str:
     content = f"in {_count(side.symbols, 'symbol')}" if side.symbols else "of numbers"
     if side.rows == side.cols == "1":
         return rf"\text{{an expression {content}}}"
+    if side.entry:
+        return rf"\text{{a }} {side.rows} \times {side.cols} \text{{ matrix, entry (1,1): }} {side.entry}"
     return rf"\text{{a }} {side.rows} \times {side.cols} \text{{ matrix {content}}}"
 
 

@@ -176,19 +176,19 @@ def euler() -> Derivation:
         steps=(
             Step(
                 "Euler's formula",
-                r"\text{①} = \mathrm{Re}[\exp(i\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top] = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos(-\mathbf K^\top) + i\sin(-\mathbf K^\top)]\}",
+                r"\text{\textcircled{1}} = \mathrm{Re}[\exp(i\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top] = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos(-\mathbf K^\top) + i\sin(-\mathbf K^\top)]\}",
                 "Euler's formula e^{iφ} = cos φ + i sin φ, entry by entry",
                 f"{SOURCE}, §1.2 (definition of G and the remark defining ①)",
                 Check(_euler(), "exact", size=2, exact_limit=3, build_limit=4),
                 printed=Printed(
-                    r"\text{①} = \mathrm{Re}[\exp(\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top]",
+                    r"\text{\textcircled{1}} = \mathrm{Re}[\exp(\mathbf Q)\,\mathrm{diag}(\mathbf w)\exp(-i\mathbf K)^\top]",
                     Check(_euler(i_in_q=False), "exact", size=2, exact_limit=3, build_limit=4),
                     "the remark that names ① drops the i in exp(iQ) (the definition of G just above it has exp(iQ))",
                 ),
                 wrong=(
                     WrongVariant(
                         "real part factor by factor",
-                        r"\text{①} = \mathrm{Re}[\exp(i\mathbf Q)]\,\mathrm{diag}(\mathbf w)\,\mathrm{Re}[\exp(-i\mathbf K)]^\top = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos(-\mathbf K^\top)",
+                        r"\text{\textcircled{1}} = \mathrm{Re}[\exp(i\mathbf Q)]\,\mathrm{diag}(\mathbf w)\,\mathrm{Re}[\exp(-i\mathbf K)]^\top = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos(-\mathbf K^\top)",
                         Check(_euler(real_parts_first=True), "exact", size=2, exact_limit=3, build_limit=4),
                         "Re[ab] = Re a Re b − Im a Im b: the imaginary parts multiply to a real term (the sin·sin "
                         "term of the next lines)",
@@ -197,14 +197,14 @@ def euler() -> Derivation:
             ),
             Step(
                 "cos is even, sin is odd",
-                r"\text{①} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top - i\sin\mathbf K^\top]\}",
+                r"\text{\textcircled{1}} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top - i\sin\mathbf K^\top]\}",
                 "cos(−x) = cos x and sin(−x) = −sin x",
                 f"{SOURCE}, §1.2",
                 Check(_parity(), "exact", size=2, exact_limit=3, build_limit=4),
                 wrong=(
                     WrongVariant(
                         "sin treated as even",
-                        r"\text{①} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top + i\sin\mathbf K^\top]\}",
+                        r"\text{\textcircled{1}} = \mathrm{Re}\{(\cos\mathbf Q + i\sin\mathbf Q)\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top + i\sin\mathbf K^\top]\}",
                         Check(_parity(sin_sign=+1), "exact", size=2, exact_limit=3, build_limit=4),
                         "sin(−x) = −sin x: only cos keeps its sign",
                     ),
@@ -212,14 +212,14 @@ def euler() -> Derivation:
             ),
             Step(
                 "take the real part",
-                r"\text{①} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
+                r"\text{\textcircled{1}} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
                 "expand the product; with real Q, K, w the real part keeps cos·cos and i·(−i) sin·sin = +sin·sin",
                 f"{SOURCE}, §1.2",
                 Check(_real_part(+1), "exact", size=2, exact_limit=3, build_limit=4),
                 wrong=(
                     WrongVariant(
                         "sign error",
-                        r"\text{①} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top - \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
+                        r"\text{\textcircled{1}} = \cos\mathbf Q\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top - \sin\mathbf Q\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top",
                         Check(_real_part(-1), "exact", size=2, exact_limit=3, build_limit=4),
                         "i · (−i) = +1: the conjugate in exp(−iK) turns the sign; the minus belongs "
                         "to Re[exp(iQ) diag(w) exp(+iK)ᵀ]",
@@ -228,14 +228,14 @@ def euler() -> Derivation:
             ),
             Step(
                 "in terms of X",
-                r"\text{①} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\tilde{\mathbf C}\mathbf X)",
+                r"\text{\textcircled{1}} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\tilde{\mathbf C}\mathbf X)",
                 "substitute Q = (B̃X)ᵀ = XᵀB̃ᵀ and Kᵀ = C̃X",
                 f"{SOURCE}, §1.2",
                 Check(_in_x(), "exact", size=2, exact_limit=3, build_limit=4),
                 wrong=(
                     WrongVariant(
                         "K instead of Kᵀ",
-                        r"\text{①} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\mathbf X^\top\tilde{\mathbf C}^\top) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\mathbf X^\top\tilde{\mathbf C}^\top)",
+                        r"\text{\textcircled{1}} = \cos(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\cos(\mathbf X^\top\tilde{\mathbf C}^\top) + \sin(\mathbf X^\top\tilde{\mathbf B}^\top)\,\mathrm{diag}(\mathbf w)\sin(\mathbf X^\top\tilde{\mathbf C}^\top)",
                         Check(_in_x(k_transposed=False), "exact", size=2, exact_limit=3, build_limit=4),
                         "K = (C̃X)ᵀ = XᵀC̃ᵀ, so Kᵀ = C̃X; XᵀC̃ᵀ is m×d and fits diag(w) only when m = d "
                         "(checked there, where the values differ)",
@@ -334,14 +334,14 @@ def gradient_part1() -> Derivation:
         title="RFM: gradient part1 through cos Q, against sympy's derivative",
         source=f"{SOURCE}, §1.2 (dG, dy, part1, F, PART II)",
         assumptions=(
-            r"G = \sigma(\text{①})\,\mathbf V,\; \mathbf V = (\tilde{\mathbf D}\mathbf X)^\top,\; \sigma(z) = 1/(1+e^{-z}) \text{ entrywise},\; \sigma' = \sigma(1-\sigma)",
+            r"G = \sigma(\text{\textcircled{1}})\,\mathbf V,\; \mathbf V = (\tilde{\mathbf D}\mathbf X)^\top,\; \sigma(z) = 1/(1+e^{-z}) \text{ entrywise},\; \sigma' = \sigma(1-\sigma)",
             r"\Gamma = \partial y/\partial G \text{ (shape of } G),\; dy = \mathrm{tr}(\Gamma^\top dG);\; d\mathbf X = \dot{\mathbf X} \text{ a direction}",
             "all symbols real; X a full dm×m matrix; checks at m = 2, d = 3 (printed lines at m = d = 2)",
         ),
         steps=(
             Step(
                 "d① in four terms",
-                r"d\text{①} = [-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \cos\mathbf Q\,\mathrm{diag}(\mathbf w)[-\sin\mathbf K^\top\odot d\mathbf K^\top] + [\cos\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top\odot d\mathbf K^\top]",
+                r"d\text{\textcircled{1}} = [-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \cos\mathbf Q\,\mathrm{diag}(\mathbf w)[-\sin\mathbf K^\top\odot d\mathbf K^\top] + [\cos\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top\odot d\mathbf K^\top]",
                 "product rule on both products, d cos x = −sin x dx and d sin x = cos x dx entrywise; "
                 "dQ = (dX)ᵀB̃ᵀ, dKᵀ = C̃ dX. Checked against sympy's directional derivative of ①",
                 f"{SOURCE}, §1.2 (d①)",
@@ -349,7 +349,7 @@ def gradient_part1() -> Derivation:
                 wrong=(
                     WrongVariant(
                         "d cos x = + sin x dx",
-                        r"d\text{①} = [\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \cos\mathbf Q\,\mathrm{diag}(\mathbf w)[\sin\mathbf K^\top\odot d\mathbf K^\top] + [\cos\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top\odot d\mathbf K^\top]",
+                        r"d\text{\textcircled{1}} = [\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top + \cos\mathbf Q\,\mathrm{diag}(\mathbf w)[\sin\mathbf K^\top\odot d\mathbf K^\top] + [\cos\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\sin\mathbf K^\top + \sin\mathbf Q\,\mathrm{diag}(\mathbf w)[\cos\mathbf K^\top\odot d\mathbf K^\top]",
                         Check(_d_circled_one(dcos=+1), "exact", size=2, exact_limit=2, build_limit=3),
                         "cos decreases where sin is positive: d cos x = −sin x dx",
                     ),
@@ -357,7 +357,7 @@ def gradient_part1() -> Derivation:
             ),
             Step(
                 "dG: product and chain rule",
-                r"dG = [\sigma'(\text{①})\odot d\text{①}]\,\mathbf V + \sigma(\text{①})\,(d\mathbf X)^\top\tilde{\mathbf D}^\top",
+                r"dG = [\sigma'(\text{\textcircled{1}})\odot d\text{\textcircled{1}}]\,\mathbf V + \sigma(\text{\textcircled{1}})\,(d\mathbf X)^\top\tilde{\mathbf D}^\top",
                 "product rule on σ(①)V, chain rule entrywise for σ, dV = (dX)ᵀD̃ᵀ; checked against sympy's "
                 "directional derivative of G",
                 f"{SOURCE}, §1.2 (dG, dV, dσ)",
@@ -365,7 +365,7 @@ def gradient_part1() -> Derivation:
                 wrong=(
                     WrongVariant(
                         "forgot dV",
-                        r"dG = [\sigma'(\text{①})\odot d\text{①}]\,\mathbf V",
+                        r"dG = [\sigma'(\text{\textcircled{1}})\odot d\text{\textcircled{1}}]\,\mathbf V",
                         Check(_dG(with_dV=False), "numeric", size=2, build_limit=3),
                         "V = (D̃X)ᵀ depends on X too: the product rule gives a second term σ(①) dV",
                     ),
@@ -391,13 +391,13 @@ def gradient_part1() -> Derivation:
             ),
             Step(
                 "part1: move V and σ' out of the way",
-                r"\text{part1} = \mathrm{tr}\Big(\Gamma^\top\{\sigma'(\text{①})\odot[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\}\mathbf V\Big) = \mathrm{tr}\Big(\big([\Gamma\,\mathbf V^\top]\odot\sigma'(\text{①})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
+                r"\text{part1} = \mathrm{tr}\Big(\Gamma^\top\{\sigma'(\text{\textcircled{1}})\odot[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\}\mathbf V\Big) = \mathrm{tr}\Big(\big([\Gamma\,\mathbf V^\top]\odot\sigma'(\text{\textcircled{1}})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
                 "cyclic property of the trace, tr(Γᵀ M V) = tr(VΓᵀM) = ⟨ΓVᵀ, M⟩, and "
                 "⟨A, S ⊙ B⟩ = ⟨A ⊙ S, B⟩ = tr((A ⊙ S)ᵀB)",
                 f"{SOURCE}, §1.2 (part1)",
                 Check(_part1_trace("corrected"), "numeric", size=2, build_limit=3),
                 printed=Printed(
-                    r"\text{part1} = \mathrm{tr}\Big(\big([(\partial y/\partial G)^\top\mathbf V^\top]\odot\sigma'(\text{①})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
+                    r"\text{part1} = \mathrm{tr}\Big(\big([(\partial y/\partial G)^\top\mathbf V^\top]\odot\sigma'(\text{\textcircled{1}})\big)^\top[-\sin\mathbf Q\odot d\mathbf Q]\,\mathrm{diag}(\mathbf w)\cos\mathbf K^\top\Big)",
                     Check(_part1_trace("printed"), "numeric", size=2, build_limit=3),
                     "with dy = tr((∂y/∂G)ᵀdG) the cyclic shift gives (∂y/∂G)Vᵀ (m×m); the printed "
                     "(∂y/∂G)ᵀVᵀ multiplies d×m by d×m, defined only when m = d, and wrong even then",
@@ -414,19 +414,19 @@ def gradient_part1() -> Derivation:
             ),
             Step(
                 "part1 = tr(−(B̃ᵀF)ᵀ dX)",
-                r"\text{part1} = \mathrm{tr}\big(-(\tilde{\mathbf B}^\top F)^\top d\mathbf X\big),\quad F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{①})\big]\,[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
+                r"\text{part1} = \mathrm{tr}\big(-(\tilde{\mathbf B}^\top F)^\top d\mathbf X\big),\quad F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{\textcircled{1}})\big]\,[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
                 "tr(Sᵀ(A ⊙ dQ)M) = ⟨(S Mᵀ) ⊙ A, dQ⟩ with dQ = (dX)ᵀB̃ᵀ, then the cyclic property of the trace",
                 f"{SOURCE}, §1.2 (F, part1)",
                 Check(_part1_dx("corrected"), "numeric", size=2, build_limit=3),
                 printed=Printed(
-                    r"F = \Big\{\big[(\partial y/\partial G)^\top\mathbf V^\top\big]\odot\sigma'(\text{①})\cdot[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
+                    r"F = \Big\{\big[(\partial y/\partial G)^\top\mathbf V^\top\big]\odot\sigma'(\text{\textcircled{1}})\cdot[\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)]^\top\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
                     Check(_part1_dx("printed"), "numeric", size=2, build_limit=3),
                     "the same transposed (∂y/∂G)ᵀ as in the previous line",
                 ),
                 wrong=(
                     WrongVariant(
                         "diag(w) cos(C̃X) not transposed",
-                        r"F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{①})\big]\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
+                        r"F = \Big\{\big[(\Gamma\mathbf V^\top)\odot\sigma'(\text{\textcircled{1}})\big]\,\mathrm{diag}(\mathbf w)\cos(\tilde{\mathbf C}\mathbf X)\odot\sin(\mathbf X^\top\tilde{\mathbf B}^\top)\Big\}^\top",
                         Check(_part1_dx("cos not transposed"), "numeric", size=2, build_limit=3),
                         "tr(Sᵀ(A ⊙ dQ)M) = ⟨(S Mᵀ) ⊙ A, dQ⟩ moves M to the other side transposed; without the "
                         "transpose the product is defined only for m = d (checked there, where the values differ)",

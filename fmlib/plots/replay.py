@@ -137,6 +137,69 @@ def r_replay(snapshots: Snapshots, history: list[dict], upto: int | None = None,
     return animated(frames, layout, start=min(start, n - 1), below=130)
 
 
+MAP_HEIGHT = 580  # the movie map's height, pixels: its plot area is square, PLOT_PX on a side
+PLOT_PX = MAP_HEIGHT - 80 - (60 + 130)  # less the top margin and the room ``animated`` keeps below the axes
+FONT_PX = 10  # the labels' font size; a character is about 0.6 of it wide and a line 1.2 of it tall
+# Where a label may sit around its point (plotly's textposition), tried in this order, and its box's offset from the
+# point in label widths (w) and heights (h): (left edge, bottom edge) = (dx_w·w + dx·px, dy_h·h + dy·px).
+PLACES = {
+    "top center": (-0.5, 0, 0, 5),
+    "bottom center": (-0.5, -1, 0, -5),
+    "middle right": (0, -0.5, 6, 0),
+    "middle left": (-1, -0.5, -6, 0),
+    "top right": (0, 0, 3, 3),
+    "top left": (-1, 0, -3, 3),
+    "bottom right": (0, -1, 3, -3),
+    "bottom left": (-1, -1, -3, -3),
+}
+
+
+def label_boxes(xy: np.ndarray, texts: list[str], places: list[str], span: float) -> list[tuple | None]:
+    """Each label's box (x0, y0, x1, y1) in pixels on a plot area of PLOT_PX square showing [−span, span] on both
+    axes, at its place (``PLACES``); None for an empty label."""
+    scale = PLOT_PX / (2 * span)
+    boxes = []
+    for (x, y), text, place in zip(xy, texts, places):
+        if not text:
+            boxes.append(None)
+            continue
+        w, h = 0.6 * FONT_PX * len(text), 1.2 * FONT_PX
+        dx_w, dy_h, dx, dy = PLACES[place]
+        left, bottom = (x + span) * scale + dx_w * w + dx, (y + span) * scale + dy_h * h + dy
+        boxes.append((left, bottom, left + w, bottom + h))
+    return boxes
+
+
+def _meet(a: tuple, b: tuple) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def placed_labels(xy: np.ndarray, texts: list[str], span: float) -> tuple[list[str], list[str]]:
+    """The labels and their places (plotly textposition) so that no two labels meet and none covers another labelled
+    point: each label, in order, at the first place of ``PLACES`` that is free, else left out of this frame (its
+    point still names itself on hover). Returns (texts, places)."""
+    scale = PLOT_PX / (2 * span)
+    dots = [((x + span) * scale, (y + span) * scale) for (x, y), text in zip(xy, texts) if text]
+    taken = [(u - 4, v - 4, u + 4, v + 4) for u, v in dots]  # the labelled points' markers (8 px)
+    shown, places = [], []
+    for point, text in zip(xy, texts):
+        place = next((c for c in PLACES if text and _free(point, text, c, span, taken)), None)
+        if place:
+            taken += label_boxes(point[None], [text], [place], span)
+        shown.append(text if place else "")
+        places.append(place or "top center")
+    return shown, places
+
+
+def _free(point: np.ndarray, text: str, place: str, span: float, taken: list[tuple]) -> bool:
+    """Whether ``text`` at ``place`` beside ``point`` meets none of the ``taken`` boxes, bar its own point's marker."""
+    [box] = label_boxes(point[None], [text], [place], span)
+    scale = PLOT_PX / (2 * span)
+    u, v = (point[0] + span) * scale, (point[1] + span) * scale
+    own = (u - 4, v - 4, u + 4, v + 4)
+    return not any(_meet(box, other) for other in taken if other != own)
+
+
 def movie_replay(snapshots: Snapshots, history: list[dict], upto: int | None = None, start: int = 0) -> go.Figure:
     """The most rated movies on the last kept epoch's two principal axes, after each kept epoch."""
     n = snapshots.count if upto is None else upto
@@ -146,13 +209,14 @@ def movie_replay(snapshots: Snapshots, history: list[dict], upto: int | None = N
     shown = [t if i < LABELLED else "" for i, t in enumerate(snapshots.titles)]
     frames = []
     for e, xy, captured in zip(snapshots.epochs[:n], paths.xy, paths.captured):
+        texts, places = placed_labels(xy, shown, span)
         trace = go.Scatter(
             x=xy[:, 0],
             y=xy[:, 1],
             mode="markers+text",
-            text=shown,
-            textposition="top center",
-            textfont={"size": 10},
+            text=texts,
+            textposition=places,
+            textfont={"size": FONT_PX},
             hovertext=snapshots.titles,
             hovertemplate="%{hovertext}<extra></extra>",
             marker={"size": 8},
@@ -162,7 +226,7 @@ def movie_replay(snapshots: Snapshots, history: list[dict], upto: int | None = N
         )
         frames.append((str(e), [trace], title))
     layout = {
-        "height": 580,
+        "height": MAP_HEIGHT,
         "margin": {"t": 80, "l": 10, "r": 10},
         "xaxis": {"title": {"text": "first principal axis of the final embeddings"}, "range": [-span, span]},
         "yaxis": {"title": {"text": "second axis"}, "range": [-span, span], "scaleanchor": "x"},
