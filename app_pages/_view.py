@@ -232,8 +232,9 @@ class UrlState:
         kwargs |= {"key": key, "bind": "query-params"}
         default = _default_argument(widget, bound.default, args, kwargs)
 
-        def draw():  # the default only when the session holds no value (``unless_set``), read as it is drawn
-            return widget(*args, **kwargs, **unless_set(key, **default))
+        def draw():  # the default only when the session holds no value (``unless_set``), read as it is drawn;
+            # a widget of ours that requires its value (``bounded_number``) is given it and applies the rule itself
+            return widget(*args, **kwargs, **(default if _requires(widget, default) else unless_set(key, **default)))
 
         if ok is None:
             return draw()
@@ -250,6 +251,12 @@ def _default_argument(widget: Callable, default, args: tuple, kwargs: dict) -> d
         return {"value": default}
     options = kwargs["options"] if "options" in kwargs else args[list(parameters).index("options")]
     return {"index": [str(option) for option in options].index(str(default))}
+
+
+def _requires(widget: Callable, argument: dict) -> bool:
+    """Whether ``widget`` has no default for the keyword ``argument`` names."""
+    (name,) = argument
+    return inspect.signature(widget).parameters[name].default is inspect.Parameter.empty
 
 
 def _url_text(value) -> str:
