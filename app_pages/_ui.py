@@ -136,8 +136,12 @@ def bounded_number(label: str, low, high, value, container=st, **kwargs):
     number is accepted and one out of ``[low, high]`` stops the page with an error naming the field.
     """
 
+    # the field's type (int or float) follows its arguments: without the value (the session holds it), an int's step
+    typed = {"step": 1} if isinstance(value, int) and "step" not in kwargs else {}
+
     def draw():
-        return container.number_input(label, **unless_set(kwargs.get("key"), value=value), **kwargs)
+        given = unless_set(kwargs.get("key"), value=value)
+        return container.number_input(label, **given, **({} if given else typed), **kwargs)
 
     if kwargs.get("bind") == "query-params":  # a linked number out of range: the default, with a note
         ok = in_range(low, high, isinstance(value, int))

@@ -127,7 +127,15 @@ def unless_set(key: str | None, **default) -> dict:
     already holds its value (Reset to defaults or a link's fallback set it). Given both, the widget shows the
     session's value anyway, and Streamlit logs that it "was created with a default value but also had its value set
     via the Session State API". Read it where the widget is drawn: a ``link_check`` before may have set the value."""
-    return {} if key is not None and key in st.session_state else default
+    return {} if key is not None and set_this_run(key) else default
+
+
+def set_this_run(key: str) -> bool:
+    """Whether the session's value of ``key`` was written by the page's code in this run (a reset, a link's
+    fallback), not by its widget: the case in which Streamlit refuses a default beside it."""
+    from streamlit.elements.lib.policies import get_session_state
+
+    return get_session_state().is_new_state_value(key)
 
 
 def note_dropped(key: str, why: str) -> None:

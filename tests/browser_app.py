@@ -135,8 +135,12 @@ def _note_elsewhere(request) -> None:
 CONSOLE: list[str] = []
 
 
+# Chromium's own notes about its software GL (headless, no GPU): the browser's, not the page's.
+BROWSER_OWN = "GL Driver Message"
+
+
 def _note_console(message) -> None:
-    if message.type in ("error", "warning"):
+    if message.type in ("error", "warning") and BROWSER_OWN not in message.text:
         CONSOLE.append(f"console.{message.type}: {message.text[:300]}")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_app import CHROMIUM, act, new_tab, read, resize, settle
+from browser_app import CHROMIUM, CONSOLE, act, new_tab, read, resize, settle
 
 from fmapp.lessons import lesson_files, load_lesson
 
@@ -239,3 +239,7 @@ def test_an_unknown_page_in_a_link_says_so_and_opens_the_home_page(server, brows
     tab = opened(browser, f"{server}/no_such_page?model=fm", "1280x720")
     assert tab.get_by_text("Page not found").first.is_visible()
     assert tab.get_by_role("heading", name="fmlib explainer").is_visible()
+    # Streamlit's client logs the fallback as an error; the test expects it, once, and nothing else
+    expected = "console.error: The page that you have requested does not seem to exist. Running the app's main page."
+    assert CONSOLE.count(expected) == 1, CONSOLE
+    CONSOLE.remove(expected)
