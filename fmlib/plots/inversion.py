@@ -143,7 +143,9 @@ def success_figure(
                 1,
                 col,
             )
-    fig.update_yaxes(range=[-0.03, 1.03], title_text="fraction of runs")
+    fig.update_yaxes(range=[-0.03, 1.03])
+    fig.update_yaxes(title_text="fraction of runs", col=1)  # one title for both panels' shared scale: on the
+    # right panel's axis it ran into the left panel's last tick label at 150 % in projector mode
     marked = bound is not None and any(
         b is not None and b in table["gamma"].values for label, table in rates.items() for b in [bound.get(label)]
     )
