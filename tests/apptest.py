@@ -69,13 +69,15 @@ def wait_for_training(at: AppTest, timeout: float = 120, key: str = "train_job")
 
 
 def unlabelled(fig: dict) -> list[str]:
-    """What a reader of this plotly figure (as JSON) would miss: a title, or an axis without a title."""
+    """What a reader of this plotly figure (as JSON) would miss: a title, or an axis without a title (an axis that
+    shares another's scale, ``matches``, is titled by that one)."""
     layout = fig["layout"]
     missing = [] if (layout.get("title") or {}).get("text") else ["the figure's title"]
     for name, axis in layout.items():
         if (
             name.startswith(("xaxis", "yaxis"))
             and axis.get("visible", True)
+            and not axis.get("matches")
             and not (axis.get("title") or {}).get("text")
         ):
             missing.append(f"{name}'s title")

@@ -107,7 +107,8 @@ def success_figure(
     fig = make_subplots(
         rows=1,
         cols=2,
-        horizontal_spacing=0.16,  # room for the right panel's axis title at 150 % zoom in projector mode
+        shared_yaxes=True,  # one scale, titled and ticked once (on the left)
+        horizontal_spacing=0.08,
         # two lines each: on one, a panel's title at 150 % in projector mode is wider than its panel
         subplot_titles=("recovered the secret<br>(relative error < 1%)", "both starts end<br>at the same point"),
     )
@@ -144,8 +145,7 @@ def success_figure(
                 col,
             )
     fig.update_yaxes(range=[-0.03, 1.03])
-    fig.update_yaxes(title_text="fraction of runs", col=1)  # one title for both panels' shared scale: on the
-    # right panel's axis it ran into the left panel's last tick label at 150 % in projector mode
+    fig.update_yaxes(title_text="fraction of runs", col=1)  # the shared scale's title, once
     marked = bound is not None and any(
         b is not None and b in table["gamma"].values for label, table in rates.items() for b in [bound.get(label)]
     )
