@@ -14,16 +14,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from browser_app import CHROMIUM, act, new_tab, read, serve, settle
+import test_browser
+from browser_app import act, new_tab, read, serve, settle
 from patience import ms
 from test_browser import SHOTS, no_exception
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(), reason="Debian's chromium is missing: `make browser-deps` installs it"
-    ),
-]
+pytestmark = test_browser.pytestmark  # the browser tests' marks: Chromium is needed
 
 
 @pytest.fixture(scope="module")
