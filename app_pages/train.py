@@ -413,7 +413,7 @@ def bfm_section() -> None:
                 f"Averaging its weights from epoch 3, nothing else changed, gives **{averaged['rmse']:.4f}**. "
                 "The Adam FM's analogue of (1) is **grouped L2** (`TrainConfig(field_decay=..., linear_decay=...)`): "
                 f"the L2 of the user rows times {scale['user_id']:g}, of the movie rows times {scale['movie_id']:g}, "
-                f"of the linear weights times {scale['w']:g}, chosen on validation. With averaging and 80 epochs it gives "
+                f"of the linear weights times {scale['w']:g}, chosen on validation. With averaging (and early stopping, as every run here) it gives "
                 f"**{final['rmse']:.4f} ± {final['rmse_std']:.4f}** in {final['cpu']:.1f} s of CPU per split; {preset}"
                 + target_sentence(rows)
                 + f" Without averaging the same FM has {plain['rmse']:.4f}. {others}"
