@@ -136,7 +136,7 @@ def room_r_heatmaps(matrices: dict, names: list[str], tick_size: int) -> go.Figu
     fig = r_heatmaps(matrices, names)
     fig.update_xaxes(ticktext=short_names(names), tickfont_size=tick_size, tickangle=-90, title_text=None)
     fig.update_yaxes(ticktext=short_names(names), tickfont_size=tick_size, title_text=None)
-    fig.update_layout(title_text="R<sub>fg</sub>, row f × column g (white: the FM's 1)", margin_t=42, margin_b=2)
+    fig.update_layout(title_text="R<sub>fg</sub>, row f × column g (white: the FM's 1)", margin_t=45, margin_b=2)
     return fig
 
 
