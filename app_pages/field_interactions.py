@@ -20,6 +20,8 @@ from app_pages._ui import (
     selected_run_id,
 )
 from app_pages._view import (
+    LESSON_VIEW,
+    MAIN_FIGURE_HEIGHT,
     ON_DEMAND,
     Bound,
     UrlState,
@@ -70,6 +72,7 @@ from fmlib.plots.interactions import (
     pickable,
     picked_pair,
     r_heatmaps,
+    room_r_heatmaps,
     toy_heatmaps,
     with_pair,
 )
@@ -78,6 +81,11 @@ from fmlib.runs import RunError
 from fmlib.train import quick_settings, train_model
 
 METRICS, PROTOCOLS = list(dplr_experiment.METRICS), list(dplr_experiment.PROTOCOLS)
+# In projector mode the learned R's heatmaps share the lesson's view with the controls' row above them (about 90 px
+# at 150 %): shorter than a page's main figure, so that the whole view ends above the fold of 480 CSS pixels; their
+# field names in ROOM_TICK_FONT px, one per row of 12 fields.
+ROOM_HEATMAPS_HEIGHT = MAIN_FIGURE_HEIGHT - 90
+ROOM_TICK_FONT = 12
 VIEW = UrlState(
     rho=Bound(2, fallback=True),  # at most the run's m − 1: checked where the run is known
     method=Bound("eig", one_of(["eig", "nuclear"]), "eig or nuclear"),
@@ -355,10 +363,18 @@ def linked_figure(draw, args: tuple, pair: tuple[str, str]):
     return with_pair(pickable(draw(*args)), *pair)
 
 
-def linked_chart(draw, args: tuple, pair, key: str, container=st) -> None:
-    """``linked_figure``, built once per server for the same arguments, with a click on a cell picking the pair."""
+def linked_chart(draw, args: tuple, pair, key: str, container=st, projector_height: int | None = None) -> None:
+    """``linked_figure``, built once per server for the same arguments, with a click on a cell picking the pair
+    (``projector_height``: as ``chart``'s)."""
     fig = cached(linked_figure, draw, args, pair)
-    chart(fig, container=container, key=key, on_select=pick_from(key), selection_mode="points")
+    chart(
+        fig,
+        container=container,
+        projector_height=projector_height,
+        key=key,
+        on_select=pick_from(key),
+        selection_mode="points",
+    )
 
 
 def pair_controls(schema, container):
@@ -516,9 +532,10 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     """The learned R beside its pruned and post-hoc DPLR approximations at the ρ slider's budget; one pair's term
     in one rating under each; the errors pair by pair, what the data did to R and the error spectra. Returns the
     saved runs with R, the largest ρ and the default pair (the view's defaults)."""
-    # in projector mode the run picker, the ρ slider, the method and the toy share one row: the heatmaps below
-    # stay above the fold at 1280×720 and 150 % when a class has saved runs to pick from
-    row = st.columns([2.6, 3.4, 2.6, 1.4], vertical_alignment="bottom") if projector() else None
+    # in projector mode the run picker, the ρ slider, the method and the toy share one row, in the box where a
+    # lesson's link arrives (``view``) with the heatmaps: the room sees the slider and what it changes together
+    view = st.container(key=LESSON_VIEW) if projector() else None
+    row = view.columns([2.6, 3.4, 2.6, 1.4], vertical_alignment="bottom") if view else None
     configs = runs_with_R(dataset_name())
     if not configs:  # no saved FwFM or DPLR run: the sidebar's pick says why, or a quick FwFM
         run, source = quick_run(selected_run_id())
@@ -558,7 +575,8 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
         ):
             toy_dialog()
     else:
-        left, right = st.columns([2, 1])
+        view = st.container(key=LESSON_VIEW)  # the controls and the heatmaps they change
+        left, right = view.columns([2, 1])
     if max_rank == 1:  # a slider needs two values
         rank = 1
         left.markdown(
@@ -595,7 +613,8 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
         fail(err)
     keep = budget(m, rank)
     left_pct = percent_left(m, keep)
-    heatmap_box, metrics_box = st.container(), st.container()  # drawn after the pair is read from its controls
+    # drawn after the pair is read from its controls; the sentence on R under the view, which must fit the room
+    heatmap_box, summary_box, metrics_box = view.container(), st.container(), st.container()
     st.subheader("One pair of fields in one rating", anchor="one-pair")
     secondary(
         "Click a cell of any heatmap on this page, or pick its two fields here: the pair is outlined in every "
@@ -603,13 +622,19 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     )
     f, g, sample_box = pair_controls(model.schema, st)
     pair = (f, g)
-    shown = {
-        ("R implied by DPLR" if is_dplr else "learned R"): R,
-        f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
-        f"post-hoc DPLR, ρ = {rank}": posthoc,
-    }
-    linked_chart(r_heatmaps, (shown, names), pair, "heatmaps", container=heatmap_box)
-    heatmap_box.markdown(
+    if projector():  # titles on one line, short field names that fit the rows and columns: the view above the fold
+        shown = {("R implied by DPLR" if is_dplr else "learned R"): R, f"pruned: {keep} kept": pruned}
+        shown[f"DPLR, ρ = {rank}"] = posthoc
+        heatmaps, room = (room_r_heatmaps, (shown, names, ROOM_TICK_FONT)), ROOM_HEATMAPS_HEIGHT
+    else:
+        shown = {
+            ("R implied by DPLR" if is_dplr else "learned R"): R,
+            f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
+            f"post-hoc DPLR, ρ = {rank}": posthoc,
+        }
+        heatmaps, room = (r_heatmaps, (shown, names)), None
+    linked_chart(*heatmaps, pair, "heatmaps", container=heatmap_box, projector_height=room)
+    summary_box.markdown(
         "**How far R is from the FM's:** " + r_summary(R, names, "this DPLR model" if is_dplr else "this FwFM")
     )
     c1, c2, c3 = metrics_box.columns(3)

@@ -139,6 +139,32 @@ def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_t
     assert shows(page, "Your last training was fm")
 
 
+def test_switching_the_replay_view_while_one_plays_draws_the_other(page):
+    """A trained FwFM replays its learning curves and its R: each view in turn is played, and the other picked while
+    it plays (once that left ``pageerror: undefined`` in the console, which conftest fails a browser test on)."""
+    from app_pages._replay import LABELS, WHAT_IT_SHOWS
+
+    visit(page, "Train")
+    choose(page, "Model", "fwfm")
+    epochs = page.get_by_label("Max epochs")
+    epochs.fill("3")
+    act(page, partial(epochs.press, "Enter"))
+    button(page, "Train").click()
+    page.get_by_text("Save run").first.wait_for()  # the page polls its queued job
+    settle(page)
+    views = page.locator("[data-testid='stMain'] [data-testid='stRadio']").filter(has_text="Watch").first
+    labels = read(views.locator("[data-testid='stRadioOption']").all_inner_texts)
+    kind = {label: kind for kind, label in LABELS.items()}
+    assert len(labels) >= 2, f"a trained FwFM replays its curves and its R: {labels}"
+    replay = page.locator("[data-testid='stMain'] .st-key-replay_what_figure .js-plotly-plot")
+    for label in [*labels, *labels]:  # each view picked while the other plays, twice round
+        replay.locator(".updatemenu-button").filter(has_text="Play").click()  # in the browser: no rerun
+        act(page, views.get_by_text(label, exact=True).click)
+        assert shows(page, WHAT_IT_SHOWS[kind[label]]), f"the replay of {label} is not drawn"
+        replay.locator(".main-svg").first.wait_for()
+    no_exception(page, "Train after switching the replay views")
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_run_pages_with_a_saved_run_of_each_kind(page, kind):
     visit(page, "Home")

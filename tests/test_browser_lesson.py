@@ -2,7 +2,8 @@
 
 At every stop: the question and its choices are above the fold, no button's label is cut; a guess, Reveal, then the
 stop's prepared link opens its page with no exception, the view the stop describes drawn (Field interactions: the
-heatmaps and the ρ slider above the fold; a section the link opens in view; no chart text cut or run into another),
+ρ slider and the whole heatmaps above the fold, no two field names on an axis overlapping; a section the link opens in
+view; a page's main figure wholly in view; no chart text cut or run into another),
 and reloading the lesson's URL returns to the stop with the guess still there.
 Screenshots of each stop's linked view go to tests/screenshots/lesson/ (ignored by git). The app server and Chromium
 are the session's (browser_app.py); a wait is for a state of the page (``settle``, a scroll ``still``), never for a
@@ -46,6 +47,21 @@ def opened_sections(stop) -> list[str]:
     return [key for key in on_demand_keys(f"app_pages/{stop.page}.py") if stop.params.get(key) == "true"]
 
 
+# The pairs of tick labels of one axis of a chart (the element it is called on) whose boxes overlap: field names
+# that run into each other, as a heatmap of 12 fields drew them in a short figure with the projector's larger text.
+TICKS_MEET = """(chart) => {
+  const pairs = [];
+  for (const axis of chart.querySelectorAll(".xaxislayer-above, .yaxislayer-above")) {
+    const ticks = [...axis.querySelectorAll("text")].map((t) => [t.textContent, t.getBoundingClientRect()]);
+    ticks.forEach(([a, b], i) => ticks.slice(i + 1).forEach(([c, d]) => {
+      if (b.left < d.right - 1 && d.left < b.right - 1 && b.top < d.bottom - 1 && d.top < b.bottom - 1)
+        pairs.push(`${a} / ${c}`);
+    }));
+  }
+  return pairs;
+}"""
+
+
 def below_fold(tab, locator, height: int) -> float:
     box = locator.bounding_box()
     assert box is not None, "not drawn"
@@ -84,13 +100,15 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
             tuned = tab.get_by_role("button", name=re.compile("^Train a tuned FwFM"))
             if tuned.count():  # no starter runs on this test server: the student trains the tuned preset's FwFM
                 tuned.click()
-            heatmaps = tab.locator("[data-testid='stMain'] .js-plotly-plot").filter(has_text="post-hoc DPLR").first
+            heatmaps = tab.locator("[data-testid='stMain'] .st-key-heatmaps .js-plotly-plot")  # the learned R's
             expect(heatmaps).to_be_visible(timeout=ms(180))  # a fresh server trains the tuned FwFM first
             settle(tab)
             slider = tab.locator("[data-testid='stMain'] [data-testid='stSlider']").first
             assert below_fold(tab, slider, height) <= 0, f"{where}: the ρ slider is below the fold"
             top = heatmaps.bounding_box()["y"]  # a 400 px chart cannot fit under the controls at 480 px: its title must
             assert top < height - 100, f"{where}: the heatmaps start at {top:.0f} px, below a {height} px screen"
+            meet = heatmaps.evaluate(TICKS_MEET)
+            assert not meet, f"{where}: field names run together: {meet}"
         view = tab.locator(f"[data-testid='stMain'] .st-key-{LESSON_VIEW}")
         for key in opened_sections(stop):
             box = tab.locator(f"[data-testid='stMain'] .st-key-{key}").bounding_box()

@@ -225,6 +225,8 @@ def test_a_pickable_figure_names_the_pair_of_every_cell_and_the_pair_is_outlined
         (axis, x - 0.5, y - 0.5) for axis in ("x", "x2") for x, y in ((3, 1), (1, 3)) for _ in PAIR_OUTLINE
     )
     assert picked_pair([]) is None and picked_pair(None) is None
+    # the markers' padding leaves no empty strip: each heatmap's axes span its 4 cells, rows top down
+    assert [fig.layout[axis].range for axis in ("xaxis", "yaxis", "xaxis2", "yaxis2")] == [(-0.5, 3.5), (3.5, -0.5)] * 2
     assert picked_pair([{"x": "d", "y": "b", "customdata": ["b", "d", 0.3]}]) == ("b", "d")
 
 
@@ -274,3 +276,22 @@ def test_r_heatmaps_share_one_scale_centred_on_the_fms_one_with_the_diagonal_bla
     alone = r_heatmaps({"learned R": R}, list("abcd")).data[0]
     near = np.abs(R - 1)[~np.eye(4, dtype=bool)].max()
     assert (alone.zmin, alone.zmax) == pytest.approx((1 - near, 1 + near)), "fitted to the data"
+
+
+def test_short_field_names_fit_their_width_read_apart_and_fall_back_to_the_full_names():
+    from fmlib.plots.interactions import short_names
+
+    names = ["user_id", "occupation", "time_weekday", "time_year", "release_year", "genres"]
+    assert short_names(names) == ["user", "occupa.", "t.week.", "t.year", "r.year", "genres"]
+    assert short_names(["time_year", "tall_year"]) == ["time_year", "tall_year"], "t.year twice: the full names"
+
+
+def test_the_rooms_r_heatmaps_label_each_field_shortly_and_keep_its_full_name_for_the_hover():
+    from fmlib.plots.interactions import room_r_heatmaps, short_names
+
+    names = ["user_id", "movie_id", "time_weekday", "genres"]
+    fig = room_r_heatmaps({"learned R": r_fm(4), "pruned": prune(r_fm(4), 2)}, names, tick_size=12)
+    axes = [fig.layout[axis] for axis in ("xaxis", "yaxis", "xaxis2", "yaxis2")]
+    assert all(list(axis.tickvals) == names and list(axis.ticktext) == short_names(names) for axis in axes)
+    assert all(axis.tickfont.size == 12 and not axis.title.text for axis in axes)
+    assert all(list(t.x) == names and list(t.y) == names for t in fig.data), "a cell's hover names the fields in full"

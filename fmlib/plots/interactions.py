@@ -112,6 +112,34 @@ def r_heatmaps(matrices: dict, names: list[str], title: str = "Field interaction
     return interaction_heatmaps(blank_diagonal(matrices), names, title, "R<sub>fg</sub> (white: the FM's 1)", 1.0)
 
 
+def short_names(names: list[str], width: int = 7) -> list[str]:
+    """Each field's name in at most ``width`` characters, for a tick label where the full name does not fit: an
+    ``id`` part dropped (user_id → user), every part but the last cut to its first letter (time_hour → t.hour,
+    release_year → r.year), what is still too long cut with a trailing "." (occupation → occupa.). The full names
+    when two short ones would read the same."""
+
+    def short(name: str) -> str:
+        parts = [part for part in name.split("_") if part and part != "id"] or [name]
+        text = ".".join([part[0] for part in parts[:-1]] + [parts[-1]])
+        return text if len(text) <= width else text[: width - 1] + "."
+
+    shown = [short(name) for name in names]
+    return shown if len(set(shown)) == len(shown) else list(names)
+
+
+def room_r_heatmaps(matrices: dict, names: list[str], tick_size: int) -> go.Figure:
+    """``r_heatmaps`` for a projector, where the figure is short and its text large: each axis labelled by
+    ``short_names`` in ``tick_size`` px, upright under the columns, so that one label per field fits its row and
+    its column; the axes' titles left to the figure's title (rows f, columns g) and its top margin tight, so the
+    rows keep the height their labels need; a cell's hover still names both fields in full (the ticks relabel the
+    fields, not rename them)."""
+    fig = r_heatmaps(matrices, names)
+    fig.update_xaxes(ticktext=short_names(names), tickfont_size=tick_size, tickangle=-90, title_text=None)
+    fig.update_yaxes(ticktext=short_names(names), tickfont_size=tick_size, title_text=None)
+    fig.update_layout(title_text="R<sub>fg</sub>, row f × column g (white: the FM's 1)", margin_t=45, margin_b=2)
+    return fig
+
+
 def toy_heatmaps(matrices: dict, names: list[str], title: str) -> go.Figure:
     """A small R and its approximations side by side ({title: R}), each cell's value written in it, the unused
     diagonal left blank: the picture that comes before a learned R."""
@@ -130,11 +158,22 @@ def _heatmaps(fig: go.Figure):
     return [(t, t.xaxis or "x", t.yaxis or "y") for t in fig.data if t.type == "heatmap"]
 
 
+def _on_the_cells(fig: go.Figure, trace, xaxis: str, yaxis: str) -> None:
+    """The axes ``xaxis`` and ``yaxis`` of ``fig`` span the cells of the heatmap ``trace`` exactly (categories sit at
+    0, 1, ...: each cell half a unit either side), the rows top down where the y axis was reversed."""
+    x_axis, y_axis = fig.layout["xaxis" + xaxis[1:]], fig.layout["yaxis" + yaxis[1:]]
+    x_axis.update(autorange=False, range=[-0.5, len(trace.x) - 0.5])
+    rows = [-0.5, len(trace.y) - 0.5]
+    y_axis.update(autorange=False, range=rows[::-1] if y_axis.autorange == "reversed" else rows)
+
+
 def pickable(fig: go.Figure) -> go.Figure:
     """``fig`` with an invisible marker on every cell of each heatmap (NaN cells left out), its ``customdata``
     [field f (row), field g (column), value], so that a click on a cell selects the pair (``picked_pair``).
-    The markers carry the heatmaps' hover text; the heatmaps' own hover is turned off."""
+    The markers carry the heatmaps' hover text; the heatmaps' own hover is turned off. Each heatmap's axes keep
+    to its cells (``_on_the_cells``): a marker's padding would otherwise leave an empty strip around them."""
     for trace, xaxis, yaxis in _heatmaps(fig):
+        _on_the_cells(fig, trace, xaxis, yaxis)
         z = np.asarray(trace.z, dtype=float)
         cells = [(i, j) for i in range(z.shape[0]) for j in range(z.shape[1]) if np.isfinite(z[i, j])]
         fig.add_trace(
