@@ -622,13 +622,13 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     )
     f, g, sample_box = pair_controls(model.schema, st)
     pair = (f, g)
+    learned = "R implied by DPLR" if is_dplr else "learned R"
     if projector():  # titles on one line, short field names that fit the rows and columns: the view above the fold
-        shown = {("R implied by DPLR" if is_dplr else "learned R"): R, f"pruned: {keep} kept": pruned}
-        shown[f"DPLR, ρ = {rank}"] = posthoc
+        shown = {learned: R, f"pruned: {keep} kept": pruned, f"DPLR, ρ = {rank}": posthoc}
         heatmaps, room = (room_r_heatmaps, (shown, names, ROOM_TICK_FONT)), ROOM_HEATMAPS_HEIGHT
     else:
         shown = {
-            ("R implied by DPLR" if is_dplr else "learned R"): R,
+            learned: R,
             f"pruned: {keep} kept ({left_pct:.1f}% left)": pruned,
             f"post-hoc DPLR, ρ = {rank}": posthoc,
         }

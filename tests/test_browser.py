@@ -105,6 +105,16 @@ def test_every_page_renders(page):
         visit(page, title)
 
 
+def train_briefly(page) -> None:
+    """On the Train page: train the chosen model for 3 epochs and wait until its results are drawn."""
+    field = page.get_by_label("Max epochs")
+    field.fill("3")
+    act(page, partial(field.press, "Enter"))
+    button(page, "Train").click()
+    page.get_by_text("Save run").first.wait_for()  # the page polls its queued job
+    settle(page)
+
+
 def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_the_old_results(page):
     visit(page, "Train")
     epochs = page.get_by_label("Max epochs")
@@ -113,11 +123,7 @@ def test_train_refuses_a_bad_number_trains_saves_and_switching_the_model_hides_t
     refused = page.get_by_text("Max epochs: 0 is out of range; use 1 to 200.")
     assert refused.count() > 0, "an out-of-range number is refused visibly"
     assert button(page, "Train").count() == 0
-    epochs.fill("3")
-    act(page, partial(epochs.press, "Enter"))
-    button(page, "Train").click()
-    page.get_by_text("Save run").first.wait_for()  # the page polls its queued job
-    settle(page)
+    train_briefly(page)
     assert page.get_by_role("heading", name="fm on synthetic", exact=True).count() == 1
     no_exception(page, "Train after training")
     page.get_by_role("textbox", name="Run name (optional)").fill("browser-run")
@@ -146,12 +152,7 @@ def test_switching_the_replay_view_while_one_plays_draws_the_other(page):
 
     visit(page, "Train")
     choose(page, "Model", "fwfm")
-    epochs = page.get_by_label("Max epochs")
-    epochs.fill("3")
-    act(page, partial(epochs.press, "Enter"))
-    button(page, "Train").click()
-    page.get_by_text("Save run").first.wait_for()  # the page polls its queued job
-    settle(page)
+    train_briefly(page)
     views = page.locator("[data-testid='stMain'] [data-testid='stRadio']").filter(has_text="Watch").first
     labels = read(views.locator("[data-testid='stRadioOption']").all_inner_texts)
     kind = {label: kind for kind, label in LABELS.items()}

@@ -2,12 +2,12 @@
 
 The Bayesian FM ([Rendle2012]'s MCMC FM, ``fmlib.models.bfm``: Gibbs sampling, one prior per field
 group, the prediction averaged over the posterior samples) and the Adam FM of the ablation's chosen
-configuration (``fm_ablation.WINNER``: weight averaging, grouped L2, early stopping within 200 epochs —
-the same training as that table's row) are trained on the same splits ``split(data, seed=s)``, the Bayesian FM with
-``--sweeps`` Gibbs sweeps at rank ``--dim`` and seed s, the Adam FM with training seed s. The
-table has one row per (split, model), the columns of the ablation's table: validation and test
-RMSE/MAE, epochs (Gibbs sweeps for the Bayesian FM), wall-clock and CPU seconds (one torch thread).
-The test part is read once per model, after training, and chooses nothing.
+configuration (``fm_ablation.WINNER``: weight averaging, grouped L2, early stopping within 200
+epochs — the same training as that table's row) are trained on the same splits
+``split(data, seed=s)``, the Bayesian FM with ``--sweeps`` Gibbs sweeps at rank ``--dim`` and seed s,
+the Adam FM with training seed s. The table has one row per (split, model), the columns of the
+ablation's table: validation and test RMSE/MAE, epochs (Gibbs sweeps for the Bayesian FM),
+wall-clock and CPU seconds (one torch thread). The test part is read once per model, after training, and chooses nothing.
 
 The scorecard's claim: the Bayesian FM predicts ratings better than that Adam FM (paired per-split
 difference of the test RMSE, 95 % t-interval).

@@ -17,10 +17,10 @@ changes one ingredient at a time:
   times 2, the linear weights' times 0.1, one at a time and together (``GROUPED``, multiples
   chosen on the validation RMSE of splits 0-2);
 * the chosen FM without averaging, and with k = 16 and lr 0.02 without averaging;
+* an ensemble: the mean prediction of the chosen FM trained with three seeds (reported, not chosen).
 
 Every configuration trains until early stopping on validation (patience 3) within ``EPOCHS`` = 200
 epochs, a budget none of them reaches: the epochs each used are in the table.
-* an ensemble: the mean prediction of the chosen FM trained with three seeds (reported, not chosen).
 
 Each configuration trains on the splits ``split(data, seed=s)`` with training seed s; the table has
 one row per (split, configuration) with the validation and test RMSE/MAE, the epochs run and the

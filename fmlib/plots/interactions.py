@@ -133,9 +133,9 @@ def room_r_heatmaps(matrices: dict, names: list[str], tick_size: int) -> go.Figu
     its column; the axes' titles left to the figure's title (rows f, columns g) and its top margin tight, so the
     rows keep the height their labels need; a cell's hover still names both fields in full (the ticks relabel the
     fields, not rename them)."""
-    fig = r_heatmaps(matrices, names)
-    fig.update_xaxes(ticktext=short_names(names), tickfont_size=tick_size, tickangle=-90, title_text=None)
-    fig.update_yaxes(ticktext=short_names(names), tickfont_size=tick_size, title_text=None)
+    fig, short = r_heatmaps(matrices, names), short_names(names)
+    fig.update_xaxes(ticktext=short, tickfont_size=tick_size, tickangle=-90, title_text=None)
+    fig.update_yaxes(ticktext=short, tickfont_size=tick_size, title_text=None)
     fig.update_layout(title_text="R<sub>fg</sub>, row f × column g (white: the FM's 1)", margin_t=45, margin_b=2)
     return fig
 
