@@ -19,9 +19,12 @@ and neither worker waits long on the other.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -34,6 +37,24 @@ from fmlib.data import split, synthetic
 
 torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a busy machine
 os.environ.setdefault("FMLIB_STARTER_RUNS", "0")  # no background starter runs in tests (and their servers)
+
+
+def _notebook_kernels_over_unix_sockets():
+    """nbmake's kernels talk to this worker over Unix sockets in a folder of its own, not over TCP ports: a kernel's
+    manager picks free ports by binding and releasing them, so two workers starting kernels at the same moment could
+    pick the same port, and one kernel died with "ZMQError: Address already in use"."""
+    from jupyter_client.manager import KernelManager
+    from nbmake import nb_run
+    from traitlets.config import Config
+
+    folder = tempfile.mkdtemp(prefix="fmlib-kernels-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    sockets = Path(folder) / "kernel"  # kernel-1, kernel-2, ...: this worker's notebooks run one at a time
+    config = Config({KernelManager.__name__: {"transport": "ipc", "ip": str(sockets)}})
+    nb_run.NotebookClient = functools.partial(nb_run.NotebookClient, config=config)
+
+
+_notebook_kernels_over_unix_sockets()
 
 ROOT = Path(__file__).resolve().parent.parent
 
