@@ -42,9 +42,7 @@ from scipy.stats import t as student_t
 
 from .data.dataset import Dataset
 from .data.schema import Schema
-from .models.dplr import DPLR
-from .models.fm import FM
-from .models.fwfm import FwFM
+from .models import BilinearForm
 
 BATCH = 4096  # items per chunk: a chunk's gathered rows (≤ 4096 × 65 floats at ρ = 4, k = 16) fit in L2
 GRAM_BYTES = 2**21  # an FwFM full pass's chunk: its (chunk, m, m) float32 Gram matrix stays under 2 MiB
@@ -103,24 +101,28 @@ def chunked(score, n: int, batch: int = BATCH) -> torch.Tensor:
 
 
 class _Ranker:
-    """Shared part: the model, its layout and the context's field vectors and first-order term."""
+    """Shared part: the model's feature table (v_i, w_i) and w0, the layout, and the context's field vectors and
+    first-order term."""
 
-    def __init__(self, model, lay: Layout):
-        self.model, self.lay = model, lay
-        self.ctx_map = model.slot_to_field[lay.context_slots][:, lay.context_fields]  # slot -> field sums
+    def __init__(self, model, lay: Layout, w0: torch.Tensor):
+        self.lay, self.w0 = lay, w0
+        self.v, self.w = (table.detach() for table in model.feature_table())
+        schema = model.schema
+        slot_to_field = F.one_hot(torch.tensor(schema.slot_fields()), schema.num_fields).float()  # (S, m)
+        self.ctx_map = slot_to_field[lay.context_slots][:, lay.context_fields]  # slot -> field sums
         self.ctx_single = len(lay.context_slots) == len(lay.context_fields)
-        self.item_map = model.slot_to_field[lay.item_slots][:, lay.item_fields]
+        self.item_map = slot_to_field[lay.item_slots][:, lay.item_fields]
         self.item_single = len(lay.item_slots) == len(lay.item_fields)
 
     def field_vectors(self, index, weight, slot_map, single):
         """Field vectors e_f = Σ_{s in f} weight_s v_{index_s} of the given slots (DPLR §3.2 average)."""
-        v = self.model.embedding(index) * weight.unsqueeze(-1)
+        v = F.embedding(index, self.v) * weight.unsqueeze(-1)
         return v if single else torch.einsum("nsk,sf->nfk", v, slot_map)
 
     def cache(self, context_index, context_weight) -> dict:
         """Everything that depends on the context alone (computed once per query)."""
         V_C = self.field_vectors(context_index[None], context_weight[None], self.ctx_map, self.ctx_single)[0]
-        first = self.model.bias + (self.model.linear(context_index).squeeze(-1) * context_weight).sum()
+        first = self.w0 + (self.w[context_index] * context_weight).sum()
         return self.context(V_C, first)
 
     def score(self, cache: dict, item_index, item_weight, batch: int = BATCH) -> torch.Tensor:
@@ -131,14 +133,14 @@ class _Ranker:
 class LowRankRanker(_Ranker):
     """Algorithm 1 for R = Uᵀ diag(e) U + diag(d) (eq. 10); FM is U = 1ᵀ, e = 1, d = −1 (eq. 7)."""
 
-    def __init__(self, model, lay: Layout, U, e, d):
-        super().__init__(model, lay)
-        schema, k = model.schema, model.dim
+    def __init__(self, model, lay: Layout, w0, U, e, d):
+        super().__init__(model, lay, w0)
+        schema, k = model.schema, self.v.shape[1]
         self.U_C, self.e, self.d_C = U[:, lay.context_fields], e, d[lay.context_fields]
         self.coef = e.repeat_interleave(k)  # e_r for every entry of P_r,: (flattened ρ×k)
         # the table T, one row per feature j of field f: (U_1f v_j, …, U_ρf v_j, w_j + ½ d_f ‖v_j‖²)
         field = torch.repeat_interleave(torch.tensor([f.cardinality for f in schema.fields]))
-        v, w = model.embedding.weight.detach(), model.linear.weight.detach()[:, 0]
+        v, w = self.v, self.w
         scaled = (U.T[field].unsqueeze(-1) * v.unsqueeze(1)).reshape(len(v), -1)  # (rows, ρk)
         self.table = torch.cat([scaled, (w + 0.5 * d[field] * v.pow(2).sum(1))[:, None]], 1)
         # a multi-valued field's d_f ‖e_f‖² is not a sum over rows: its rows come from (v_j, w_j) with
@@ -174,9 +176,8 @@ class LowRankRanker(_Ranker):
 
 
 class FwFMRanker(_Ranker):
-    def __init__(self, model, lay):
-        super().__init__(model, lay)
-        R = model.R.detach()
+    def __init__(self, model, lay, w0, R):
+        super().__init__(model, lay, w0)
         C, I = lay.context_fields, lay.item_fields
         self.R_CC, self.R_IC, self.R_II = R[C][:, C], R[I][:, C], R[I][:, I]
         p, q = torch.triu_indices(len(I), len(I), 1)
@@ -194,7 +195,7 @@ class FwFMRanker(_Ranker):
     def items(self, cache, item_index, item_weight) -> torch.Tensor:
         """½⟨PᵀP, R⟩ split into context pairs + Σ_i ⟨v_i, w_i⟩ + item-item pairs (DPLR eq. 3)."""
         V_I = self.field_vectors(item_index, item_weight, self.item_map, self.item_single)
-        first = (self.model.linear(item_index).squeeze(-1) * item_weight).sum(1)
+        first = (self.w[item_index] * item_weight).sum(1)
         cross = (V_I * cache["w"]).sum((1, 2))
         if self.sparse:
             item_pairs = ((V_I[:, self.p] * V_I[:, self.q]).sum(-1) * self.r).sum(1)
@@ -203,18 +204,27 @@ class FwFMRanker(_Ranker):
         return cache["const"] + first + cross + item_pairs
 
 
-def ranker(model) -> _Ranker:
-    """The cached-context scorer for an FM, FwFM (pruned or not) or DPLR-FwFM."""
-    if not isinstance(model, (DPLR, FwFM, FM)):
-        raise ValueError(f"cached-context ranking supports fm, fwfm and dplr models, got {type(model).__name__}")
-    lay = layout(model.schema)
-    if isinstance(model, FwFM):
-        return FwFMRanker(model, lay)
+def bilinear_form(model) -> BilinearForm:
+    """The model's ``bilinear_form()`` (``fmlib.models.Model``, promise 6), detached; ValueError for a model without
+    one, whose items this cache cannot score."""
+    form = model.bilinear_form()
+    if form is None:
+        raise ValueError(
+            f"cached-context ranking needs a score w0 + Σ w_i x_i + ½ Σ R_fg ⟨e_f, e_g⟩ (an FM, FwFM or DPLR); "
+            f"{type(model).__name__} has no bilinear_form()"
+        )
     with torch.no_grad():
-        if isinstance(model, DPLR):
-            return LowRankRanker(model, lay, model.U.detach(), model.e.detach(), model.d.detach())
-        m = model.schema.num_fields
-        return LowRankRanker(model, lay, torch.ones(1, m), torch.ones(1), -torch.ones(m))  # R_FM, eq. 7
+        factors = None if form.factors is None else tuple(t.detach() for t in form.factors)
+        return BilinearForm(form.w0.detach(), form.R.detach(), factors)
+
+
+def ranker(model) -> _Ranker:
+    """The cached-context scorer of a model with a bilinear form: Algorithm 1 on R's factors (an FM, a DPLR-FwFM),
+    else the context cache on the full R (an FwFM, pruned or not)."""
+    form, lay = bilinear_form(model), layout(model.schema)
+    if form.factors is None:
+        return FwFMRanker(model, lay, form.w0, form.R)
+    return LowRankRanker(model, lay, form.w0, *form.factors)
 
 
 @torch.no_grad()
@@ -242,12 +252,13 @@ def rank_items(model, context_index, context_weight, item_index, item_weight, ba
 def full_batch(model, batch: int = BATCH) -> int:
     """Items per chunk of ``model``'s full forward pass: ``batch``, fewer for an FwFM.
 
-    An FwFM forms the Gram matrix PᵀP (DPLR eq. 5) of every item, (chunk, m, m) floats. Chunks
+    An FwFM (a full R, no factors) forms the Gram matrix PᵀP (DPLR eq. 5) of every item, (chunk, m, m) floats. Chunks
     whose temporaries are tens of MB are page-faulted in anew on every chunk: at m = 40 and 4096
     items per chunk its full pass measured 8.5 µs per item (368k minor faults per 10⁵ items)
     against 2.2 µs with chunks whose Gram matrix stays under ``GRAM_BYTES``.
     """
-    if isinstance(model, FwFM):
+    form = model.bilinear_form()
+    if form is not None and form.factors is None:
         m = model.schema.num_fields
         return max(1, min(batch, GRAM_BYTES // (4 * m * m)))
     return batch

@@ -68,6 +68,37 @@ def test_the_views_ask_the_model(name):
         assert R.shape == (SCHEMA.num_fields, SCHEMA.num_fields) and torch.allclose(R, R.T)
 
 
+@pytest.mark.parametrize("name", list(BUILT_IN))
+def test_a_bilinear_form_is_the_models_own_score(name):
+    """bilinear_form(): for FM, FwFM and DPLR, w0 + Σ_i w_i x_i + ½ Σ_{f,g} R_fg ⟨e_f, e_g⟩ over the feature table,
+    summed naively field by field, is the model's score, and the factors give R back (eq. 10); None otherwise."""
+    data = random_dataset(n=50, seed=1)
+    torch.manual_seed(0)
+    model = build_for(name, data, **settings(name, data)).eval()
+    form = model.bilinear_form()
+    assert (form is not None) == (name in ("fm", "fwfm", "dplr"))
+    if form is None:
+        return
+    with torch.no_grad():
+        for p in model.parameters():  # away from the start (FwFM's R = 1, zero linear weights)
+            p.add_(0.3 * torch.randn_like(p))
+        V, w = model.feature_table()
+        form = model.bilinear_form()
+        index, weight = data.batch(slice(None))
+        slot_field = data.schema.slot_fields()
+        for row in range(len(index)):
+            e = torch.zeros(data.schema.num_fields, V.shape[1])
+            first = form.w0.clone()
+            for slot, field in enumerate(slot_field):
+                e[field] += weight[row, slot] * V[index[row, slot]]
+                first += weight[row, slot] * w[index[row, slot]]
+            naive = first + 0.5 * sum(form.R[f, g] * (e[f] @ e[g]) for f in range(len(e)) for g in range(len(e)))
+            assert torch.allclose(model(index[row : row + 1], weight[row : row + 1]), naive, atol=1e-5)
+        if form.factors is not None:
+            U, e_, d = form.factors
+            assert torch.allclose(U.T @ torch.diag(e_) @ U + torch.diag(d), form.R, atol=1e-6)
+
+
 class NoForward(Model):
     def __init__(self, schema, dim: int = 4):
         super().__init__()

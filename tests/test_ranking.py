@@ -198,7 +198,7 @@ def test_top_k_over_every_movielens_movie():
 
 
 def test_bad_input_is_refused(small_split):
-    with pytest.raises(ValueError, match="supports fm, fwfm and dplr"):
+    with pytest.raises(ValueError, match="RFM has no bilinear_form"):
         rank_items(
             build_model("rfm", small_split.schema),
             torch.zeros(3, dtype=torch.long),

@@ -108,7 +108,7 @@ def fmlib_error(fields: int, rank: int, seed: int, n: int = 32) -> float:
     index, weight = random_batch(schema, n, torch.Generator().manual_seed(seed))
     e = model.field_embeddings(index, weight)
     plain = model.first_order(index, weight) + torch.triu(e @ e.transpose(1, 2), diagonal=1).sum((1, 2))
-    params = [model.linear.weight, model.embedding.weight]
+    params = [table for table, _, _ in model.field_tables()]  # w and v, the tables of feature rows
     upstream = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=DTYPE)
     exact = torch.autograd.grad(plain, params, upstream)
     fast = torch.autograd.grad(model(index, weight), params, upstream)

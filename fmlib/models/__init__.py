@@ -12,7 +12,7 @@ import os
 from importlib import import_module
 
 from .base import FieldEmbeddingModel
-from .contract import FeatureTable, Model, ModelError, check_class, check_scores
+from .contract import BilinearForm, FeatureTable, Model, ModelError, check_class, check_scores
 
 # name -> "module:Class"; every model takes (schema, **hyperparameters)
 BUILT_IN = {
@@ -36,6 +36,7 @@ def user_models(text: str | None) -> dict[str, str]:
 MODELS = {**BUILT_IN, **user_models(os.environ.get(ENVIRONMENT))}
 __all__ = [
     "MODELS",
+    "BilinearForm",
     "FeatureTable",
     "FieldEmbeddingModel",
     "Model",

@@ -27,8 +27,18 @@ class FeatureTable(NamedTuple):
     w: torch.Tensor
 
 
+class BilinearForm(NamedTuple):
+    """The score of a model that is w0 + Σ_i w_i x_i + ½ Σ_{f,g} R_fg ⟨e_f, e_g⟩ over its feature table's rows
+    ([DPLR] eqs. 2 and 5): its global bias ``w0``, its field interaction matrix ``R`` (m×m), and R's factors
+    ``(U, e, d)`` with R = Uᵀ diag(e) U + diag(d) ([DPLR] eq. 10) when it has them, else None."""
+
+    w0: torch.Tensor
+    R: torch.Tensor
+    factors: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+
 class Model(nn.Module):
-    """What every fmlib model is: ``forward(index, weight) -> (B,)`` scores, plus six promises.
+    """What every fmlib model is: ``forward(index, weight) -> (B,)`` scores, plus seven promises.
 
     A model is built as ``Model(schema, **hyperparameters)`` and keeps the schema on ``self.schema``.
     ``index`` (B, S) holds the table row of every slot of a batch's samples and ``weight`` (B, S) its
@@ -52,7 +62,11 @@ class Model(nn.Module):
        movie map and the replay draw, or None for a model without one.
     5. **interaction_matrix()**: the m×m field interaction matrix R (FwFM, DPLR), or None when the
        model has none (an FM: its R is 11ᵀ − I, fixed).
-    6. **How it is trained**: ``trained_by`` is "adam" (``fmlib.train.fit`` takes Adam steps on
+    6. **bilinear_form()**: for a model whose score is exactly w0 + Σ_i w_i x_i + ½ Σ_{f,g} R_fg ⟨e_f, e_g⟩
+       over the feature table's rows (FM, FwFM, DPLR): its ``BilinearForm``, which cached-context
+       ranking (``fmlib.ranking``) serves. None (the default) for any other model, also one whose
+       ``interaction_matrix()`` only summarises a richer interaction (a k×k matrix per pair of fields).
+    7. **How it is trained**: ``trained_by`` is "adam" (``fmlib.train.fit`` takes Adam steps on
        ``loss``; ``field_tables()`` lists the tables of feature rows that take the grouped L2) or
        "gibbs" (the model draws its own posterior samples in ``fit_gibbs``, as the Bayesian FM does).
     """
@@ -132,6 +146,10 @@ class Model(nn.Module):
 
     def interaction_matrix(self) -> torch.Tensor | None:
         """The field interaction matrix R (m×m), or None."""
+        return None
+
+    def bilinear_form(self) -> BilinearForm | None:
+        """The score as a bilinear form of the field embeddings (promise 6), or None."""
         return None
 
     def field_tables(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .base import FieldEmbeddingModel
+from .contract import BilinearForm
 
 
 def dplr_pairwise(V: torch.Tensor, U: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
@@ -73,6 +74,10 @@ class DPLR(FieldEmbeddingModel):
     def interaction_matrix(self) -> torch.Tensor:
         """R implied by U and e (eq. 10)."""
         return self.R
+
+    def bilinear_form(self) -> BilinearForm:
+        """w0, R and its factors U, e, d (eq. 10)."""
+        return BilinearForm(self.bias, self.R, (self.U, self.e, self.d))
 
     def pairwise(self, V: torch.Tensor) -> torch.Tensor:
         return dplr_pairwise(V, self.U, self.e)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from .base import FieldEmbeddingModel, FieldRead, gather_fields, scatter_fields
+from .contract import BilinearForm
 
 
 def fm_pairwise(e: torch.Tensor) -> torch.Tensor:
@@ -67,6 +68,13 @@ class FMFunction(torch.autograd.Function):
 
 
 class FM(FieldEmbeddingModel):
+    def bilinear_form(self) -> BilinearForm:
+        """w0 and R_FM = 11ᵀ − I, i.e. U = 1ᵀ, e = 1, d = −1 ([DPLR] eq. 7)."""
+        m = self.schema.num_fields
+        return BilinearForm(
+            self.bias, torch.ones(m, m) - torch.eye(m), (torch.ones(1, m), torch.ones(1), -torch.ones(m))
+        )
+
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
         """Σ_{f<g} ⟨e_f, e_g⟩ by Rendle's identity ([Rendle2010] Lemma 3.1); ``forward`` uses ``FMFunction``."""
         return fm_pairwise(e)

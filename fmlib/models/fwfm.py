@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from .base import FieldEmbeddingModel
+from .contract import BilinearForm
 
 
 class FwFM(FieldEmbeddingModel):
@@ -60,6 +61,10 @@ class FwFM(FieldEmbeddingModel):
     def interaction_matrix(self) -> torch.Tensor:
         """R, learned (DPLR eq. 3)."""
         return self.R
+
+    def bilinear_form(self) -> BilinearForm:
+        """w0 and the full R of eq. 5 (no factors: R is free)."""
+        return BilinearForm(self.bias, self.R)
 
     def pairwise(self, e: torch.Tensor) -> torch.Tensor:
         """½⟨PᵀP, R⟩ for each sample (DPLR eq. 5): ½ Σ_{f,g} R_fg ⟨e_f, e_g⟩."""
