@@ -294,9 +294,9 @@ def title_bar(title: str):
     """The page's title, and at its right the room where ``copy_link_and_reset(..., container=...)``
     puts its buttons: a class finds "Link to this view" at the top of every page. On a narrow
     screen the buttons wrap under the title instead of being cut."""
-    row = st.container(horizontal=True, vertical_alignment="center")
+    row = st.container(horizontal=True, horizontal_alignment="distribute", vertical_alignment="center")
     row.title(title, width="content")
-    return row.container(horizontal=True, horizontal_alignment="right", vertical_alignment="center")
+    return row.container(horizontal=True, vertical_alignment="center", width="content")
 
 
 def copy_link_and_reset(defaults: Mapping | UrlState, clear: Iterable[str] = (), container=st) -> None:
@@ -317,7 +317,7 @@ def copy_link_and_reset(defaults: Mapping | UrlState, clear: Iterable[str] = (),
         for key in clear:
             st.session_state.pop(key, None)
 
-    row = container.container(horizontal=True, vertical_alignment="center")
+    row = container.container(horizontal=True, vertical_alignment="center", width="content")
     with row.popover("Link to this view", icon=":material/link:"):
         st.code(view_url({**dict.fromkeys(clear), **defaults}), language=None, wrap_lines=True)
         secondary("Copy it (the icon at the right): opened anywhere, it shows this page as it is now.")

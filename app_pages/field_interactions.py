@@ -637,10 +637,10 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
     summary_box.markdown(
         "**How far R is from the FM's:** " + r_summary(R, names, "this DPLR model" if is_dplr else "this FwFM")
     )
-    c1, c2, c3 = metrics_box.columns(3)
-    c1.metric("% left = 2ρ(m+1)/(m(m−1))", f"{left_pct:.1f}%")
-    c2.metric("pruned: relative error off the diagonal", f"{offdiag_error(pruned, R):.3f}")
-    c3.metric("post-hoc DPLR: relative error", f"{offdiag_error(posthoc, R):.3f}")
+    row = metrics_box.container(horizontal=True)  # each metric as wide as its label, wrapping on a narrow screen
+    row.metric("% left = 2ρ(m+1)/(m(m−1))", f"{left_pct:.1f}%", width="content")
+    row.metric("pruned: relative error off the diagonal", f"{offdiag_error(pruned, R):.3f}", width="content")
+    row.metric("post-hoc DPLR: relative error", f"{offdiag_error(posthoc, R):.3f}", width="content")
     metrics_box.markdown(
         "**Notice:** pruning keeps the strongest pairs exactly and zeroes the rest; DPLR keeps a "
         "blurred version of *every* pair. Which error matters depends on the embeddings: App. C bounds "

@@ -265,11 +265,15 @@ context = context_of(data.test, query)
 scores = rank_items(model, *context, items, item_weight)
 timing = query_timing(model, *context, items, item_weight)
 (cached, c1, c3), (full, f1, f3) = timing["cached"], timing["full"]
-a, b, c = st.columns(3)
-a.metric("cached context, per query", f"{cached * 1e3:.2f} ms", help=f"IQR {c1 * 1e3:.2f}–{c3 * 1e3:.2f} ms")
-b.metric("full pass, per query", f"{full * 1e3:.2f} ms", help=f"IQR {f1 * 1e3:.2f}–{f3 * 1e3:.2f} ms")
+row = st.container(horizontal=True)  # each metric as wide as its label, wrapping on a narrow screen
+row.metric(
+    "cached context, per query", f"{cached * 1e3:.2f} ms", help=f"IQR {c1 * 1e3:.2f}–{c3 * 1e3:.2f} ms", width="content"
+)
+row.metric(
+    "full pass, per query", f"{full * 1e3:.2f} ms", help=f"IQR {f1 * 1e3:.2f}–{f3 * 1e3:.2f} ms", width="content"
+)
 gain = round(full / cached, 1)  # the sentence below follows the number shown
-c.metric("full / cached", f"{gain:.1f}×")
+row.metric("full / cached", f"{gain:.1f}×", width="content")
 context_slots, slots = len(lay.context_slots), len(lay.context_slots) + len(lay.item_slots)
 why = (
     f"it pays: the full pass gathers and multiplies the context's {context_slots} rows again for every item, "

@@ -13,10 +13,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from browser_app import CHROMIUM, KINDS, ROOT, act, new_tab, read, sent, settle
+from browser_app import CHROMIUM, KINDS, ROOT, act, new_tab, read, resize, sent, settle
 from patience import ms
+from test_browser_projector import CUT_TEXTS, SCREENS, cut_buttons
 
 SHOTS = ROOT / "tests" / "screenshots"
+WINDOW = {"width": 1400, "height": 2400}  # the module's tab: every page's content in one screenshot
 RUN_PAGES = ("Field interactions", "Ranking")  # the pages that use the run picked in the sidebar
 LOG_PROBLEM = re.compile(r"Traceback|WARNING|Warning|\bError\b|Exception")
 
@@ -38,7 +40,7 @@ def server(app_server):
 @pytest.fixture(scope="module")
 def page(server, browser):
     SHOTS.mkdir(exist_ok=True)
-    tab = new_tab(browser, {"width": 1400, "height": 2400})
+    tab = new_tab(browser, WINDOW)
     # the first visit to a fresh server is a shared deep link: it must get the app's frame (this module's tests
     # are the first of the session's browser tests: conftest.GROUPS lists it first)
     tab.goto(f"{server[0]}/train?dataset=synthetic")
@@ -101,8 +103,17 @@ def test_every_page_renders(page):
     for i, title in enumerate(titles):
         visit(page, title)
         page.screenshot(path=str(SHOTS / f"{i:02d}-{title.replace(' ', '_')}.png"))
-    for title in titles:  # a second visit of each page, with the session's state of the first
-        visit(page, title)
+    # a second visit of each page, with the session's state of the first, on a laptop's screen at 150 % with the
+    # sidebar open: no button or text of the page cut by an ellipsis ("Link to this…", a metric's label)
+    resize(page, *SCREENS["1280x720 at 150%"])
+    cut = {}
+    try:
+        for title in titles:
+            visit(page, title)
+            cut[title] = cut_buttons(page) + page.evaluate(CUT_TEXTS)
+    finally:
+        resize(page, WINDOW)
+    assert not any(cut.values()), f"cut at 150 % with the sidebar open: { {t: c for t, c in cut.items() if c} }"
 
 
 def train_briefly(page) -> None:
