@@ -7,8 +7,8 @@ from app_pages._classroom import class_in_sidebar, run_picker, training_in_sideb
 from app_pages._lesson import arrive
 from app_pages._ui import DATASETS, PAGES, load_data, starter_status, warm_up
 from app_pages._view import (
+    SIDEBAR,
     error,
-    link_check,
     link_notes,
     one_of,
     projector,
@@ -29,20 +29,19 @@ page = st.navigation(
     [st.Page(path, title=title, icon=icon, default=(i == 0)) for i, (path, title, icon, _) in enumerate(PAGES)]
 )
 
-link_check("projector", lambda text: text.lower() in ("true", "false"), "true or false")
-link_check("dataset", one_of(DATASETS), "one of " + ", ".join(DATASETS))
 with st.sidebar:
-    st.toggle(
+    SIDEBAR.widget(
+        "projector",
+        st.toggle,
         "Projector mode",
-        key="projector",
-        bind="query-params",
         help="For a class: the sidebar collapsed, larger text and charts, side notes hidden.",
     )
-    st.selectbox(
+    SIDEBAR.widget(
+        "dataset",
+        st.selectbox,
         "Dataset",
         DATASETS,
-        key="dataset",
-        bind="query-params",
+        check=(one_of(DATASETS), "one of " + ", ".join(DATASETS)),
         help="MovieLens is fetched on first use; 'synthetic' has a planted field-interaction matrix.",
     )
     try:

@@ -24,7 +24,7 @@ from app_pages._lesson import class_answers, class_warning
 from app_pages._queue import job_queue, progress_of
 from app_pages._replay import training_controls
 from app_pages._ui import run_store
-from app_pages._view import chart, link_check, note_dropped, without_paths
+from app_pages._view import SIDEBAR, chart, note_dropped, without_paths
 from fmapp.jobs import Job
 from fmlib.plots.training import learning_curves
 from fmlib.runs import RunError
@@ -254,7 +254,7 @@ def run_picker() -> None:
     groups = {"" if a is None else a: ids for a, ids in store.by_author().items()}  # "": shared
     owner_of = {run_id: a for a, ids in groups.items() for run_id in ids}
     if groups:  # before a deleted pick leaves the session: a link's run id is checked on its first run only
-        link_check("run_id", owner_of.__contains__, "no saved run has that id", sidebar=True)
+        SIDEBAR.check("run_id", check=(owner_of.__contains__, "no saved run has that id"))
     deleted = st.session_state.get("run_id")
     if deleted is None or deleted in owner_of:
         deleted = None
@@ -300,11 +300,12 @@ def _pick(groups: dict[str, list[str]], owner_of: dict[str, str]) -> str | None:
         return None
     if st.session_state.get("run_id", groups[owner][0]) not in groups[owner]:
         del st.session_state["run_id"]
-    return st.selectbox(
+    return SIDEBAR.widget(  # its link was checked before (run_picker), even if no author is picked
+        "run_id",
+        st.selectbox,
         "Saved run",
         groups[owner],
-        key="run_id",
-        bind="query-params",
+        default=groups[owner][0],
         format_func=lambda run_id: run_name(run_id, owner or None),
     )
 

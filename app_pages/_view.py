@@ -15,7 +15,9 @@ A page declares its URL state once, as a ``UrlState`` table of ``Bound`` entries
     layout_text = VIEW.widget("layout", st.text_input, "features per field")  # a text box takes any text
 
 ``VIEW.widget`` checks the link's value, then draws the widget bound to the URL with the table's
-default; ``copy_link_and_reset(VIEW)`` takes the same table's defaults.
+default; ``copy_link_and_reset(VIEW)`` takes the same table's defaults. A default or a check that depends on
+the data the page loads is given where the widget is drawn, e.g.
+``VIEW.widget("user", st.selectbox, "user", users, default=users[0], check=(one_of(users), "a user"))``.
 """
 
 from __future__ import annotations
@@ -36,9 +38,6 @@ from streamlit.errors import StreamlitAPIException
 
 from fmlib.plots.layout import lines, wrapped
 
-# The sidebar's bound widgets: part of every page's view.
-SIDEBAR_DEFAULTS = {"dataset": "ml-100k", "run_id": None, "projector": False}
-
 T = TypeVar("T")
 # What ``chart`` keeps of Streamlit's chart theme, which it does not apply in the browser: every axis makes room
 # for its tick labels and title (plotly's own default lets a long field name run under the axis title).
@@ -46,6 +45,7 @@ pio.templates["fmlib"] = go.layout.Template(layout=dict(xaxis=dict(automargin=Tr
 pio.templates.default = "streamlit+fmlib"  # Streamlit's colours (its default), then the margins above
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])(/[^\s'\"():,;]+)")  # not a URL's //host/path
 _UNSEEN = object()  # a widget value not read yet
+_TABLE = object()  # UrlState.widget's default: the one its table declares
 PROJECTOR_FONT = 20  # px, plotly text in projector mode (the page's text is scaled by CSS)
 TITLE_WIDTH = 50  # characters a line of a chart's title holds: at 150 % zoom a chart is about 520 px wide
 TITLE_LINE = 24  # px of top margin (and height) each further line of a wrapped title takes
@@ -189,13 +189,16 @@ class Bound:
     without ``ok`` the widget checks its value itself (``bounded_number``) or takes any value.
     ``fallback``: the widget would take a value that ``ok`` rejects (a number field, a text box), so
     the default replaces it (``checked_link``); a select box or a slider drops such a value itself,
-    and only the note is added.
+    and only the note is added. ``sidebar``: the widget is drawn in the sidebar, so its note is said above the
+    page (``link_notes``). A default or a check known only while the page runs (a run's fields, the rows of
+    its data) is given to ``UrlState.widget`` where the widget is drawn.
     """
 
     default: object
     ok: Callable[[str], bool] | None = None
     allowed: str = ""
     fallback: bool = False
+    sidebar: bool = False
 
 
 # A section drawn on demand (``on_demand``): closed on a visit.
@@ -215,12 +218,14 @@ class UrlState:
         """Every key with its default: what "Reset to defaults" sets back, and what the link to this view leaves out."""
         return {key: bound.default for key, bound in self.bounds.items()}
 
-    def check(self, key: str) -> None:
-        """``link_check`` with the table's check, for a widget kept in the URL by hand: a rejected link value
-        gets its note and leaves the URL."""
+    def check(self, key: str, check: tuple[Callable[[str], bool], str] | None = None) -> None:
+        """``link_check`` with the table's check (or ``check=(ok, allowed)``, known only while the page runs), for a
+        widget kept in the URL by hand or a key the page does not bind: a rejected link value gets its note and
+        leaves the URL."""
         bound = self.bounds[key]
-        if bound.ok is not None:
-            link_check(key, bound.ok, bound.allowed)
+        ok, allowed = check or (bound.ok, bound.allowed)
+        if ok is not None:
+            link_check(key, ok, allowed, sidebar=bound.sidebar)
 
     def widget(
         self,
@@ -228,28 +233,41 @@ class UrlState:
         widget: Callable[..., T],
         *args,
         check: tuple[Callable[[str], bool], str] | None = None,
+        default=_TABLE,
         **kwargs,
     ) -> T:
         """``widget(*args, **kwargs)`` bound to the URL under ``key``, with the table's default and check.
 
         The default goes where the widget takes it: ``value`` (slider, number field, toggle, text box),
-        else ``index`` into its ``options`` (select box, radio). ``check=(ok, allowed)``: a check known
-        only while the page runs (a row of the data loaded), in place of the table's."""
+        else ``index`` into its ``options`` (select box, radio). ``check=(ok, allowed)`` and ``default``: a check
+        and a default known only while the page runs (a row of the data loaded, a field of the run), in place of
+        the table's."""
         bound = self.bounds[key]
         ok, allowed = check or (bound.ok, bound.allowed)
+        default = bound.default if default is _TABLE else default
         kwargs |= {"key": key, "bind": "query-params"}
-        default = _default_argument(widget, bound.default, args, kwargs)
+        given = _default_argument(widget, default, args, kwargs)
 
         def draw():  # the default only when the session holds no value (``unless_set``), read as it is drawn;
             # a widget of ours that requires its value (``bounded_number``) is given it and applies the rule itself
-            return widget(*args, **kwargs, **(default if _requires(widget, default) else unless_set(key, **default)))
+            return widget(*args, **kwargs, **(given if _requires(widget, given) else unless_set(key, **given)))
 
         if ok is None:
             return draw()
         if bound.fallback:
-            return checked_link(draw, key, ok, allowed, bound.default)
-        link_check(key, ok, allowed)
+            return checked_link(draw, key, ok, allowed, default)
+        link_check(key, ok, allowed, sidebar=bound.sidebar)
         return draw()
+
+
+# The sidebar's bound widgets (app.py): part of every page's view. The datasets and the saved runs are known
+# only while the frame runs (the run picker: _classroom.run_picker).
+SIDEBAR = UrlState(
+    dataset=Bound("ml-100k", sidebar=True),
+    run_id=Bound(None, sidebar=True),
+    projector=Bound(False, lambda text: text.lower() in ("true", "false"), "true or false", sidebar=True),
+)
+SIDEBAR_DEFAULTS = SIDEBAR.defaults()
 
 
 def _default_argument(widget: Callable, default, args: tuple, kwargs: dict) -> dict:

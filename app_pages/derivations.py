@@ -12,7 +12,6 @@ from app_pages._view import (
     chart,
     copy_link_and_reset,
     in_range,
-    link_check,
     one_of,
     projector,
     secondary,
@@ -131,11 +130,12 @@ titles = {d.key: unicode_math(d.title) for d in derivations}  # options are plai
 true_or_false = Bound(False, one_of(BOOLEAN), "true or false")
 VIEW = UrlState(
     deriv_derivation=Bound(derivations[0].key, one_of(titles), "one of " + ", ".join(titles)),
-    deriv_step=Bound(1),  # checked against the chosen derivation's steps where they are known
+    deriv_step=Bound(1, fallback=True),  # checked against the chosen derivation's steps where they are known
     deriv_show_check=true_or_false,
     deriv_wrong=true_or_false,  # every step has a wrong variant
     deriv_delta=Bound(2.0, one_of(DELTAS), "one of " + ", ".join(map(str, DELTAS))),
     deriv_label=Bound(1, one_of([1, 0]), "1 or 0"),
+    deriv_size=Bound(None, in_range(1, 30, integer=True), "1 to 30"),  # by default the size the step is checked at
 )
 # The controls and the step come first, the page's prose last: at 1280×720 and 150 % zoom, with the sidebar
 # open or on a projector, the step's formula is above the fold.
@@ -159,16 +159,17 @@ else:
     st.query_params["deriv_derivation"] = key
 derivation = get(key)
 last = len(derivation.steps)
-first_step = VIEW["deriv_step"].default
-step_link_bad = link_check(
-    "deriv_step", in_range(1, last, integer=True), f"a step from 1 to {last}", fallback=first_step
+if st.session_state.get("deriv_step", last) > last:  # a step of a longer derivation, kept in the session
+    st.session_state.deriv_step = last
+VIEW.widget(
+    "deriv_step",
+    stepper.slider,
+    "Step",
+    1,
+    last,
+    persist_state="session",
+    check=(in_range(1, last, integer=True), f"a step from 1 to {last}"),
 )
-st.session_state.setdefault("deriv_step", first_step)
-st.session_state.deriv_step = min(st.session_state.deriv_step, last)
-
-stepper.slider("Step", 1, last, key="deriv_step", bind="query-params", persist_state="session")
-if step_link_bad:
-    st.rerun()
 row = st.container(horizontal=True, vertical_alignment="center")  # buttons as wide as their labels, never cut
 row.button(
     "◀ Back",
@@ -260,10 +261,7 @@ if step.check.size is not None:
             f"every n. Try another: up to n = {step.check.exact_limit} sympy simplifies the difference, above that "
             f"it compares numbers at random values, and beyond n = {step.check.build_limit} it does not check at all."
         )
-        link_check("deriv_size", in_range(1, 30, integer=True), "1 to 30")
-        size = st.number_input(
-            "size n", min_value=1, max_value=30, value=step.check.size, key="deriv_size", bind="query-params"
-        )
+        size = VIEW.widget("deriv_size", st.number_input, "size n", min_value=1, max_value=30, default=step.check.size)
         with st.spinner(f"checking at n = {size}…"):
             other = one_step(key, index, int(size))
         st.markdown(f"{badge(other.status)} &nbsp; {other.corrected.how} — {math(other.detail)}")

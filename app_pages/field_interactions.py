@@ -27,17 +27,14 @@ from app_pages._view import (
     UrlState,
     cached,
     chart,
-    checked_link,
     copy_link_and_reset,
     error,
     in_range,
-    link_check,
     on_demand,
     one_of,
     projector,
     secondary,
     title_bar,
-    unless_set,
 )
 from fmapp.recompute import recompute
 from fmlib import presets
@@ -89,6 +86,7 @@ ROOM_TICK_FONT = 12
 VIEW = UrlState(
     rho=Bound(2, fallback=True),  # at most the run's m − 1: checked where the run is known
     method=Bound("eig", one_of(["eig", "nuclear"]), "eig or nuclear"),
+    fi_run=Bound(None),  # by default an FwFM of the saved runs (chosen_run): cleared by a reset
     fi_f=Bound(None),  # the pair (f, g): its default is the run's (pair_defaults), given to copy_link_and_reset
     fi_g=Bound(None),
     fi_sample=Bound(0, fallback=True),  # a row of the run's validation split: checked where it is loaded
@@ -300,19 +298,22 @@ def chosen_run(configs: dict, container=st):
     picked = selected_run_id()
     fwfm = [run_id for run_id, config in configs.items() if config["model"] == "fwfm"]
     options = [*configs, QUICK]
-    link_check("fi_run", one_of(options), "a saved FwFM or DPLR run of this dataset")
+    # checked before the linked id is put in the session: Streamlit would read a bound box's URL value as the
+    # label it shows (format_func), not as the run's id the link holds
+    VIEW.check("fi_run", check=(one_of(options), "a saved FwFM or DPLR run of this dataset"))
     if st.session_state.get("fi_sidebar_seen", picked) != picked and picked in configs:
         st.session_state["fi_run"] = picked  # the reader picked it in the sidebar just now
     st.session_state["fi_sidebar_seen"] = picked
+    default = picked if picked in fwfm else (fwfm[0] if fwfm else QUICK)
     if st.session_state.get("fi_run") not in options:  # first visit, or its run was deleted
         linked = st.query_params.get("fi_run")  # checked above: one of the options, or gone with a note
-        default = picked if picked in fwfm else (fwfm[0] if fwfm else QUICK)
         st.session_state["fi_run"] = linked if linked in options else default
-    choice = container.selectbox(
+    choice = VIEW.widget(
+        "fi_run",
+        container.selectbox,
         "Run whose R is shown",
         options,
-        key="fi_run",
-        bind="query-params",
+        default=default,
         format_func=lambda run_id: run_label(run_id, configs),
         help="An FwFM learns R freely: what it learned is the question. A DPLR run's R is low rank by construction.",
     )
@@ -382,13 +383,15 @@ def pair_controls(schema, container):
     returns f, g and the row's third column. A click on a heatmap cell sets the same two keys (``pick_from``),
     so both routes show the same pair."""
     names = schema.names
-    for key, default in zip(("fi_f", "fi_g"), pair_defaults(schema)):
-        link_check(key, one_of(names), "a field of this run: " + ", ".join(names))
-        if st.session_state.get(key) not in names:  # first visit, or a run with other fields
+    first_f, first_g = pair_defaults(schema)
+    for key, default in (("fi_f", first_f), ("fi_g", first_g)):
+        if st.session_state.get(key, default) not in names:  # a run with other fields
             st.session_state[key] = default
     left, mid, right = container.columns(3)
-    f = left.selectbox("field f", names, key="fi_f", bind="query-params", help="or click a cell of any heatmap")
-    g = mid.selectbox("field g", names, key="fi_g", bind="query-params", help="or click a cell of any heatmap")
+    check = one_of(names), "a field of this run: " + ", ".join(names)
+    hint = "or click a cell of any heatmap"
+    f = VIEW.widget("fi_f", left.selectbox, "field f", names, default=first_f, check=check, help=hint)
+    g = VIEW.widget("fi_g", mid.selectbox, "field g", names, default=first_g, check=check, help=hint)
     return f, g, right
 
 
@@ -583,20 +586,13 @@ def r_section() -> tuple[dict, int, tuple[str, str]]:
             f"rank ρ = 1 (budget ρ(m+1) = {m + 1} parameters, the only one below the {m * (m - 1) // 2} pairs)"
         )
     else:
-        default = min(VIEW["rho"].default, max_rank)
-        rank = checked_link(
-            lambda: left.slider(
-                "rank ρ (budget ρ(m+1) parameters)",
-                1,
-                max_rank,
-                **unless_set("rho", value=default),
-                key="rho",
-                bind="query-params",
-            ),
+        rank = VIEW.widget(
             "rho",
-            in_range(1, max_rank, integer=True),
-            f"ρ: 1 to {max_rank} for m = {m} fields",
-            default,
+            left.slider,
+            "rank ρ (budget ρ(m+1) parameters)",
+            1,
+            max_rank,
+            check=(in_range(1, max_rank, integer=True), f"ρ: 1 to {max_rank} for m = {m} fields"),
         )
     method = VIEW.widget(
         "method",

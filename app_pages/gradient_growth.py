@@ -15,11 +15,9 @@ from app_pages._view import (
     copy_link_and_reset,
     error,
     in_range,
-    link_check,
     main_figure,
     on_demand,
     title_bar,
-    unless_set,
 )
 from fmapp.worked import gradient_example
 from fmlib.analysis.gradient_growth import (
@@ -150,6 +148,7 @@ VIEW = UrlState(
     density=Bound(0.4, in_range(0.0, 1.0), "0 to 1"),
     truth_seed=Bound(0),
     S=Bound(20.0, in_range(1.0, 30.0), "1 to 30"),
+    sample=Bound(0),  # a sample of the construction: checked where it is built
     explain_lines=ON_DEMAND,
     theorem_section=ON_DEMAND,
     rfm_section=ON_DEMAND,
@@ -266,18 +265,9 @@ def theorem_section() -> None:
                 "claims T(s, s) = 0 there; corrected, $\\hat\\theta_j = \\theta_j + \\sum_{l \\ne j} f(e_j, e_l)\\,\\theta_l$."
             )
             with st.expander("The relation vectors rⱼ of one sample"):
-                link_check("sample", in_range(0, len(c.ids) - 1, integer=True), f"0 to {len(c.ids) - 1}")
-                b = int(
-                    st.number_input(
-                        "sample #",
-                        min_value=0,
-                        max_value=len(c.ids) - 1,
-                        **unless_set("sample", value=0),
-                        step=1,
-                        key="sample",
-                        bind="query-params",
-                    )
-                )
+                last = len(c.ids) - 1
+                check = in_range(0, last, integer=True), f"0 to {last}"
+                b = int(VIEW.widget("sample", st.number_input, "sample #", 0, last, step=1, check=check))
                 st.dataframe(relation_frame(sizes, T, c.ids[b].tolist()))
                 st.caption("rⱼ[k] = T(k, ID(xⱼ)) outside field j; ½ inside field j, 1 at the active feature.")
 
@@ -312,4 +302,4 @@ def rfm_section() -> None:
 on_demand("Theorem 1.1: a rotation layer can express any dependency", "theorem_section", theorem_section)
 on_demand("Does RFM predict ratings better than FM?", "rfm_section", rfm_section)
 
-copy_link_and_reset(VIEW, clear=["sample"], container=bar)
+copy_link_and_reset(VIEW, container=bar)

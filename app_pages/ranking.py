@@ -16,7 +16,6 @@ from app_pages._view import (
     chart,
     copy_link_and_reset,
     in_range,
-    link_check,
     main_figure,
     on_demand,
     one_of,
@@ -148,7 +147,8 @@ quick = st.session_state.get("ranking_bench", {})
 sizes = sorted(set(QUICK_SIZES) | set(quick) | (set() if saved is None else set(saved["items"])))
 VIEW = UrlState(
     catalogue=Bound(sizes[0], one_of(sizes), "one of " + ", ".join(map(str, sizes))),
-    query=Bound(0),  # a test sample: checked where the test split is loaded
+    user=Bound(None),  # on MovieLens: a user of the test split, by default the first (cleared by a reset)
+    query=Bound(0),  # a test sample: checked where the test split is loaded; on MovieLens never bound
     k=Bound(10, in_range(1, K_MAX, integer=True), f"1 to {K_MAX}"),
     ranking_cache_section=ON_DEMAND,
     ranking_agreement=ON_DEMAND,
@@ -243,13 +243,10 @@ st.caption(
 movielens = data.test.frame is not None and {"user_id", "movie_id", "rating", "timestamp"} <= set(data.test.frame)
 if movielens:
     users = sorted(int(u) for u in data.test.frame.user_id.unique())
-    link_check("user", one_of(users), "a user of the test split")
-    link_check("query", lambda _: False, "on MovieLens the page ranks for a user, not for a test sample number")
-    user = int(
-        st.selectbox(
-            "user", users, key="user", bind="query-params", help="their latest test rating gives the time fields"
-        )
-    )
+    VIEW.check("query", check=(lambda _: False, "on MovieLens the page ranks for a user, not for a test sample number"))
+    check = one_of(users), "a user of the test split"
+    hint = "their latest test rating gives the time fields"
+    user = int(VIEW.widget("user", st.selectbox, "user", users, default=users[0], check=check, help=hint))
     query = user_query(data.test, user)
     sample = data.test.frame.iloc[query]
     seen = data.test.movies.set_index("movie_id")["title"].get(int(sample.movie_id), "")

@@ -288,9 +288,20 @@ def test_the_lesson_links_to_run_pages_name_only_settings_those_pages_bind():
         for stop in load_lesson(path).stops:
             if stop.page in ("field_interactions", "ranking"):
                 source = (ROOT / "app_pages" / f"{stop.page}.py").read_text()
-                for key in set(stop.params) - {"dataset"}:  # in the page's UrlState, or a widget bound by hand
-                    declared = re.search(rf"\b{key}=(Bound\(|ON_DEMAND)", source)
-                    assert declared or re.search(rf'key="{key}",\s*bind="query-params"', source), (stop.page, key)
+                for key in set(stop.params) - {"dataset"}:  # in the page's UrlState
+                    assert re.search(rf"\b{key}=(Bound\(|ON_DEMAND)", source), (stop.page, key)
+
+
+def test_the_pages_bind_widgets_and_check_links_only_through_their_url_state():
+    """Each bound widget's key, default and check are written once, in its page's ``UrlState`` table (a default or
+    a check known only at run time where ``UrlState.widget`` draws it): no page binds a widget or checks a link
+    value by hand beside it."""
+    for path in [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]:
+        if path.name in ("_view.py", "_ui.py"):  # the URL state itself, and bounded_number, a widget that applies it
+            continue
+        source = path.read_text()
+        assert 'bind="query-params"' not in source, path.name
+        assert not re.search(r"\b(link_check|checked_link|unless_set)\(", source), path.name
 
 
 @pytest.mark.parametrize(
