@@ -185,7 +185,7 @@ def run_id_of(who: str, name: str) -> str:
 
 
 def run_name(run_id: str, who: str | None) -> str:
-    """What the run picker shows of an author's run id: the name its author gave."""
+    """The name an author gave a run (its id without the author's prefix), for the message after saving."""
     return run_id.removeprefix(f"{slug(who).lower() or 'student'}-") if who else run_id
 
 
@@ -305,8 +305,7 @@ def _pick(groups: dict[str, list[str]], owner_of: dict[str, str]) -> str | None:
         st.selectbox,
         "Saved run",
         groups[owner],
-        default=groups[owner][0],
-        format_func=lambda run_id: run_name(run_id, owner or None),
+        default=groups[owner][0],  # shown by id: a bound box writes the label it shows into the URL, and reads it back
     )
 
 

@@ -258,7 +258,7 @@ def quick_fwfm(name, data, progress):
     return train_model("fwfm", data, presets.train_config(preset), progress, **presets.hyperparameters(preset))
 
 
-QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces; shown as ``quick_name``
+QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces
 R_MODELS = tuple(filter(has_interaction_matrix, usable_models()[0]))  # the models with an R; FwFM's is learned freely
 
 
@@ -282,14 +282,6 @@ def runs_with_R(dataset: str) -> dict[str, dict]:
     return dict(sorted(found.items(), key=lambda item: R_MODELS.index(item[1]["model"])))
 
 
-def run_label(run_id: str, configs: dict) -> str:
-    if run_id == QUICK:
-        return f"the {quick_name(dataset_name())}, trained here"
-    config = configs[run_id]
-    rank = f", ρ = {config['hp'].get('rank')}" if config["model"] == "dplr" else ""
-    return f"{run_id} ({config['model']}{rank})"
-
-
 def chosen_run(configs: dict, container=st):
     """The run whose R the page shows, picked on the page (key ``fi_run``): the run a link names (a lesson's stop:
     the starter FwFM, trained with the tuned preset), else by default an FwFM — the sidebar's pick if it is one,
@@ -298,8 +290,7 @@ def chosen_run(configs: dict, container=st):
     picked = selected_run_id()
     fwfm = [run_id for run_id, config in configs.items() if config["model"] == "fwfm"]
     options = [*configs, QUICK]
-    # checked before the linked id is put in the session: Streamlit would read a bound box's URL value as the
-    # label it shows (format_func), not as the run's id the link holds
+    # checked before the linked id is put in the session, so that a link to a run that is not here gets its note
     VIEW.check("fi_run", check=(one_of(options), "a saved FwFM or DPLR run of this dataset"))
     if st.session_state.get("fi_sidebar_seen", picked) != picked and picked in configs:
         st.session_state["fi_run"] = picked  # the reader picked it in the sidebar just now
@@ -313,8 +304,7 @@ def chosen_run(configs: dict, container=st):
         container.selectbox,
         "Run whose R is shown",
         options,
-        default=default,
-        format_func=lambda run_id: run_label(run_id, configs),
+        default=default,  # shown by id: a bound box writes the label it shows into the URL, and reads it back
         help="An FwFM learns R freely: what it learned is the question. A DPLR run's R is low rank by construction.",
     )
     if picked in configs and picked != choice and configs[picked]["model"] == "dplr":

@@ -116,6 +116,32 @@ def test_every_page_renders(page):
     assert not any(cut.values()), f"cut at 150 % with the sidebar open: { {t: c for t, c in cut.items() if c} }"
 
 
+def test_a_students_older_run_stays_picked_through_a_link_and_a_reload(server, browser):
+    """The sidebar's run picker writes what it shows into the URL and reads it back: an author's run is shown by its
+    id, so a link to an older run of the author opens it, and a reload after picking one keeps it."""
+    from fmlib.data import split, synthetic
+    from fmlib.runs import RunStore
+    from fmlib.train import TrainConfig, train_model
+
+    store = RunStore(Path(server[1]).parent / "runs")  # the session server's store (browser_app.serve_app)
+    data = split(synthetic.make(synthetic.demo_R(), n_samples=2000, cardinality=10, seed=0), seed=0)
+    older, newer = (
+        store.save(train_model("fm", data, TrainConfig(epochs=1), dim=2), f"cleo-run{i}", author="Cleo") for i in (1, 2)
+    )
+    tab = new_tab(browser, {"width": 1400, "height": 1000})
+    picked = tab.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").filter(has_text="Saved run")
+    tab.goto(f"{server[0]}/train?dataset=synthetic&run_id={older}")
+    settle(tab)
+    assert picked.locator("input").input_value() == older, "the link's run, not the author's newest"
+    tab.goto(f"{server[0]}/train?dataset=synthetic&run_id={newer}")
+    settle(tab)
+    choose(tab, "Saved run", older)
+    tab.reload()
+    settle(tab)
+    assert picked.locator("input").input_value() == older and f"run_id={older}" in tab.url
+    tab.context.close()
+
+
 def train_briefly(page) -> None:
     """On the Train page: train the chosen model for 3 epochs and wait until its results are drawn."""
     field = page.get_by_label("Max epochs")

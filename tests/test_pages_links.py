@@ -214,6 +214,14 @@ def test_a_run_link_selects_that_run_and_its_author_in_the_sidebar(fwfm_run_id):
     assert at.session_state["run_owner"] == "Ada"
 
 
+def test_a_run_link_selects_an_older_run_of_its_author_not_the_newest(fwfm_run_id):
+    newer = tiny_fwfm_run(author="Ada")  # Ada's newest: the sidebar's default for her runs
+    assert newer != fwfm_run_id
+    at = opened("app.py", {"run_id": fwfm_run_id, "dataset": "synthetic"})
+    assert not at.exception and "The link's" not in warnings(at)
+    assert at.sidebar.selectbox(key="run_id").value == fwfm_run_id
+
+
 @pytest.mark.parametrize("run_id", ["deleted-run", "../../etc/passwd", "a/b"])
 def test_a_stale_or_tampered_run_link_falls_back_with_a_note_on_the_page(fwfm_run_id, run_id):
     at = opened("app.py", {"run_id": run_id, "dataset": "synthetic"})
