@@ -104,8 +104,8 @@ class _Ranker:
     """Shared part: the model's feature table (v_i, w_i) and w0, the layout, and the context's field vectors and
     first-order term."""
 
-    def __init__(self, model, lay: Layout, w0: torch.Tensor):
-        self.lay, self.w0 = lay, w0
+    def __init__(self, model, lay: Layout, form: BilinearForm):
+        self.lay, self.w0 = lay, form.w0
         self.v, self.w = (table.detach() for table in model.feature_table())
         schema = model.schema
         slot_to_field = F.one_hot(torch.tensor(schema.slot_fields()), schema.num_fields).float()  # (S, m)
@@ -133,9 +133,9 @@ class _Ranker:
 class LowRankRanker(_Ranker):
     """Algorithm 1 for R = Uᵀ diag(e) U + diag(d) (eq. 10); FM is U = 1ᵀ, e = 1, d = −1 (eq. 7)."""
 
-    def __init__(self, model, lay: Layout, w0, U, e, d):
-        super().__init__(model, lay, w0)
-        schema, k = model.schema, self.v.shape[1]
+    def __init__(self, model, lay: Layout, form: BilinearForm):
+        super().__init__(model, lay, form)
+        (U, e, d), schema, k = form.factors, model.schema, self.v.shape[1]
         self.U_C, self.e, self.d_C = U[:, lay.context_fields], e, d[lay.context_fields]
         self.coef = e.repeat_interleave(k)  # e_r for every entry of P_r,: (flattened ρ×k)
         # the table T, one row per feature j of field f: (U_1f v_j, …, U_ρf v_j, w_j + ½ d_f ‖v_j‖²)
@@ -176,9 +176,9 @@ class LowRankRanker(_Ranker):
 
 
 class FwFMRanker(_Ranker):
-    def __init__(self, model, lay, w0, R):
-        super().__init__(model, lay, w0)
-        C, I = lay.context_fields, lay.item_fields
+    def __init__(self, model, lay: Layout, form: BilinearForm):
+        super().__init__(model, lay, form)
+        C, I, R = lay.context_fields, lay.item_fields, form.R
         self.R_CC, self.R_IC, self.R_II = R[C][:, C], R[I][:, C], R[I][:, I]
         p, q = torch.triu_indices(len(I), len(I), 1)
         r = self.R_II[p, q]
@@ -221,10 +221,8 @@ def bilinear_form(model) -> BilinearForm:
 def ranker(model) -> _Ranker:
     """The cached-context scorer of a model with a bilinear form: Algorithm 1 on R's factors (an FM, a DPLR-FwFM),
     else the context cache on the full R (an FwFM, pruned or not)."""
-    form, lay = bilinear_form(model), layout(model.schema)
-    if form.factors is None:
-        return FwFMRanker(model, lay, form.w0, form.R)
-    return LowRankRanker(model, lay, form.w0, *form.factors)
+    form = bilinear_form(model)
+    return (FwFMRanker if form.factors is None else LowRankRanker)(model, layout(model.schema), form)
 
 
 @torch.no_grad()

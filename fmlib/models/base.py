@@ -287,13 +287,7 @@ class FieldEmbeddingModel(LaidOutModel):
         self.embedding = nn.Embedding(schema.num_features, dim)
         nn.init.zeros_(self.linear.weight)
         nn.init.normal_(self.embedding.weight, std=init_std)
-        self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
         self.keep_layout(schema)
-
-    @property
-    def slot_to_field(self) -> torch.Tensor:
-        """(S, m) 0/1 matrix, 1 where slot s belongs to field f (for callers that map slots to fields)."""
-        return nn.functional.one_hot(self.slot_field, self.schema.num_fields).float()
 
     def field_tables(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
         """(table, feature row of each of its rows, linear?) of every table whose rows belong to
