@@ -2,6 +2,8 @@
 scorecard itself (Home), its rows for one page (a lesson's stop), [FMGrad]'s memoised gradient
 (Derivations, fm-gradient) and [AttnInv]'s success vs γ (Attention inversion)."""
 
+import copy
+import functools
 from collections.abc import Callable
 
 import pandas as pd
@@ -15,8 +17,24 @@ from fmlib.experiments.claims import measure_all
 from fmlib.plots.inversion import success_figure
 from fmlib.plots.verdicts import threshold_figure
 
+# What is read and measured from a version of the result files (their paths and modification times are in the key)
+# is kept in a plain per-process cache, not in Streamlit's: it depends on nothing else, and the tests clear Streamlit's
+# caches before every test (the scorecard alone takes 0.85 s of CPU to measure). Each caller gets its own copy, as
+# from st.cache_data.
 
-@st.cache_data(show_spinner=False, max_entries=64)
+
+def _copied(function: Callable) -> Callable:
+    """``function`` computed once per process for equal arguments; every call returns a copy of the result."""
+    once = functools.lru_cache(maxsize=64)(function)
+
+    @functools.wraps(function)
+    def copy_of(*args):
+        return copy.deepcopy(once(*args))
+
+    return copy_of
+
+
+@_copied
 def _measured(path: str, mtime: int, columns: tuple, page: str, name: str, dataset: str, task: str):
     """(table, header with the file's ``path`` and ``mtime``, verdicts) of one version of a result file:
     read and measured once per server, not on every rerun of the page that shows it."""
@@ -67,7 +85,7 @@ def result_table(name: str, columns, command: str):
     return frame, header
 
 
-@st.cache_data(show_spinner=False)
+@_copied
 def _scorecard(dataset: str, tasks: tuple, seen: tuple) -> pd.DataFrame:
     """The scorecard, computed once per version of the result tables (``seen``: their paths and times)."""
     return scorecard.scorecard(dataset, tasks)
