@@ -161,6 +161,15 @@ def load_run(run_id: str):
 _SIDEBAR = object()  # saved_or_quick_run's default: the run picked in the sidebar
 
 
+@st.cache_resource
+def _quick_runs() -> dict:
+    """The quick runs this server has trained, by (``quick_key``, data set): a quick training is seeded, so every
+    session would train the same model again. The first one trained is given to every session that asks after it:
+    a class at the lesson's stop 4, on a server without starter runs, trains the tuned FwFM once, not once a
+    student."""
+    return {}
+
+
 def saved_or_quick_run(
     usable, advice: str, quick_name: str, quick_key: str, train_quick, run_id=_SIDEBAR, note: str | None = None
 ):
@@ -198,7 +207,7 @@ def saved_or_quick_run(
         if job_key in st.session_state:  # queued or training: its place in line or its progress is shown
             st.stop()
         if job is not None and job.state == "done":
-            st.session_state[quick_key] = job.result
+            st.session_state[quick_key] = _quick_runs()[(quick_key, name)] = job.result
             st.rerun()  # draw the page again from the session, without the offer to train
         if job is not None:  # say how it ended, and offer to train again
             if job.state == "cancelled":
@@ -207,6 +216,9 @@ def saved_or_quick_run(
                 st.error(job.error)
         if not st.button(f"Train a {quick_name} on {name}", type="primary", key="quick_train"):
             st.stop()
+        if (quick_key, name) in _quick_runs():  # another session trained it: the same seeded training
+            st.session_state[quick_key] = _quick_runs()[(quick_key, name)]
+            st.rerun()
         try:
             data = load_split(name, 0)
         except Exception as err:  # no data source: say why, no traceback

@@ -183,3 +183,14 @@ def test_the_page_opens_with_one_users_scores_split_into_once_and_per_movie(tmp_
     opens = position(at, starts(f"**{title}"))
     assert position(at, starts("**Question.**")) < opens < position(at, starts("Per-item cost as the number"))
     assert opens < position(at, lambda e: getattr(e, "type", None) == "plotly_chart")
+
+
+def test_a_second_session_is_given_the_quick_run_the_first_trained_instead_of_training_it_again():
+    first = page()
+    wait_for_training(first.button(key="quick_train").click().run(), key="ranking_quick_run_job")
+    second = page()
+    second.button(key="quick_train").click().run()
+    assert not second.exception and not second.error
+    assert "ranking_quick_run_job" not in second.session_state  # nothing queued
+    assert second.session_state["ranking_quick_run"] is first.session_state["ranking_quick_run"]
+    assert len(second.dataframe[0].value) == 10  # its ranking drawn at once
