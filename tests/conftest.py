@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from queue import Empty
 from urllib.parse import urlsplit
 
 import pytest
@@ -39,10 +40,37 @@ torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a
 os.environ.setdefault("FMLIB_STARTER_RUNS", "0")  # no background starter runs in tests (and their servers)
 
 
-def _notebook_kernels_over_unix_sockets():
+def _patient_client():
+    """A kernel client whose wait for a message wakes once a second to look for itself.
+
+    pyzmq's asyncio poll can miss the wakeup of a message that has arrived: the message is then read only when the
+    wait's time limit runs out, and that limit is nbmake's per-cell 300 s. Notebooks passed after idling that long (03
+    at 316 s instead of 27 s, 02 at 343 s instead of 47 s this way; 05, 08 and 01 in earlier runs): the kernel idle, its
+    reply sent, the test's worker asleep in the poll. Polled in slices of a second, a missed wakeup costs a second."""
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    class PatientChannel(AsyncZMQSocketChannel):
+        async def get_msg(self, timeout: float | None = None) -> dict:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                left = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+                if await self.socket.poll(int(left * 1000)):  # its end looks at the socket, missed wakeup or not
+                    return await self._recv()
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise Empty
+
+    class PatientClient(AsyncKernelClient):
+        shell_channel_class = iopub_channel_class = stdin_channel_class = control_channel_class = PatientChannel
+
+    return PatientClient
+
+
+def _notebook_kernels_configured():
     """nbmake's kernels talk to this worker over Unix sockets in a folder of its own, not over TCP ports: a kernel's
     manager picks free ports by binding and releasing them, so two workers starting kernels at the same moment could
-    pick the same port, and one kernel died with "ZMQError: Address already in use"."""
+    pick the same port, and one kernel died with "ZMQError: Address already in use". The worker waits for their
+    messages with ``_patient_client``."""
     from jupyter_client.manager import KernelManager
     from nbmake import nb_run
     from traitlets.config import Config
@@ -50,11 +78,12 @@ def _notebook_kernels_over_unix_sockets():
     folder = tempfile.mkdtemp(prefix="fmlib-kernels-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     sockets = Path(folder) / "kernel"  # kernel-1, kernel-2, ...: this worker's notebooks run one at a time
-    config = Config({KernelManager.__name__: {"transport": "ipc", "ip": str(sockets)}})
+    client = _patient_client()
+    config = Config({KernelManager.__name__: {"transport": "ipc", "ip": str(sockets), "client_factory": client}})
     nb_run.NotebookClient = functools.partial(nb_run.NotebookClient, config=config)
 
 
-_notebook_kernels_over_unix_sockets()
+_notebook_kernels_configured()
 
 
 def _installed_components_scanned_once():
@@ -310,6 +339,17 @@ def browser():
 
     with launch() as chromium:
         yield chromium
+
+
+@pytest.fixture(scope="module")
+def window(browser):
+    """One tab for the tests of a module that each open the app as a browser new to it (browser_app.as_new_browser),
+    so that its context's cache keeps the app's scripts compiled from one test to the next."""
+    from browser_app import new_tab
+
+    tab = new_tab(browser, {"width": 1280, "height": 720})
+    yield tab
+    tab.context.close()
 
 
 @pytest.fixture(scope="session")

@@ -69,12 +69,12 @@ def below_fold(tab, locator, height: int) -> float:
 
 
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view(server, browser, screen):
+def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view(server, window, screen):
     from playwright.sync_api import expect
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = SCREENS[screen][0]["height"]
-    tab = opened(browser, f"{server}/lesson?projector=true", screen)
+    tab = opened(window, f"{server}/lesson?projector=true", screen)
     drawn = {}  # page -> seconds from the click on the prepared link to the page drawn and idle (reported only)
     for number, stop in enumerate(STOPS, 1):
         where = f"stop {number} at {screen}"

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_app import CHROMIUM, CONSOLE, act, new_tab, read, resize, settle
+from browser_app import CHROMIUM, CONSOLE, act, as_new_browser, read, resize, settle
 
 from fmapp.lessons import lesson_files, load_lesson
 
@@ -46,14 +46,14 @@ def server(app_server):
     return app_server.url
 
 
-def opened(browser, url: str, screen: str):
-    """A fresh browser context (a fresh session) at ``screen``, on ``url``, settled: the script idle, its charts
-    drawn, its fonts loaded (browser_app.settle)."""
+def opened(window, url: str, screen: str):
+    """The module's tab (conftest ``window``) as a browser new to the app (a new session, no cookie, no storage), at
+    ``screen``, on ``url``, settled: the script idle, its charts drawn, its fonts loaded (browser_app.settle)."""
     viewport, scale = SCREENS[screen]
-    tab = new_tab(browser, viewport, scale)
-    tab.goto(url)
-    settle(tab)
-    return tab
+    as_new_browser(window, viewport, scale)
+    window.goto(url)
+    settle(window)
+    return window
 
 
 def cut_buttons(tab) -> list[str]:
@@ -81,13 +81,13 @@ def overlaps(boxes: list[dict]) -> list[tuple[int, int]]:
     [*((step, True) for step in sorted({STEP, *LESSON_STEPS})), (STEP, False)],  # a class's view, then a reader's
     ids=lambda value: {True: "projector", False: "plain"}.get(value, value),
 )
-def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(server, browser, projector, step, tmp_path):
+def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(server, window, projector, step, tmp_path):
     """At each screen: opened at the first, then the window resized to the next (browser_app.resize)."""
     from playwright.sync_api import expect
 
     for i, (screen, (viewport, scale)) in enumerate(SCREENS.items()):
         if i == 0:
-            tab = opened(browser, f"{server}/{step}" + ("&projector=true" if projector else ""), screen)
+            tab = opened(window, f"{server}/{step}" + ("&projector=true" if projector else ""), screen)
             # waits: on a busy machine a rerun (the step bound to the URL) can redraw the page after the first idle
             # look, so the layout is measured once the step's buttons are back and the page has settled again
             expect(tab.get_by_role("button", name="◀ Back")).to_be_visible()
@@ -100,14 +100,13 @@ def test_the_derivation_step_formula_is_above_the_fold_and_no_button_is_cut(serv
         bottom = formula["y"] + formula["height"]
         assert bottom < viewport["height"], f"{screen}: the step's formula ends at {bottom:.0f} px, below the fold"
         assert not cut_buttons(tab), f"{screen}: buttons whose label is cut: {cut_buttons(tab)}"
-    tab.context.close()
 
 
 @pytest.mark.parametrize("projector", [True, False], ids=["projector", "plain"])
 @pytest.mark.parametrize("screen", list(SCREENS))
-def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, browser, screen, projector, tmp_path):
+def test_heatmap_titles_do_not_overlap_and_every_field_keeps_its_label(server, window, screen, projector, tmp_path):
     tab = opened(
-        browser, f"{server}/field_interactions?dataset=synthetic" + ("&projector=true" if projector else ""), screen
+        window, f"{server}/field_interactions?dataset=synthetic" + ("&projector=true" if projector else ""), screen
     )
     # the learned R's heatmaps, named as the lesson test finds them: the page opens with a toy R's (plain mode)
     heatmaps = tab.locator("[data-testid='stMain'] .st-key-heatmaps .js-plotly-plot")
@@ -170,7 +169,7 @@ CUT_TEXTS = """() => [...document.querySelectorAll("[data-testid='stMain'] *")]
   .map((e) => e.innerText)"""
 
 
-def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page(server, browser):
+def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page(server, window):
     """Every page as it opens, in projector mode (larger chart text), at each screen (opened at the first, then the
     window resized to the next: browser_app.resize): each chart's titles, legend and tick labels lie inside the
     chart, no title runs into another of its texts (``CHART_TEXT_PROBLEMS``), and no text is cut (``CUT_TEXTS``)."""
@@ -181,21 +180,20 @@ def test_in_projector_mode_no_chart_text_is_cut_or_runs_into_another_on_any_page
         page = "" if path.endswith("home.py") else Path(path).stem
         for i, (screen, (viewport, scale)) in enumerate(SCREENS.items()):
             if i == 0:
-                tab = opened(browser, f"{server}/{page}?dataset=synthetic&projector=true", screen)
+                tab = opened(window, f"{server}/{page}?dataset=synthetic&projector=true", screen)
             else:
                 resize(tab, viewport, scale)
             tab.wait_for_function(CHARTS_DRAWN)
             found = tab.evaluate(CHART_TEXT_PROBLEMS) + [f"'{text}' is cut" for text in tab.evaluate(CUT_TEXTS)]
             if found:
                 problems[f"{title} at {screen}"] = found
-        tab.context.close()
     assert not problems, f"chart texts cut or run together: {problems}"
 
 
-def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_url(server, browser):
+def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_url(server, window):
     from playwright.sync_api import expect  # waits as long as browser_app.WAIT: a shared machine may be slow
 
-    tab = opened(browser, f"{server}/{STEP}", "1280x720")
+    tab = opened(window, f"{server}/{STEP}", "1280x720")
     act(tab, tab.get_by_role("button", name="Next ▶").click)
     expect(tab.get_by_text("Step 8 of 9")).to_be_visible()
     assert "deriv_step=8" in tab.url
@@ -215,10 +213,10 @@ def test_in_a_browser_the_step_survives_leaving_the_page_and_reset_clears_the_ur
 OFF_SCREEN = "() => document.querySelector(\"[data-testid='stSidebar']\").getBoundingClientRect().right <= 0"
 
 
-def test_the_projector_toggle_collapses_the_sidebar_each_time_and_turning_it_off_keeps_it_open(server, browser):
+def test_the_projector_toggle_collapses_the_sidebar_each_time_and_turning_it_off_keeps_it_open(server, window):
     from playwright.sync_api import expect
 
-    tab = opened(browser, f"{server}/derivations", "1280x720")
+    tab = opened(window, f"{server}/derivations", "1280x720")
     toggle = tab.locator("[data-testid='stSidebar']").get_by_text("Projector mode")
     expand = tab.get_by_role("button", name="Expand sidebar")  # shown only while the sidebar is collapsed
     expect(expand).to_be_hidden()
@@ -237,8 +235,8 @@ def test_the_projector_toggle_collapses_the_sidebar_each_time_and_turning_it_off
         assert "projector" not in tab.url
 
 
-def test_an_unknown_page_in_a_link_says_so_and_opens_the_home_page(server, browser):
-    tab = opened(browser, f"{server}/no_such_page?model=fm", "1280x720")
+def test_an_unknown_page_in_a_link_says_so_and_opens_the_home_page(server, window):
+    tab = opened(window, f"{server}/no_such_page?model=fm", "1280x720")
     assert tab.get_by_text("Page not found").first.is_visible()
     assert tab.get_by_role("heading", name="fmlib explainer").is_visible()
     # Streamlit's client logs the fallback as an error; the test expects it, once, and nothing else
