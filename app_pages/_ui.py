@@ -197,6 +197,7 @@ def saved_or_quick_run(
                 st.warning(f"Run {run_id} is an **{run.config['model']}** model: {advice}")
     if quick is None:
         name = dataset_name()
+        trained, key = _quick_runs(), (quick_key, name)
         if run_id is None:
             st.info(
                 f"{note or 'No saved run is selected in the sidebar.'} Train a {quick_name} on {name} here, "
@@ -207,7 +208,7 @@ def saved_or_quick_run(
         if job_key in st.session_state:  # queued or training: its place in line or its progress is shown
             st.stop()
         if job is not None and job.state == "done":
-            st.session_state[quick_key] = _quick_runs()[(quick_key, name)] = job.result
+            st.session_state[quick_key] = trained[key] = job.result
             st.rerun()  # draw the page again from the session, without the offer to train
         if job is not None:  # say how it ended, and offer to train again
             if job.state == "cancelled":
@@ -216,8 +217,8 @@ def saved_or_quick_run(
                 st.error(job.error)
         if not st.button(f"Train a {quick_name} on {name}", type="primary", key="quick_train"):
             st.stop()
-        if (quick_key, name) in _quick_runs():  # another session trained it: the same seeded training
-            st.session_state[quick_key] = _quick_runs()[(quick_key, name)]
+        if key in trained:  # another session trained it: the same seeded training
+            st.session_state[quick_key] = trained[key]
             st.rerun()
         try:
             data = load_split(name, 0)
