@@ -36,6 +36,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def at_least_two(text: str) -> int:
+    """A count an interval is read from (seeds): two at least."""
+    value = _number(int, text)
+    if not value >= 2:
+        raise BadValue(f"must be >= 2 (an interval needs two values), got {text}")
+    return value
+
+
 def positive_float(text: str) -> float:
     value = _number(float, text)
     if not value > 0:  # NaN fails too

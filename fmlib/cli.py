@@ -2,6 +2,7 @@
 
     train --model fm|fwfm|dplr|rafm|rfm [...]         train, print one JSON line
     tune --model M --trials N [...]                     tune on the validation split, write presets/...
+    rescore PRESET.json [...]                           a tuned recipe at 10 seeds, against the models it contains
     scorecard [--readme README.md]                      the papers' claims with intervals and verdicts
     data info | data fetch                              which source serves the data, its fields
     bench train                                         every model vs a plain FM and torchfm, s/epoch
@@ -101,6 +102,11 @@ TOPIC_COMMANDS = [
 # pulls in what the train command does not need: Optuna, scipy)
 COMMANDS = [
     ("tune", "tune a model on the validation split (Optuna) and write its preset", "fmlib.experiments.tune"),
+    (
+        "rescore",
+        "train tuned presets' recipes at several seeds; judge them against the models they contain",
+        "fmlib.experiments.rescore",
+    ),
     ("scorecard", "each paper claim, what we measured with its interval, the verdict", "fmlib.experiments.scorecard"),
 ]
 

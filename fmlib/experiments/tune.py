@@ -16,6 +16,10 @@
   equal, and no model need validate worse than a model it contains.
 * Pruner: the median pruner with epochs as steps, fed the validation metric after every epoch
   through ``fit``'s callback; a trial below the median of earlier trials at the same epoch stops early.
+* Seeds: every trial trains at one seed (``--seed``), so a study's best is partly that seed's luck. The
+  chosen recipe is trained again at ``--seeds N`` seeds (default 10: 0, …, N − 1, same split), and the
+  preset records those validation scores (``by_seed``). A model validates worse than a model it
+  contains only when, over those seeds, the paired 95 % interval of the difference lies wholly above 0.
 * Objective: the best validation metric of the run (RMSE for ratings, logloss for clicks).
   The test split is never read while tuning; it is touched once, by the final model.
 * Storage and workers: ``--workers N`` processes share each study through Optuna's storage, so
@@ -47,18 +51,26 @@ import multiprocessing
 import os
 import shlex
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
 
 from .. import presets
-from ..arguments import add_data_arguments, add_features_argument, add_train_arguments, int_list, positive_int
+from ..arguments import (
+    add_data_arguments,
+    add_features_argument,
+    add_train_arguments,
+    at_least_two,
+    int_list,
+    positive_int,
+)
 from ..data.features import with_features
 from ..models import build_for, hyperparameters
 from ..models.rafm_ranks import check_thresholds
 from ..runs import default_root as runs_root
 from ..train import MONITOR, TrainConfig, evaluate, fit
+from .verdict import paired_interval
 
 # name -> (low, high) for a log-uniform float, or a tuple of choices. TOOLS are the training tools
 # every model gets, drawn from the same ranges for every model (a tool one model can take and the
@@ -161,6 +173,7 @@ def build(model: str, data, seed: int, hp: dict):
 
 
 TOLERANCE = 0.002  # studies whose bests differ by more (in the validation metric) have not converged
+SEEDS = 10  # seeds the chosen recipe is trained at: the spread a model is compared with the models it contains by
 EPOCHS = 200  # a trial's epoch cap; early stopping on validation decides where it ends
 # container -> {contained model: the values of the container's own hyperparameters at which it is,
 # or comes closest to, that model}. An FM of size k is an FM of size k' > k with zero extra factors.
@@ -381,19 +394,33 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeou
 
 
 def make_preset(
-    model, dataset, rank, base: TrainConfig, fixed, params, value, studies, min_count, command, settings, contained=None
+    model,
+    dataset,
+    rank,
+    base: TrainConfig,
+    fixed,
+    params,
+    value,
+    studies,
+    min_count,
+    command,
+    settings,
+    contained=None,
+    scores=(),
 ) -> dict:
     """The preset of the best ``params`` (validation ``value``) over ``studies``, a list of
     {study, sampler_seed, finished_trials, best_valid_<metric>, epochs}. ``settings``: the studies'
     settings (space, budget, split); ``contained``: {name: preset} of the tuned models the model
-    contains, whose recipes started the studies. The tuning has ``converged`` when the studies'
-    bests agree within ``TOLERANCE`` and no contained model validates better (``better_inside``)."""
+    contains, whose recipes started the studies; ``scores``: the validation metric of the recipe at
+    seeds 0, 1, … (``seed_scores``). The tuning has ``converged`` when the studies' bests agree
+    within ``TOLERANCE`` and no contained model validates better over those seeds (``better_inside``)."""
     key = f"best_valid_{MONITOR[base.task]}"
     train, hp = split_params(model, params, fixed)
     config = {**asdict(base), **train}
     bests = [s[key] for s in studies]
     best = min(studies, key=lambda s: s[key])
-    inside = better_inside(contained or {}, key, value, settings)
+    by_seed = {f"valid_{MONITOR[base.task]}": list(scores)}
+    inside = better_inside(contained or {}, key, by_seed, settings)
     preset = {
         "model": model,
         "dataset": dataset,
@@ -408,6 +435,7 @@ def make_preset(
             "seed": base.seed,
             key: round(value, 5),
             "epochs_used": best["epochs"],
+            "by_seed": by_seed,
             "studies": studies,
             "converged": max(bests) - min(bests) <= TOLERANCE and not inside,
             "tolerance": TOLERANCE,
@@ -422,21 +450,45 @@ def make_preset(
     return preset
 
 
-def better_inside(contained: dict, key: str, value: float, settings: dict) -> dict:
-    """{name: recorded validation score} of the ``contained`` presets that validate better than
-    ``value``: a model whose tuning missed a point of its own space. Only scores measured alike
-    count: a preset tuned by studies (``make_preset``) on the same split (seed, min count) and task;
-    a preset chosen otherwise (e.g. on a mean over splits) seeds a study but is no reference."""
+def seed_scores(model: str, data, hp: dict, config: TrainConfig, seeds: int = SEEDS) -> list[float]:
+    """The validation metric of the recipe (``hp``, ``config``) trained at seeds 0, …, ``seeds`` − 1
+    (the model's initialisation and the order of its minibatches) on ``data``, the split it was tuned on."""
+    key = MONITOR[config.task]
+    runs = (
+        fit(build(model, data, s, hp), data.train, data.valid, replace(config, seed=s), snapshots=False)
+        for s in range(seeds)
+    )
+    return [round(run.metrics["valid"][key], 5) for run in runs]
+
+
+def better_inside(contained: dict, key: str, by_seed: dict, settings: dict) -> dict:
+    """{name: [mean, low, high]} of the ``contained`` presets whose recipes validate better than the
+    container's over the same seeds (``by_seed``: {valid_<metric>: scores at seeds 0, 1, …}): the
+    paired 95 % t-interval of container − contained lies wholly above 0 (every metric here is a
+    loss). A model whose tuning missed a point of its own space. Only presets measured alike count:
+    tuned by studies (``make_preset``) on the same split (seed, min count) and task; a preset chosen
+    otherwise (e.g. on a mean over splits) seeds a study but is no reference. One measured alike
+    without scores at as many seeds is {name: None}: not compared, so not shown to be no better
+    (``python -m fmlib rescore`` scores it)."""
+    metric = key.removeprefix("best_")
+    ours = by_seed.get(metric, [])
 
     def alike(tuning: dict) -> bool:
         theirs = tuning.get("settings", {}) if "studies" in tuning else {}
         return all(theirs.get(k) == settings[k] for k in ("seed", "min_count", "task"))
 
-    return {
-        name: preset["tuning"][key]
-        for name, preset in contained.items()
-        if alike(preset["tuning"]) and preset["tuning"].get(key, float("inf")) < round(value, 5)
-    }
+    found = {}
+    for name, preset in contained.items():
+        if not alike(preset["tuning"]):
+            continue
+        scores = preset["tuning"].get("by_seed", {}).get(metric, [])
+        if not len(scores) == len(ours) >= 2:
+            found[name] = None
+            continue
+        interval = paired_interval(scores, ours, lower_is_better=True)  # > 0: the contained model validates better
+        if interval.low > 0:
+            found[name] = [round(v, 5) for v in (interval.mean, interval.low, interval.high)]
+    return found
 
 
 def recorded_better(path: Path, key: str, value: float, settings: dict) -> float | None:
@@ -486,6 +538,12 @@ def add_arguments(p) -> None:
         type=positive_int,
         default=2,
         help="studies of different sampler seeds; converged when their bests agree within 0.002 (default: 2)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=at_least_two,
+        default=SEEDS,
+        help=f"seeds the chosen recipe is trained at, to compare it with the models it contains (default: {SEEDS})",
     )
     p.add_argument(
         "--workers", type=positive_int, default=1, help="processes sharing each study (e.g. the cores; default: 1)"
@@ -546,6 +604,7 @@ def tune_command(args) -> str:
         "dim",
         "trials",
         "studies",
+        "seeds",
         "min_count",
         "seed",
         "epochs",
@@ -682,6 +741,9 @@ def run(args) -> int:
     value, params = min(candidates, key=lambda c: c[0])
     features = params.pop("features", chosen[0])
     data = sets[features]
+    train, hp = split_params(args.model, params, fixed)
+    print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
+    scores = seed_scores(args.model, data, hp, TrainConfig(**{**asdict(base), **train}), args.seeds)
     preset = make_preset(
         args.model,
         args.dataset,
@@ -695,6 +757,7 @@ def run(args) -> int:
         tune_command(args),
         settings,
         contained,
+        scores,
     )
     if features != "all":
         preset["features"] = features
@@ -745,8 +808,16 @@ def convergence_line(preset: dict) -> str:
         + str(tuning["tolerance"])
     ]
     inside = tuning.get("better_inside", {})
-    if inside:
-        words.append("models it contains validate better: " + ", ".join(f"{n} {v:.5f}" for n, v in inside.items()))
+    if better := {name: v for name, v in inside.items() if v is not None}:
+        seeds = len(next(iter(tuning["by_seed"].values())))
+        words.append(
+            f"models it contains validate better over {seeds} seeds: "
+            + ", ".join(f"{n} by {m:.5f} [{lo:.5f}, {hi:.5f}]" for n, (m, lo, hi) in better.items())
+        )
+    if unscored := [name for name, v in inside.items() if v is None]:
+        words.append(
+            f"not compared with {', '.join(unscored)} (no scores at the same seeds: `python -m fmlib rescore`)"
+        )
     if tuning["converged"]:
         return "converged: " + "; ".join(words)
     return "not converged: " + "; ".join(words) + "; run again with more --trials (the studies resume)"

@@ -1,0 +1,73 @@
+"""``python -m fmlib rescore PRESET.json [...]``: train tuned presets' recipes at several seeds, judge them again.
+
+``python -m fmlib tune`` records in a preset the validation scores of its recipe at seeds 0, …, N − 1
+(``tuning.by_seed``) and the models it contains that validate better over them (``tuning.better_inside``,
+``tune.better_inside``). This command writes that record for presets tuned before it existed, without tuning
+again: it trains every given preset's recipe at the seeds on the split it was tuned on, then judges each
+preset against the models it contains (read from the same presets folder, scored or not) and rewrites its
+``converged``. Give a preset together with the presets it contains, so that all are scored alike.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .. import presets
+from ..arguments import at_least_two
+from ..data import load, split
+from ..data.features import with_features
+from ..train import MONITOR
+from . import tune
+
+
+def add_arguments(p) -> None:
+    p.add_argument("presets", nargs="+", type=Path, help="preset files written by `python -m fmlib tune`")
+    p.add_argument("--seeds", type=at_least_two, default=tune.SEEDS, help=f"seeds 0, …, N − 1 (default: {tune.SEEDS})")
+
+
+def load_tuned(path: Path) -> dict:
+    """The preset at ``path``; one tuned by studies (``python -m fmlib tune``), else ValueError."""
+    try:
+        preset = json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{presets.shown(path)} is not a preset ({err})") from None
+    if "studies" not in preset.get("tuning", {}):
+        raise ValueError(f"{presets.shown(path)} was not tuned by studies (`python -m fmlib tune`): nothing to rescore")
+    return preset
+
+
+def scored(preset: dict, seeds: int, log=None) -> dict:
+    """``preset`` with ``tuning.by_seed``: its recipe trained at ``seeds`` seeds on the split it was tuned on."""
+    settings = preset["tuning"]["settings"]
+    data = split(load(preset["dataset"], log=log), seed=settings["seed"], min_count=preset["min_count"])
+    data = with_features(data, preset.get("features", "all"))
+    config = presets.train_config(preset)
+    scores = tune.seed_scores(preset["model"], data, presets.hyperparameters(preset), config, seeds)
+    by_seed = {f"valid_{MONITOR[preset['task']]}": scores}
+    return {**preset, "tuning": {**preset["tuning"], "by_seed": by_seed}}
+
+
+def judged(preset: dict, root: Path) -> dict:
+    """``preset`` with ``better_inside`` and ``converged`` from its studies and the presets in ``root`` it contains."""
+    tuning = preset["tuning"]
+    key = f"best_valid_{MONITOR[preset['task']]}"
+    fixed = {k: v for k, v in preset["hp"].items() if k in ("dim", "rank")}
+    contained = tune.contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], root)
+    inside = tune.better_inside(contained, key, tuning["by_seed"], tuning["settings"])
+    bests = [s[key] for s in tuning["studies"]]
+    converged = max(bests) - min(bests) <= tuning["tolerance"] and not inside
+    return {**preset, "tuning": {**tuning, "better_inside": inside, "converged": converged}}
+
+
+def run(args) -> int:
+    loaded = {path: load_tuned(path) for path in args.presets}  # every file checked before any training
+    for number, (path, preset) in enumerate(loaded.items(), 1):
+        print(f"[{number}/{len(loaded)}] {presets.shown(path)}: {args.seeds} seeds ...", file=sys.stderr, flush=True)
+        presets.save(scored(preset, args.seeds), path)
+    for path in loaded:
+        preset = judged(json.loads(path.read_text()), path.parents[1])
+        presets.save(preset, path)
+        print(f"{presets.shown(path)}: {tune.convergence_line(preset)}")
+    return 0
