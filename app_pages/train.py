@@ -82,6 +82,14 @@ def preset_label(choice: str) -> str:
     return f"{choice}: tuned, up to {budget} epochs ({budget / defaults.epochs:.2g}× the quick run's)"
 
 
+def tuning_caption(choice: str) -> str:
+    """The chosen preset's tuning record in a sentence (``presets.tuning_summary``)."""
+    try:
+        return presets.tuning_summary(presets.load_named(name, choice, model, task, root))
+    except (ValueError, KeyError) as err:
+        return f"{choice}: its tuning record is unreadable ({err})."
+
+
 def base_config() -> TrainConfig:
     """The settings without a widget (batch size, patience) of the chosen preset, or of the quick run."""
     choice = st.session_state.get("preset", "defaults")
@@ -180,8 +188,11 @@ with left:
         on_change=apply_preset,
         help="The quick settings train a few epochs, enough to watch an FM learn. A tuned preset (python -m fmlib "
         "tune) fills in the learning rate, L2, epochs and hyperparameters that did best on the validation split, "
-        "and trains up to its epoch budget, early stopping deciding: a converged model, at the cost its label says.",
+        "and trains up to its epoch budget, early stopping deciding, at the cost its label says; the line below "
+        "the menu says whether its tuning converged.",
     )
+    if st.session_state.get("preset") in tuned:
+        st.caption(tuning_caption(st.session_state["preset"]))
     seed = int(
         VIEW.widget(
             "seed", bounded_number, "Seed", 0, 10_000, help="Seeds the split, the initialisation and the batch order."

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from .results import write_text
-from .train import TrainConfig
+from .train import MONITOR, TrainConfig
 
 TRAIN_KEYS = ("lr", "weight_decay", "batch_size", "epochs", "patience")  # what a preset fixes
 OPTIONAL_TRAIN_KEYS = ("average_from", "field_decay", "linear_decay")  # fixed when present (older presets lack them)
@@ -158,3 +158,27 @@ def recipe(preset: dict) -> str:
     each = f"{studies} studies × {trials}" if studies > 1 else f"{trials}"
     chosen = f"{each} Optuna trials on validation" if trials else "chosen by hand on validation"
     return ", ".join(parts) + f" ({chosen})"
+
+
+def tuning_summary(preset: dict) -> str:
+    """How far the preset's numbers can be trusted, in a sentence or two from its record: the validation
+    score of its best trial, its recipe's mean ± standard deviation over the seeds it was trained at
+    (``tuning.by_seed``), and whether its studies converged."""
+    tuning, metric = preset.get("tuning", {}), MONITOR[preset["task"]]
+    best, shown = tuning.get(f"best_valid_{metric}"), metric.upper() if metric == "rmse" else metric
+    if best is None:
+        return "Chosen by hand: no tuning record."
+    if "studies" not in tuning:
+        return f"Chosen by an experiment among its configurations ({tuning.get('command', 'no command recorded')}): validation {shown} {best:.5f} as it measured it."
+    words = [f"Its best trial validated at {shown} {best:.5f}"]
+    scores = tuning.get("by_seed", {}).get(f"valid_{metric}", [])
+    if len(scores) >= 2:
+        mean = sum(scores) / len(scores)
+        sd = (sum((x - mean) ** 2 for x in scores) / (len(scores) - 1)) ** 0.5
+        words.append(f"its recipe at {len(scores)} seeds, {mean:.5f} ± {sd:.5f}")
+    sentence = "; ".join(words) + "."
+    if "converged" not in tuning:
+        return sentence
+    if tuning["converged"]:
+        return f"{sentence} Its tuning converged."
+    return f"{sentence} Its tuning did not converge (tests/test_presets_converged.py says why): treat it as a good recipe, not the best."

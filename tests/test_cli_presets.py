@@ -155,3 +155,17 @@ def test_available_lists_sizes_and_rafm_cut_points(tmp_path):
         (tmp_path / "d" / f"{stem}.json").write_text("{}")
     assert presets.available("d", "rafm", root=tmp_path) == ["rafm-8,32", "rafm-8,32-t2000"]
     assert presets.available("d", "rafm", "click", root=tmp_path) == ["rafm-8,32-t2000-click"]
+
+
+def test_a_presets_tuning_summary_says_what_its_record_holds():
+    def said(**tuning):
+        return presets.tuning_summary({"task": "click", "tuning": tuning})
+
+    assert said() == "Chosen by hand: no tuning record."
+    assert said(best_valid_logloss=0.5, command="reproduce x").startswith("Chosen by an experiment among its")
+    record = {"best_valid_logloss": 0.5, "studies": [], "by_seed": {"valid_logloss": [0.5, 0.6, 0.7]}}
+    assert said(**record, converged=True) == (
+        "Its best trial validated at logloss 0.50000; its recipe at 3 seeds, 0.60000 ± 0.10000. Its tuning converged."
+    )
+    assert "did not converge" in said(**record, converged=False)
+    assert said(best_valid_logloss=0.5, studies=[]) == "Its best trial validated at logloss 0.50000."

@@ -26,7 +26,12 @@ def test_tuned_preset_fills_the_widgets(tmp_path, monkeypatch):
             "linear_decay": 0.1,
         },
         "min_count": 1,
-        "tuning": {},
+        "tuning": {
+            "best_valid_rmse": 0.9,
+            "studies": [{"best_valid_rmse": 0.9}, {"best_valid_rmse": 0.95}],
+            "by_seed": {"valid_rmse": [0.9, 0.92]},
+            "converged": False,
+        },
     }
     presets.save(preset, presets.preset_path("synthetic", "fm", 4, root=tmp_path))
     at = app_page("app_pages/train.py", dataset="synthetic")
@@ -42,8 +47,10 @@ def test_tuned_preset_fills_the_widgets(tmp_path, monkeypatch):
     assert at.number_input(key="average_from").value == 2
     assert at.number_input(key="hp_fm_dim").value == 4
     assert any("Grouped L2 from the preset" in c.value and "f0 × 0.5, w × 0.1" in c.value for c in at.caption)
+    said = "Its best trial validated at RMSE 0.90000; its recipe at 2 seeds, 0.91000 ± 0.01414. Its tuning did not"
+    assert any(c.value.startswith(said) for c in at.caption), [c.value for c in at.caption]
     at.selectbox(key="preset").set_value("defaults").run()
-    assert not any("Grouped L2" in c.value for c in at.caption)
+    assert not any("Grouped L2" in c.value or "Its best trial" in c.value for c in at.caption)
     config, hp = quick_settings("synthetic")
     assert at.number_input(key="hp_fm_dim").value == hp["dim"]
     assert at.number_input(key="epochs").value == config.epochs
