@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 from pathlib import Path
 
 from .results import write_text
@@ -173,9 +174,9 @@ def tuning_summary(preset: dict) -> str:
     words = [f"Its best trial validated at {shown} {best:.5f}"]
     scores = tuning.get("by_seed", {}).get(f"valid_{metric}", [])
     if len(scores) >= 2:
-        mean = sum(scores) / len(scores)
-        sd = (sum((x - mean) ** 2 for x in scores) / (len(scores) - 1)) ** 0.5
-        words.append(f"its recipe at {len(scores)} seeds, {mean:.5f} ± {sd:.5f}")
+        words.append(
+            f"its recipe at {len(scores)} seeds, {statistics.mean(scores):.5f} ± {statistics.stdev(scores):.5f}"
+        )
     sentence = "; ".join(words) + "."
     if "converged" not in tuning:
         return sentence

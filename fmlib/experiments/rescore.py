@@ -56,8 +56,7 @@ def judged(preset: dict, root: Path) -> dict:
     fixed = {k: v for k, v in preset["hp"].items() if k in ("dim", "rank")}
     contained = tune.contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], root)
     inside = tune.better_inside(contained, key, tuning["by_seed"], tuning["settings"])
-    bests = [s[key] for s in tuning["studies"]]
-    converged = max(bests) - min(bests) <= tuning["tolerance"] and not inside
+    converged = tune.converged([s[key] for s in tuning["studies"]], tuning["tolerance"], inside)
     return {**preset, "tuning": {**tuning, "better_inside": inside, "converged": converged}}
 
 

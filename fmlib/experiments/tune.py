@@ -437,7 +437,7 @@ def make_preset(
             "epochs_used": best["epochs"],
             "by_seed": by_seed,
             "studies": studies,
-            "converged": max(bests) - min(bests) <= TOLERANCE and not inside,
+            "converged": converged(bests, TOLERANCE, inside),
             "tolerance": TOLERANCE,
             "seeded_from": list(contained or {}),
             "better_inside": inside,
@@ -448,6 +448,12 @@ def make_preset(
     }
     preset["tuning"]["recipe"] = presets.recipe(preset)
     return preset
+
+
+def converged(bests: list, tolerance: float, inside: dict) -> bool:
+    """The rule: the studies' ``bests`` agree within ``tolerance`` and no model the tuned one contains validates
+    better, or is left uncompared (``better_inside``)."""
+    return max(bests) - min(bests) <= tolerance and not inside
 
 
 def seed_scores(model: str, data, hp: dict, config: TrainConfig, seeds: int = SEEDS) -> list[float]:
