@@ -317,6 +317,7 @@ def test_the_convergence_line_says_which(tmp_path):
     assert (
         "validate better over 3 seeds: fm-8 by 0.00300 [0.00100, 0.00500]" in said and "not compared with fm-4" in said
     )
+    assert said.endswith("the studies agree, so more trials are unlikely to help: its recipes do not train it to those")
 
 
 def test_only_scores_measured_alike_make_a_tuning_unconverged():

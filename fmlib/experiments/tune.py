@@ -826,4 +826,8 @@ def convergence_line(preset: dict) -> str:
         )
     if tuning["converged"]:
         return "converged: " + "; ".join(words)
-    return "not converged: " + "; ".join(words) + "; run again with more --trials (the studies resume)"
+    if not agree:
+        words.append("run again with more --trials (the studies resume)")
+    elif better:
+        words.append("the studies agree, so more trials are unlikely to help: its recipes do not train it to those")
+    return "not converged: " + "; ".join(words)
