@@ -101,8 +101,7 @@ def test_no_model_validates_worse_than_a_model_it_contains(path):
     studies on the same split and task, over the same seeds (``tune.better_inside``: worse when the
     paired 95 % interval lies wholly on the worse side)."""
     preset = json.loads(path.read_text())
-    fixed = {k: v for k, v in preset["hp"].items() if k in ("dim", "rank")}
-    inner = tune.contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], path.parents[1])
+    inner = tune.contained_by(preset, path.parents[1])
     key = f"best_valid_{MONITOR[preset['task']]}"
     assert inner or preset["model"] not in ("fwfm", "dplr"), "an FwFM or a DPLR contains at least the FM"
     worse = tune.better_inside(inner, key, preset["tuning"].get("by_seed", {}), preset["tuning"]["settings"])

@@ -53,9 +53,7 @@ def judged(preset: dict, root: Path) -> dict:
     """``preset`` with ``better_inside`` and ``converged`` from its studies and the presets in ``root`` it contains."""
     tuning = preset["tuning"]
     key = f"best_valid_{MONITOR[preset['task']]}"
-    fixed = {k: v for k, v in preset["hp"].items() if k in ("dim", "rank")}
-    contained = tune.contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], root)
-    inside = tune.better_inside(contained, key, tuning["by_seed"], tuning["settings"])
+    inside = tune.better_inside(tune.contained_by(preset, root), key, tuning["by_seed"], tuning["settings"])
     converged = tune.converged([s[key] for s in tuning["studies"]], tuning["tolerance"], inside)
     return {**preset, "tuning": {**tuning, "better_inside": inside, "converged": converged}}
 

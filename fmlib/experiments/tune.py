@@ -206,6 +206,12 @@ def contained_presets(model: str, fixed: dict, dataset: str, task: str, root) ->
     return found
 
 
+def contained_by(preset: dict, root) -> dict:
+    """``contained_presets`` of a written preset: its model at its own sizes (``dim``, ``rank``), in ``root``."""
+    fixed = {k: v for k, v in preset["hp"].items() if k in ("dim", "rank")}
+    return contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], root)
+
+
 def seed_points(model: str, contained: dict, space: dict) -> dict:
     """{name: Optuna parameters} that start a study at each contained model's recipe: its training
     values and sizes where the space draws them, plus ``CONTAINS``' values of the container's own
