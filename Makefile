@@ -4,6 +4,13 @@ STAMP   := .venv/.installed
 PORT    ?= 8501
 ADDRESS ?= 0.0.0.0
 
+# Python's default, whatever the shell says: each module compiled once and its bytecode kept (in __pycache__/,
+# git-ignored), so the many processes the tests start (two workers, notebook kernels, app servers, CLI runs) and the
+# app's own restarts do not compile fmlib and the tests again each (an environment with PYTHONDONTWRITEBYTECODE set
+# made every one of them do so: about 0.7 s of CPU a process for fmlib alone, and pytest's rewriting of every test
+# module in each worker).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: venv app serve notebook notebooks-html test test-fast lint bench bench-visits system-deps browser-deps clean
 
 venv: $(STAMP)

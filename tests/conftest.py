@@ -225,6 +225,18 @@ def isolated_runs(tmp_path, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def one_torch_thread():
+    """A test fails if it leaves its worker with more than one torch thread (conftest sets one): a thread count
+    is the process's, and every later test of the worker would pay for it. A tuning test did so once (tune set
+    a thread a core), and the worker's later tests spent two cores' spin beside the other worker's."""
+    yield
+    threads = torch.get_num_threads()
+    if threads != 1:
+        torch.set_num_threads(1)
+        pytest.fail(f"the test left torch with {threads} threads (set once per process: conftest sets 1)")
+
+
+@pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
     import streamlit as st
 

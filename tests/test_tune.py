@@ -96,7 +96,7 @@ def _cli(args, capsys):
 @pytest.mark.usefixtures("movielens_sample")
 def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1", "--studies", "1"]
+    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1", "--studies", "1", "--seeds", "2"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
@@ -104,6 +104,7 @@ def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch
     assert result["preset"] == "presets/ml-100k/fm-8.json" and result["finished_trials"] == 2
     preset = json.loads(path.read_text())
     assert preset["hp"] == {"dim": 8} and "--rank 8" in preset["tuning"]["command"]
+    assert len(preset["tuning"]["by_seed"]["valid_rmse"]) == 2  # --seeds 2
     code, out, _ = _cli([*args[:6], "3", *args[7:]], capsys)  # resumes: one more trial
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["finished_trials"] == 3
     code, out, _ = _cli(["train", "--model", "fm", "--dim", "8", "--preset", "tuned", "--seed", "1"], capsys)
@@ -140,7 +141,7 @@ def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypat
 @pytest.mark.usefixtures("movielens_sample")
 def test_cli_keeps_a_preset_that_records_a_better_validation_score(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "1", "--epochs", "1", "--studies", "1"]
+    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "1", "--epochs", "1", "--studies", "1", "--seeds", "2"]
     code, out, _ = _cli(args, capsys)
     path = tmp_path / "presets" / "ml-100k" / "fm-8.json"
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["written"]
@@ -167,6 +168,7 @@ def test_cli_draws_the_feature_set_and_files_the_preset_under_the_one_drawn(tmp_
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     sets = ["user_id,movie_id", "user_id,movie_id,rated"]
     args = ["tune", "--model", "rafm", "--draw-features", *sets, "--trials", "2", "--epochs", "1", "--studies", "1"]
+    args += ["--seeds", "2"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
     path = json.loads(out.strip().splitlines()[-1])["preset"]  # named from the folder that holds the presets
@@ -255,7 +257,7 @@ def test_the_seeded_recipe_is_the_first_trial_of_every_study(tmp_path, monkeypat
 @pytest.mark.usefixtures("movielens_sample")
 def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "2", "--epochs", "2", "--studies", "2"]
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "2", "--epochs", "2", "--studies", "2", "--seeds", "2"]
     code, out, err = _cli(args, capsys)
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
@@ -270,7 +272,7 @@ def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypa
 
 def test_workers_share_one_study(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "3", "--epochs", "1", "--studies", "1"]
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "3", "--epochs", "1", "--studies", "1", "--seeds", "2"]
     code, out, err = _cli([*args, "--workers", "2"], capsys)
     assert code == 0, err
     storage = tune.storage_of(str(tmp_path / "runs" / ".studies" / "ml-100k" / "fm-4-seed0.journal"))

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import shlex
 import sys
 from dataclasses import asdict, dataclass, replace
@@ -668,8 +667,12 @@ def load_sets(plan: Plan, log=None) -> dict:
 
 
 def work(plan: Plan, sampler_seed: int, worker: int, sets=None) -> None:
-    """One worker's share of one study: trials until the study holds ``plan.trials`` finished ones."""
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // plan.workers))
+    """One worker's share of one study: trials until the study holds ``plan.trials`` finished ones.
+
+    One torch thread a worker, the cores go to workers: minibatches of small tensors train as fast on one
+    thread (FM(8) on ml-100k, 5 epochs, an idle 2-core machine: 0.60 s of wall-clock time on one thread,
+    0.71 s and twice the CPU on two). A spawned worker starts with torch's default, a thread a core."""
+    torch.set_num_threads(1)
     sets = sets or load_sets(plan)
     study = open_study(plan.storage, plan.study_name(sampler_seed), sampler_seed, plan.settings, worker)
     data = sets if plan.drawn else sets[plan.sets[0]]
