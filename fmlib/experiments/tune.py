@@ -16,7 +16,6 @@
   equal, and no model need validate worse than a model it contains.
 * Pruner: the median pruner with epochs as steps, fed the validation metric after every epoch
   through ``fit``'s callback; a trial below the median of earlier trials at the same epoch stops early.
-  A paper's protocol that says nothing of pruning (``UNPRUNED``) trains every trial to its early stop.
 * Seeds: every trial trains at one seed (``--seed``), so a study's best is partly that seed's luck. The
   chosen recipe is trained again at ``--seeds N`` seeds (default 10: 0, …, N − 1, same split), and the
   preset records those validation scores (``by_seed``). A model validates worse than a model it
@@ -106,11 +105,6 @@ SEARCH_SPACES = {model: {**TOOLS, **own} for model, own in MODEL_SPACES.items()}
 # TrainConfig's defaults (one L2, no grouped L2, no averaging). Its presets go to presets/dplr-paper/.
 PROTOCOL_SPACES = {"dplr-paper": {"lr": TOOLS["lr"]}}
 PROTOCOLS = ("ours", *PROTOCOL_SPACES)
-# Protocols whose trials are not pruned: [DPLR] §5 tunes the learning rate with Optuna and says nothing of pruning.
-# Under it our median pruner stopped at epoch 5 nearly every trial near the best learning rate (21 of 22 between
-# 0.015 and 0.018 in DPLR(4)'s studies), where such a rate still trails, so its two studies disagreed; a trial there
-# takes about 3 s. Their studies' settings say so ("pruner": "none"): a study pruned before is not resumed.
-UNPRUNED = ("dplr-paper",)
 TRAIN_PARAMS = ("lr", "weight_decay", "average_from", "field_decay", "linear_decay")
 
 
@@ -302,10 +296,7 @@ def open_study(spec: str, name: str, sampler_seed: int, settings: dict, worker: 
         )
     done = 0 if study is None else len(study.trials)
     sampler = optuna.samplers.TPESampler(seed=10_000 * sampler_seed + 1_000 * worker + done)
-    if settings.get("pruner") == "none":  # UNPRUNED
-        pruner = optuna.pruners.NopPruner()
-    else:
-        pruner = optuna.pruners.MedianPruner(n_startup_trials=8, n_warmup_steps=5)  # slow starters get 5 epochs
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=8, n_warmup_steps=5)  # slow starters get 5 epochs
     try:
         created = optuna.create_study(
             study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction="minimize", load_if_exists=True
@@ -722,7 +713,6 @@ def run(args) -> int:
         "features": drawn or args.features or "all",
         "space": json.loads(json.dumps({**space, "features": drawn} if drawn else space)),  # as stored
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
-        **({"pruner": "none"} if args.protocol in UNPRUNED else {}),
     }
     plan = Plan(
         args.model,
