@@ -245,9 +245,11 @@ def starter_runs():
 
 
 @st.cache_resource
-def warm_up() -> threading.Thread:
+def warm_up() -> threading.Thread | None:
     """Started once per server: what every reader would wait for once, computed in the background
-    from constants instead of on a reader's first visit to a page."""
+    from constants instead of on a reader's first visit to a page (``FMLIB_WARM_UP=0`` turns this off)."""
+    if os.environ.get("FMLIB_WARM_UP", "1") == "0":
+        return None
     thread = threading.Thread(target=_warm_up, name="warm-up", daemon=True)
     thread.start()
     return thread

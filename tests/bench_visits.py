@@ -20,6 +20,8 @@ from patience import ms
 from test_browser import SHOTS, no_exception
 
 pytestmark = test_browser.pytestmark  # the browser tests' marks: Chromium is needed
+# the server as a reader meets it: warming up in the background from its start (the tests turn that off, conftest.py)
+os.environ["FMLIB_WARM_UP"] = "1"
 
 
 @pytest.fixture(scope="module")

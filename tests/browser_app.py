@@ -58,6 +58,9 @@ WATCH = """
 # drawn its SVG, and neither the document nor the websocket has changed for ``quiet`` ms. With ``since``: the page
 # has also sent a message since it had sent ``since`` (the action's rerun was asked for), or nothing has changed
 # for a second (an action that asked for nothing, such as picking the option already picked).
+# How often a wait for a state of the page looks at it, in ms. Not at every animation frame ("raf"): that kept the
+# renderer drawing frames for the whole wait (test_browser_projector.py: 46.0 s of the renderer's CPU, 42.6 s so).
+POLL = 20
 SETTLED = """([quiet, since]) => {
   const s = window.__st;
   const app = document.querySelector("[data-testid='stApp']");
@@ -183,7 +186,7 @@ def resize(tab, viewport: dict, scale: float = 1.0) -> None:
     """The tab's window resized to ``viewport`` drawn at ``scale`` (``emulate``), as when the window moves to another
     screen; then settled, every chart drawn again at its new width."""
     emulate(tab, viewport, scale)
-    tab.wait_for_function(CHARTS_FIT, polling="raf")
+    tab.wait_for_function(CHARTS_FIT, polling=POLL)
     settle(tab, quiet=300)
 
 
@@ -211,7 +214,7 @@ def settle(tab, since: int | None = None, quiet: int = 100) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        tab.wait_for_function(SETTLED, arg=[quiet, since], polling="raf", timeout=ms(WAIT))
+        tab.wait_for_function(SETTLED, arg=[quiet, since], polling=POLL, timeout=ms(WAIT))
     except PlaywrightTimeout:
         raise AssertionError(f"the page did not settle in {limit(WAIT):.0f} s: {tab.evaluate(UNSETTLED)}") from None
     tab.evaluate("() => document.fonts.ready.then(() => true)")  # text laid out in its own font (KaTeX's)
@@ -226,7 +229,7 @@ def act(tab, action) -> None:
 
 def still(tab, selector: str, quiet: int = 400) -> None:
     """Wait until the element ``selector`` finds has kept its place for ``quiet`` ms (a scroll has settled)."""
-    tab.wait_for_function(STILL, arg=[selector, selector, quiet], polling="raf", timeout=ms(WAIT))
+    tab.wait_for_function(STILL, arg=[selector, selector, quiet], polling=POLL, timeout=ms(WAIT))
 
 
 def read(what, tries: int = 3):

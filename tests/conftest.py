@@ -38,6 +38,9 @@ from fmlib.data import split, synthetic
 
 torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a busy machine
 os.environ.setdefault("FMLIB_STARTER_RUNS", "0")  # no background starter runs in tests (and their servers)
+# no warm-up either: each app server and each worker that runs app.py would check every derivation's first line
+# again, in forked children (test_pages_foundation.py tests the warm-up itself)
+os.environ.setdefault("FMLIB_WARM_UP", "0")
 
 
 def _patient_client():

@@ -26,6 +26,28 @@ def test_home_links_every_page():
     assert len(links) == len(PAGES) - 1
 
 
+def test_the_app_warms_up_once_in_the_background_unless_turned_off(monkeypatch):
+    """app.py starts ``warm_up`` once per server: the attack's first gradient and Hessian, and the first line of every
+    derivation checked, in a thread. The tests turn it off (``FMLIB_WARM_UP=0``, conftest.py)."""
+    from app_pages import _ui
+    from fmlib.derivations import catalog
+
+    done = []
+    monkeypatch.setattr(_ui.attack, "warm_up", lambda: done.append("attack"))
+    monkeypatch.setattr(_ui, "check_step", lambda derivation, index: done.append((derivation.key, index)))
+    _ui.warm_up.clear()
+    try:
+        assert _ui.warm_up() is None and not done  # off, as in every test
+        monkeypatch.setenv("FMLIB_WARM_UP", "1")
+        _ui.warm_up.clear()
+        thread = _ui.warm_up()
+        thread.join()
+        assert done == ["attack", *((derivation.key, 0) for derivation in catalog())]
+        assert _ui.warm_up() is thread  # once per server
+    finally:
+        _ui.warm_up.clear()
+
+
 def test_train_page_trains_shows_metrics_and_saves():
     at = page("app_pages/train.py", dataset="synthetic")
     at.run()
