@@ -53,14 +53,15 @@ WATCH = """
 })();
 """
 
+# How often a wait for a state of the page looks at it, in ms. Not at every animation frame ("raf"): that kept the
+# renderer drawing frames for the whole wait (test_browser_projector.py: 46.0 s of the renderer's CPU, 42.6 s so).
+POLL = 20
+
 # The page has settled: connected, the script not running, the server has answered the last message the page sent
 # (a rerun it asked for has begun), no element waits for its code (Streamlit's skeleton), every plotly chart has
 # drawn its SVG, and neither the document nor the websocket has changed for ``quiet`` ms. With ``since``: the page
 # has also sent a message since it had sent ``since`` (the action's rerun was asked for), or nothing has changed
 # for a second (an action that asked for nothing, such as picking the option already picked).
-# How often a wait for a state of the page looks at it, in ms. Not at every animation frame ("raf"): that kept the
-# renderer drawing frames for the whole wait (test_browser_projector.py: 46.0 s of the renderer's CPU, 42.6 s so).
-POLL = 20
 SETTLED = """([quiet, since]) => {
   const s = window.__st;
   const app = document.querySelector("[data-testid='stApp']");
