@@ -71,16 +71,26 @@ def badge(status: str) -> str:
     return f":{colour}-badge[{label}]"
 
 
+def own_size():
+    """Another step: its size field starts at that step's own size, not at the size the last step was checked at
+    (else the page, whose expander runs though closed, would check every later step at that size too)."""
+    st.session_state.pop("deriv_size", None)
+    st.query_params.pop("deriv_size", None)
+
+
 def reset_step():
     st.session_state.deriv_step = VIEW["deriv_step"].default
+    own_size()
 
 
 def move(delta: int, last: int):
     st.session_state.deriv_step = min(last, max(1, st.session_state.deriv_step + delta))
+    own_size()
 
 
 def go_to(step: int):
     st.session_state.deriv_step = step
+    own_size()
 
 
 QUESTION = "Does each line of a paper really follow from the one before?"
@@ -168,6 +178,7 @@ VIEW.widget(
     1,
     last,
     persist_state="session",
+    on_change=own_size,
     check=(in_range(1, last, integer=True), f"a step from 1 to {last}"),
 )
 row = st.container(horizontal=True, vertical_alignment="center")  # buttons as wide as their labels, never cut

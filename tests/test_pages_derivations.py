@@ -128,6 +128,27 @@ def test_another_size_falls_back_to_numeric_then_refuses(at):
     assert not at.exception
 
 
+def test_each_step_is_checked_at_its_own_size_not_at_the_last_steps(at):
+    """The size field follows the step: a size the last step was checked at is not carried to the next (the
+    expander runs though closed, so a carried size checked every later step at it too), and a size the reader picks
+    stays while the step does."""
+    from fmlib.derivations import checker
+
+    assert at.number_input(key="deriv_size").value == 6  # Rendle's identity: every step at n = 6
+    at.selectbox(key="deriv_derivation").set_value("fm-gradient").run()
+    assert at.number_input(key="deriv_size").value == 4
+    at.slider(key="deriv_step").set_value(9).run()
+    assert at.number_input(key="deriv_size").value == 3
+    at.number_input(key="deriv_size").set_value(5).run()
+    assert "checked at n = 5" in markdown(at)
+    at.button(key="deriv_back").click().run()
+    assert at.number_input(key="deriv_size").value == 4 and "checked at n = 5" not in markdown(at)
+    steps = catalog()[1].steps  # fm-gradient: nothing but its lines at their own sizes and the size picked
+    asked = {(c, n) for c, n in checker._CACHE if any(c is s.check for s in steps)}
+    assert {n for c, n in asked} <= {None, 3, 4, 5}, asked
+    assert not at.exception
+
+
 def step_line(at) -> str:
     """The page's "Step i of n: ..." line (bold text, not a heading: it keeps the formula above the fold)."""
     return next(m.value for m in at.markdown if m.value.startswith("**Step "))
