@@ -59,10 +59,12 @@ def visit(page, title: str) -> None:
     no_exception(page, title)
 
 
-def choose(page, label: str, option: str, tries: int = 3) -> None:
+def choose(page, label: str, option: str, tries: int = 6) -> None:
     """Pick ``option`` in the select box labelled ``label``. The open list closes when the page moves under it
-    (a scroll, a rerun redrawing the box): on a busy machine that can happen after the click, so a list that
-    did not show the option in 10 s (stretched on a busy machine) is opened again, as a reader would."""
+    (a scroll, a rerun redrawing the box), and a click now and then only focuses the box (after Save run on the
+    Train page: the box focused, its list not open, in 3 of 5 runs of that test alone), so a list that has not
+    shown the option is opened again, as a reader would click again: after 1 s, then 2, 4, 8, 16 and 32 s (each
+    stretched on a busy machine), so that a lost click costs a second and a slow machine still gets a minute."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     box = page.locator("[data-testid='stSelectbox']").filter(has_text=label).first
@@ -72,7 +74,7 @@ def choose(page, label: str, option: str, tries: int = 3) -> None:
         box.scroll_into_view_if_needed()  # a long scroll first, as a reader's; the click waits until the box is still
         box.click()
         try:
-            pick = partial(page.get_by_role("option", name=option, exact=True).first.click, timeout=ms(10))
+            pick = partial(page.get_by_role("option", name=option, exact=True).first.click, timeout=ms(2**attempt))
             if picked:
                 pick()
                 settle(page)
