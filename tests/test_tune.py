@@ -1,4 +1,5 @@
 import json
+from dataclasses import asdict
 
 import optuna
 import pytest
@@ -268,6 +269,27 @@ def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypa
     assert tuning["converged"] == (max(bests) - min(bests) <= tune.TOLERANCE)
     assert ("converged:" if tuning["converged"] else "not converged:") in err
     assert tuning["settings"]["epochs"] == 2 and "2 studies × 2 Optuna trials" in tuning["recipe"]
+
+
+@pytest.mark.usefixtures("movielens_sample")
+def test_a_trial_scored_at_several_seeds_is_their_mean_and_the_preset_says_so(
+    tmp_path, small_split, monkeypatch, capsys
+):
+    base = TrainConfig(epochs=2, patience=2)
+    study = _study(tmp_path)
+    tune.tune("fm", small_split, 1, base, {}, study, progress=False, trial_seeds=3)
+    [trial] = study.trials
+    scores = trial.user_attrs["seed_scores"]
+    train, hp = tune.split_params("fm", tune.nested(trial.params), {})
+    alone = tune.seed_scores("fm", small_split, hp, TrainConfig(**{**asdict(base), **train}), 3)  # seeds 0, 1, 2
+    assert len(set(scores)) == 3, "three seeds, three different runs"
+    assert scores == pytest.approx(alone, abs=1e-5) and trial.value == pytest.approx(sum(scores) / 3)
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "1", "--studies", "1", "--seeds", "2"]
+    code, _, err = _cli([*args, "--trial-seeds", "2", "--runs-dir", str(tmp_path / "cli")], capsys)
+    assert code == 0, err
+    tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
+    assert tuning["settings"]["trial_seeds"] == 2 and tuning["command"].endswith("--trial-seeds 2")
 
 
 def test_workers_share_one_study(tmp_path, monkeypatch, capsys):

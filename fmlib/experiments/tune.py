@@ -16,7 +16,9 @@
   equal, and no model need validate worse than a model it contains.
 * Pruner: the median pruner with epochs as steps, fed the validation metric after every epoch
   through ``fit``'s callback; a trial below the median of earlier trials at the same epoch stops early.
-* Seeds: every trial trains at one seed (``--seed``), so a study's best is partly that seed's luck. The
+* Seeds: every trial trains at one seed (``--seed``), so a study's best is partly that seed's luck.
+  ``--trial-seeds N`` scores each trial that the pruner lets finish by its mean over N seeds instead
+  (``--seed`` and the N − 1 after it; the pruner watches the first): slower, and less luck. The
   chosen recipe is trained again at ``--seeds N`` seeds (default 10: 0, …, N − 1, same split), and the
   preset records those validation scores (``by_seed``). A model validates worse than a model it
   contains only when, over those seeds, the paired 95 % interval of the difference lies wholly above 0.
@@ -324,10 +326,21 @@ def seed_study(study, points: dict) -> None:
 
 
 def optimize(
-    model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"
+    model,
+    data,
+    trials: int,
+    base: TrainConfig,
+    fixed: dict,
+    study,
+    timeout=None,
+    progress=True,
+    protocol="ours",
+    trial_seeds: int = 1,
 ):
     """Run trials until the study holds ``trials`` finished ones — this process's share when other
-    workers run the same study on its storage.
+    workers run the same study on its storage. A trial's score is its best validation metric, or with
+    ``trial_seeds`` > 1 the mean of that at ``base.seed`` and the seeds after it (each recorded in the
+    trial's ``seed_scores``); the pruner watches the first seed's curve.
 
     ``data``: the split, or {feature set: split} to draw the feature set per trial (the best
     params then name it as ``features``); per-field ranges keep the fields every set has."""
@@ -353,7 +366,16 @@ def optimize(
 
         run = fit(build(model, data, base.seed, hp), data.train, data.valid, config, report, snapshots=False)
         trial.set_user_attr("epochs", len(run.history))
-        return run.metrics["valid"][key]
+        if trial_seeds == 1:
+            return run.metrics["valid"][key]
+        scores = [run.metrics["valid"][key]] + [
+            fit(build(model, data, s, hp), data.train, data.valid, replace(config, seed=s), snapshots=False).metrics[
+                "valid"
+            ][key]
+            for s in range(base.seed + 1, base.seed + trial_seeds)
+        ]
+        trial.set_user_attr("seed_scores", scores)
+        return sum(scores) / len(scores)
 
     def say(study, trial):
         if progress and trial.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED):
@@ -392,9 +414,20 @@ def best_of(study, trials: int):
     return nested(best.params), best.value, best.user_attrs.get("epochs")
 
 
-def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, timeout=None, progress=True, protocol="ours"):
+def tune(
+    model,
+    data,
+    trials: int,
+    base: TrainConfig,
+    fixed: dict,
+    study,
+    timeout=None,
+    progress=True,
+    protocol="ours",
+    trial_seeds: int = 1,
+):
     """Run the study in this process up to ``trials`` finished trials; returns (best params, best valid metric)."""
-    optimize(model, data, trials, base, fixed, study, timeout, progress, protocol)
+    optimize(model, data, trials, base, fixed, study, timeout, progress, protocol, trial_seeds)
     return best_of(study, trials)[:2]
 
 
@@ -557,6 +590,12 @@ def add_arguments(p) -> None:
         help=f"seeds the chosen recipe is trained at, to compare it with the models it contains (default: {SEEDS})",
     )
     p.add_argument(
+        "--trial-seeds",
+        type=positive_int,
+        default=1,
+        help="score each trial by its mean over this many seeds (--seed and the next ones; default: 1)",
+    )
+    p.add_argument(
         "--workers", type=positive_int, default=1, help="processes sharing each study (e.g. the cores; default: 1)"
     )
     p.add_argument(
@@ -631,6 +670,8 @@ def tune_command(args) -> str:
         words += ["--draw-features", *args.draw_features]
     if args.protocol != "ours":
         words += ["--protocol", args.protocol]
+    if args.trial_seeds > 1:
+        words += ["--trial-seeds", str(args.trial_seeds)]
     return shlex.join(words)
 
 
@@ -653,6 +694,7 @@ class Plan:
     trials: int
     workers: int
     timeout: int | None
+    trial_seeds: int
 
     def study_name(self, sampler_seed: int) -> str:
         return f"{self.name}-sampler{sampler_seed}"
@@ -676,7 +718,9 @@ def work(plan: Plan, sampler_seed: int, worker: int, sets=None) -> None:
     sets = sets or load_sets(plan)
     study = open_study(plan.storage, plan.study_name(sampler_seed), sampler_seed, plan.settings, worker)
     data = sets if plan.drawn else sets[plan.sets[0]]
-    optimize(plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol)
+    optimize(
+        plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol, plan.trial_seeds
+    )
 
 
 def run_study(plan: Plan, sampler_seed: int, sets: dict) -> None:
@@ -713,6 +757,7 @@ def run(args) -> int:
         "features": drawn or args.features or "all",
         "space": json.loads(json.dumps({**space, "features": drawn} if drawn else space)),  # as stored
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
+        **({"trial_seeds": args.trial_seeds} if args.trial_seeds > 1 else {}),  # one seed: as studies made before
     }
     plan = Plan(
         args.model,
@@ -730,6 +775,7 @@ def run(args) -> int:
         args.trials,
         args.workers,
         args.timeout,
+        args.trial_seeds,
     )
     sets = load_sets(plan, log=lambda m: print(m, file=sys.stderr))
     root = presets.protocol_root(args.protocol, args.presets_dir)
