@@ -414,20 +414,10 @@ def best_of(study, trials: int):
     return nested(best.params), best.value, best.user_attrs.get("epochs")
 
 
-def tune(
-    model,
-    data,
-    trials: int,
-    base: TrainConfig,
-    fixed: dict,
-    study,
-    timeout=None,
-    progress=True,
-    protocol="ours",
-    trial_seeds: int = 1,
-):
-    """Run the study in this process up to ``trials`` finished trials; returns (best params, best valid metric)."""
-    optimize(model, data, trials, base, fixed, study, timeout, progress, protocol, trial_seeds)
+def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, **options):
+    """Run the study in this process up to ``trials`` finished trials (``options``: ``optimize``'s timeout,
+    progress, protocol, trial_seeds); returns (best params, best valid metric)."""
+    optimize(model, data, trials, base, fixed, study, **options)
     return best_of(study, trials)[:2]
 
 
