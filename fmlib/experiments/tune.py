@@ -368,12 +368,8 @@ def optimize(
         trial.set_user_attr("epochs", len(run.history))
         if trial_seeds == 1:
             return run.metrics["valid"][key]
-        scores = [run.metrics["valid"][key]] + [
-            fit(build(model, data, s, hp), data.train, data.valid, replace(config, seed=s), snapshots=False).metrics[
-                "valid"
-            ][key]
-            for s in range(base.seed + 1, base.seed + trial_seeds)
-        ]
+        others = range(base.seed + 1, base.seed + trial_seeds)
+        scores = [run.metrics["valid"][key]] + [valid_score(model, data, hp, config, s) for s in others]
         trial.set_user_attr("seed_scores", scores)
         return sum(scores) / len(scores)
 
@@ -484,15 +480,16 @@ def converged(bests: list, tolerance: float, inside: dict) -> bool:
     return max(bests) - min(bests) <= tolerance and not inside
 
 
+def valid_score(model: str, data, hp: dict, config: TrainConfig, seed: int) -> float:
+    """The validation metric of the recipe (``hp``, ``config``) trained at ``seed`` (the model's initialisation and
+    the order of its minibatches) on ``data``, the split it was tuned on."""
+    run = fit(build(model, data, seed, hp), data.train, data.valid, replace(config, seed=seed), snapshots=False)
+    return run.metrics["valid"][MONITOR[config.task]]
+
+
 def seed_scores(model: str, data, hp: dict, config: TrainConfig, seeds: int = SEEDS) -> list[float]:
-    """The validation metric of the recipe (``hp``, ``config``) trained at seeds 0, …, ``seeds`` − 1
-    (the model's initialisation and the order of its minibatches) on ``data``, the split it was tuned on."""
-    key = MONITOR[config.task]
-    runs = (
-        fit(build(model, data, s, hp), data.train, data.valid, replace(config, seed=s), snapshots=False)
-        for s in range(seeds)
-    )
-    return [round(run.metrics["valid"][key], 5) for run in runs]
+    """``valid_score`` of the recipe at seeds 0, …, ``seeds`` − 1, rounded to 5 decimals."""
+    return [round(valid_score(model, data, hp, config, s), 5) for s in range(seeds)]
 
 
 def better_inside(contained: dict, key: str, by_seed: dict, settings: dict) -> dict:
