@@ -135,6 +135,9 @@ def test_the_recipe_names_every_tool():
         "20 Optuna",
     ):
         assert part in text
+    assert "scored at" not in text, "a trial scored at one seed says nothing of seeds"
+    preset["tuning"]["settings"] = {"trial_seeds": 3}
+    assert "20 Optuna trials on validation, each scored at 3 seeds" in presets.recipe(preset)
     plain = presets.recipe({"train": {"lr": 0.01, "weight_decay": 1e-4, "epochs": 40}})
     assert "grouped" not in plain and "averaging" not in plain and "by hand" in plain
 
