@@ -144,9 +144,9 @@ def load_named(dataset: str, name: str, model: str, task: str = "rating", root=N
 
 def recipe(preset: dict) -> str:
     """How the preset's model is trained, in one line: the tools it uses (L2, grouped L2, weight
-    averaging), the epoch budget and how its values were chosen (trials, and the seeds each trial was
-    scored at when more than one) — what a verdict row names for each side, so a reader sees that
-    both got the same tools and the same tuning."""
+    averaging), the epoch budget and how its values were chosen (trials; the seeds each trial was
+    scored at when more than one, and whether trials were pruned) — what a verdict row names for each
+    side, so a reader sees that both got the same tools and the same tuning."""
     train, tuning = preset["train"], preset.get("tuning", {})
     parts = [f"Adam lr {train['lr']:.2g}", f"L2 {train['weight_decay']:.2g}"]
     multiples = {**train.get("field_decay", {}), "w": train.get("linear_decay", 1.0)}
@@ -157,10 +157,14 @@ def recipe(preset: dict) -> str:
         parts.append(f"averaging from epoch {train['average_from']}")
     parts.append(f"≤ {train['epochs']} epochs")
     trials, studies = tuning.get("finished_trials"), len(tuning.get("studies", ()))
-    each = f"{studies} studies × {trials}" if studies > 1 else f"{trials}"
-    seeds = tuning.get("settings", {}).get("trial_seeds", 1)
-    scored = f", each scored at {seeds} seeds" if seeds > 1 else ""
-    chosen = f"{each} Optuna trials on validation{scored}" if trials else "chosen by hand on validation"
+    counted = f"{studies} studies × {trials}" if studies > 1 else f"{trials}"
+    settings = tuning.get("settings", {})
+    seeds = settings.get("trial_seeds", 1)
+    how = ([f"scored at {seeds} seeds"] if seeds > 1 else []) + (
+        [] if settings.get("prune", True) else ["trained to its early stop"]
+    )
+    scored = ", each " + " and ".join(how) if how else ""
+    chosen = f"{counted} Optuna trials on validation{scored}" if trials else "chosen by hand on validation"
     return ", ".join(parts) + f" ({chosen})"
 
 

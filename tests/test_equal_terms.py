@@ -137,7 +137,9 @@ def test_the_recipe_names_every_tool():
         assert part in text
     assert "scored at" not in text, "a trial scored at one seed says nothing of seeds"
     preset["tuning"]["settings"] = {"trial_seeds": 3}
-    assert "20 Optuna trials on validation, each scored at 3 seeds" in presets.recipe(preset)
+    assert "20 Optuna trials on validation, each scored at 3 seeds)" in presets.recipe(preset)
+    preset["tuning"]["settings"]["prune"] = False
+    assert "each scored at 3 seeds and trained to its early stop)" in presets.recipe(preset)
     plain = presets.recipe({"train": {"lr": 0.01, "weight_decay": 1e-4, "epochs": 40}})
     assert "grouped" not in plain and "averaging" not in plain and "by hand" in plain
 

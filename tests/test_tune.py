@@ -50,6 +50,17 @@ def test_median_pruner_stops_a_bad_trial(tmp_path, small_split):
     assert study.trials[-1].state == optuna.trial.TrialState.PRUNED
 
 
+def test_without_the_pruner_the_same_bad_trial_runs_to_its_early_stop(tmp_path, small_split):
+    study = _study(tmp_path, settings={"prune": False})
+    base = TrainConfig(epochs=8, patience=8)
+    for _ in range(8):
+        study.enqueue_trial({"lr": 2e-2, "weight_decay": 1e-6, "dim": 8})
+    study.enqueue_trial({"lr": 1e-3, "weight_decay": 3e-2, "dim": 8})
+    tune.tune("fm", small_split, 9, base, {}, study, progress=False)
+    assert study.trials[-1].state == optuna.trial.TrialState.COMPLETE
+    assert len(study.trials[-1].intermediate_values) == 8
+
+
 def test_other_settings_and_corrupt_database_are_refused(tmp_path):
     _study(tmp_path, settings={"epochs": 3})
     with pytest.raises(ValueError, match="other settings"):
@@ -290,6 +301,10 @@ def test_a_trial_scored_at_several_seeds_is_their_mean_and_the_preset_says_so(
     assert code == 0, err
     tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
     assert tuning["settings"]["trial_seeds"] == 2 and tuning["command"].endswith("--trial-seeds 2")
+    assert "prune" not in tuning["settings"], "a pruned tuning records the settings of the studies made before"
+    code, _, err = _cli([*args, "--no-prune", "--runs-dir", str(tmp_path / "unpruned")], capsys)
+    tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
+    assert code == 0 and tuning["settings"]["prune"] is False and tuning["command"].endswith("--no-prune"), err
 
 
 def test_workers_share_one_study(tmp_path, monkeypatch, capsys):

@@ -274,7 +274,7 @@ def open_study(spec: str, name: str, sampler_seed: int, settings: dict, worker: 
     """Create or resume the study ``name`` in the storage ``spec`` (``storage_of``); a corrupt
     storage or a study of other settings: ValueError. The TPE sampler's seed combines the study's
     ``sampler_seed``, the ``worker`` and the trials already stored, so neither a second worker nor a
-    resumed study replays the same random trials."""
+    resumed study replays the same random trials. The pruner (``pruner_of``) follows ``settings``."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -298,7 +298,7 @@ def open_study(spec: str, name: str, sampler_seed: int, settings: dict, worker: 
         )
     done = 0 if study is None else len(study.trials)
     sampler = optuna.samplers.TPESampler(seed=10_000 * sampler_seed + 1_000 * worker + done)
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=8, n_warmup_steps=5)  # slow starters get 5 epochs
+    pruner = pruner_of(settings)
     try:
         created = optuna.create_study(
             study_name=name, storage=storage, sampler=sampler, pruner=pruner, direction="minimize", load_if_exists=True
@@ -308,6 +308,18 @@ def open_study(spec: str, name: str, sampler_seed: int, settings: dict, worker: 
     if study is None:
         created.set_user_attr("settings", settings)
     return created
+
+
+def pruner_of(settings: dict):
+    """The median pruner (epochs as steps: a trial that trails the earlier ones' median at the same epoch stops
+    there, after 8 unpruned trials and 5 epochs each), or none where ``settings`` say ``"prune": False``
+    (``--no-prune``): it compares trials at the same epoch, so it stops a recipe that learns slowly and would
+    end best (a low learning rate) as readily as a hopeless one."""
+    import optuna
+
+    if settings.get("prune", True):
+        return optuna.pruners.MedianPruner(n_startup_trials=8, n_warmup_steps=5)
+    return optuna.pruners.NopPruner()
 
 
 def finished(study) -> list:
@@ -583,6 +595,12 @@ def add_arguments(p) -> None:
         help="score each trial by its mean over this many seeds (--seed and the next ones; default: 1)",
     )
     p.add_argument(
+        "--no-prune",
+        action="store_true",
+        help="train every trial to its early stop (default: a median pruner stops a trial that trails the others "
+        "at the same epoch, which stops slow learners too)",
+    )
+    p.add_argument(
         "--workers", type=positive_int, default=1, help="processes sharing each study (e.g. the cores; default: 1)"
     )
     p.add_argument(
@@ -659,6 +677,8 @@ def tune_command(args) -> str:
         words += ["--protocol", args.protocol]
     if args.trial_seeds > 1:
         words += ["--trial-seeds", str(args.trial_seeds)]
+    if args.no_prune:
+        words.append("--no-prune")
     return shlex.join(words)
 
 
@@ -745,6 +765,7 @@ def run(args) -> int:
         "space": json.loads(json.dumps({**space, "features": drawn} if drawn else space)),  # as stored
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
         **({"trial_seeds": args.trial_seeds} if args.trial_seeds > 1 else {}),  # one seed: as studies made before
+        **({"prune": False} if args.no_prune else {}),  # pruned: as studies made before
     }
     plan = Plan(
         args.model,
