@@ -60,14 +60,8 @@ NOT_CONVERGED = {
     # rank 1 trained from the FM's learning rate still ends above the FM's RMSE, on most seeds.
     "dplr-paper/ml-100k/dplr-1.json": (
         {"contains"},
-        "under the DPLR paper's protocol (the learning rate alone); the paper reports the same: "
-        "DPLR of rank 1 worse than an FM",
-    ),
-    "dplr-paper/ml-100k/dplr-4.json": (
-        {"agree"},
-        "the learning rate alone, each trial scored at one seed: the studies' recipes differ at seeds 0-9 by about "
-        "the tolerance (0.0021 [0.0005, 0.0036]), within one seed's noise; without the pruner the studies disagree "
-        "as much; with each trial scored at three seeds they agree (an experiment, README)",
+        "under the DPLR paper's protocol (the learning rate alone); its two studies agree, and the paper reports "
+        "the same: DPLR of rank 1 worse than an FM",
     ),
 }
 
@@ -146,3 +140,31 @@ def test_a_preset_an_experiment_chose_used_fewer_epochs_than_its_budget(name):
     preset = json.loads((ROOT / name).read_text())
     used, budget = preset["tuning"]["epochs_used"], preset["train"]["epochs"]
     assert used and max(used) < budget, f"{name}: epochs used {used} against a budget of {budget}"
+
+
+# The Optuna journals of the studies behind presets tuned since they were kept (studies/<dataset>/, one file a
+# preset, each study in it named as the preset records it): every trial, to read or to resume (README, "tune").
+JOURNALS = sorted((presets.REPOSITORY / "studies").rglob("*.journal"))
+
+
+def _preset_of(journal: Path) -> Path:
+    found = [p for p in RECORDED if any(s["study"].startswith(journal.stem + "-") for s in _tuning(p)["studies"])]
+    assert len(found) == 1, f"{journal.name}: no preset, or several, records its studies"
+    return found[0]
+
+
+@pytest.mark.parametrize("journal", JOURNALS, ids=lambda p: p.name)
+def test_a_committed_journal_holds_the_studies_its_preset_records(journal, tmp_path):
+    import optuna
+
+    path = _preset_of(journal)
+    tuning = _tuning(path)
+    copy = tmp_path / journal.name  # read a copy: opening the file may leave a lock beside it
+    copy.write_bytes(journal.read_bytes())
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(copy)))
+    key = f"best_valid_{MONITOR[json.loads(path.read_text())['task']]}"
+    for recorded in tuning["studies"]:
+        study = optuna.load_study(study_name=recorded["study"], storage=storage)
+        assert study.user_attrs["settings"] == tuning["settings"], f"{recorded['study']}: other settings"
+        _, best, epochs = tune.best_of(study, recorded["finished_trials"])
+        assert (round(best, 5), epochs) == (recorded[key], recorded["epochs"]), recorded["study"]
