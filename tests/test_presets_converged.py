@@ -157,12 +157,12 @@ def _preset_of(journal: Path) -> Path:
 def test_a_committed_journal_holds_the_studies_its_preset_records(journal, tmp_path):
     import optuna
 
-    path = _preset_of(journal)
-    tuning = _tuning(path)
+    preset = json.loads(_preset_of(journal).read_text())
+    tuning = preset["tuning"]
     copy = tmp_path / journal.name  # read a copy: opening the file may leave a lock beside it
     copy.write_bytes(journal.read_bytes())
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(copy)))
-    key = f"best_valid_{MONITOR[json.loads(path.read_text())['task']]}"
+    key = f"best_valid_{MONITOR[preset['task']]}"
     for recorded in tuning["studies"]:
         study = optuna.load_study(study_name=recorded["study"], storage=storage)
         assert study.user_attrs["settings"] == tuning["settings"], f"{recorded['study']}: other settings"

@@ -16,6 +16,8 @@
   equal, and no model need validate worse than a model it contains.
 * Pruner: the median pruner with epochs as steps, fed the validation metric after every epoch
   through ``fit``'s callback; a trial below the median of earlier trials at the same epoch stops early.
+  ``--no-prune`` trains every trial to its early stop instead (``pruner_of``): the pruner stops a slow
+  learner (a low learning rate) as readily as a hopeless trial.
 * Seeds: every trial trains at one seed (``--seed``), so a study's best is partly that seed's luck.
   ``--trial-seeds N`` scores each trial that the pruner lets finish by its mean over N seeds instead
   (``--seed`` and the N − 1 after it; the pruner watches the first): slower, and less luck. The
@@ -701,7 +703,6 @@ class Plan:
     trials: int
     workers: int
     timeout: int | None
-    trial_seeds: int
 
     def study_name(self, sampler_seed: int) -> str:
         return f"{self.name}-sampler{sampler_seed}"
@@ -725,9 +726,8 @@ def work(plan: Plan, sampler_seed: int, worker: int, sets=None) -> None:
     sets = sets or load_sets(plan)
     study = open_study(plan.storage, plan.study_name(sampler_seed), sampler_seed, plan.settings, worker)
     data = sets if plan.drawn else sets[plan.sets[0]]
-    optimize(
-        plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol, plan.trial_seeds
-    )
+    seeds = plan.settings.get("trial_seeds", 1)
+    optimize(plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol, seeds)
 
 
 def run_study(plan: Plan, sampler_seed: int, sets: dict) -> None:
@@ -783,7 +783,6 @@ def run(args) -> int:
         args.trials,
         args.workers,
         args.timeout,
-        args.trial_seeds,
     )
     sets = load_sets(plan, log=lambda m: print(m, file=sys.stderr))
     root = presets.protocol_root(args.protocol, args.presets_dir)
