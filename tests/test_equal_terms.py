@@ -85,14 +85,14 @@ def test_every_search_space_draws_the_same_tools():
     for name in tune.MODEL_SPACES:
         space = tune.search_space(name, {})
         assert {k: space[k] for k in tune.TOOLS} == tune.TOOLS, name
-    assert tune.search_space("dplr", {"dim": 8}, protocol="dplr-paper") == {"lr": tune.TOOLS["lr"]}
+    assert tune.search_space("dplr", {"dim": 8}, protocol="dplr-paper") == {"lr": (1e-3, 5e-2)}
     with pytest.raises(ValueError, match="unknown protocol"):
         tune.search_space("fm", {}, protocol="nope")
 
 
 def test_a_preset_from_other_settings_is_replaced(tmp_path):
     path = tmp_path / "fm-8.json"
-    settings = {"space": json.loads(json.dumps(tune.search_space("fm", {"dim": 8}))), "epochs": 200}
+    settings = {"space": tune.stored(tune.search_space("fm", {"dim": 8})), "epochs": 200}
     path.write_text(json.dumps({"tuning": {"best_valid_rmse": 0.80, "settings": settings}}))
     assert tune.recorded_better(path, "best_valid_rmse", 0.90, settings) == 0.80  # same settings, better: kept
     assert tune.recorded_better(path, "best_valid_rmse", 0.70, settings) is None  # worse: replaced

@@ -90,24 +90,39 @@ def test_an_unknown_field_is_named(small_split):
         fit(model, small_split.train, small_split.valid, TrainConfig(epochs=1, field_decay={"user_id": 2.0}))
 
 
-def test_tuning_draws_a_multiple_per_field_and_presets_carry_them():
+def test_tuning_draws_an_l2_per_field_and_presets_carry_it_as_a_multiple():
     import optuna
 
     from fmlib import presets
     from fmlib.experiments import tune
 
     space = tune.search_space("fm", {"dim": 8}, ["user_id", "age", "movie_id"])
-    assert space["field_decay"] == {"user_id": (0.1, 10.0), "movie_id": (0.1, 10.0)}
-    assert "field_decay" not in tune.search_space("fm", {}, ["f0", "f1"]), "only fields the data has"
+    assert space["field_l2"] == {"user_id": (1e-7, 0.1), "movie_id": (1e-7, 0.1)}
+    assert "field_l2" not in tune.search_space("fm", {}, ["f0", "f1"]), "only fields the data has"
     flat = {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3, "linear_decay": 0.1}
-    flat |= {"field_decay.user_id": 0.5, "field_decay.movie_id": 2.0}
+    flat |= {"field_l2.user_id": 5e-5, "field_l2.movie_id": 2e-4}
     point = tune.suggest(optuna.trial.FixedTrial(flat), space)
-    assert point["field_decay"] == {"user_id": 0.5, "movie_id": 2.0} and tune.nested(flat) == point
+    assert point["field_l2"] == {"user_id": 5e-5, "movie_id": 2e-4} and tune.nested(flat) == point
     train, hp = tune.split_params("fm", point, {"dim": 8})
-    assert hp == {"dim": 8} and train["field_decay"] == {"user_id": 0.5, "movie_id": 2.0}
+    assert hp == {"dim": 8} and train["field_decay"] == pytest.approx({"user_id": 0.5, "movie_id": 2.0})
+    assert tune.point_values(train)["field_l2"] == pytest.approx(point["field_l2"]), "and back"
     preset = {"task": "rating", "train": {**train, "batch_size": 512, "epochs": 5, "patience": 2}}
     config = presets.train_config(preset, seed=1)
-    assert (config.field_decay, config.linear_decay, config.seed) == ({"user_id": 0.5, "movie_id": 2.0}, 0.1, 1)
+    assert (config.field_decay, config.linear_decay, config.seed) == (train["field_decay"], 0.1, 1)
+
+
+def test_a_drawn_field_l2_is_the_strength_on_that_fields_rows(small_split):
+    """The space draws each field's L2 on its own; TrainConfig carries it as a multiple of weight_decay."""
+    from fmlib.experiments import tune
+
+    point = {"lr": 0.01, "weight_decay": 1e-3, "linear_decay": 0.5, "field_l2": {"f0": 5e-5}}
+    train, hp = tune.split_params("fm", point, {"dim": 3})
+    (_, rate_w), (_, rate_v) = row_decay(build_model("fm", small_split.schema, **hp), TrainConfig(**train))
+    for f in small_split.schema.fields:
+        expected = 5e-5 if f.name == "f0" else 1e-3
+        rows = slice(f.offset, f.offset + f.cardinality)
+        torch.testing.assert_close(rate_v[rows], torch.full((f.cardinality, 1), expected), msg=f.name)
+        torch.testing.assert_close(rate_w[rows], torch.full((f.cardinality, 1), expected * 0.5), msg=f.name)
 
 
 def test_the_field_decay_flag_parses_field_multiples():

@@ -83,7 +83,7 @@ def _checked(paths: list[Path], check: str) -> list:
 
 
 @pytest.mark.parametrize("path", _checked(RECORDED, "agree"))
-def test_the_studies_agree_and_no_epoch_cap_binds(path):
+def test_the_studies_agree_and_no_epoch_cap_or_range_binds(path):
     tuning = _tuning(path)
     key = f"best_valid_{MONITOR[json.loads(path.read_text())['task']]}"
     bests = [s[key] for s in tuning["studies"]]
@@ -91,6 +91,7 @@ def test_the_studies_agree_and_no_epoch_cap_binds(path):
     assert max(bests) - min(bests) <= tune.TOLERANCE, f"studies disagree: {bests}"
     cap = tuning["settings"]["epochs"]
     assert all(s["epochs"] < cap for s in tuning["studies"]), f"a best trial stopped at the {cap}-epoch cap"
+    assert not tuning.get("at_edges"), f"the best recipe's {tuning['at_edges']} at the end of the range"
 
 
 CONTAINING = [p for p in RECORDED if json.loads(p.read_text())["model"] in tune.CONTAINS]

@@ -29,9 +29,7 @@ def test_study_finds_a_config_and_resumes(tmp_path, small_split):
     base = TrainConfig(epochs=3, patience=2)
     study = _study(tmp_path)
     params, value = tune.tune("fm", small_split, 3, base, {}, study, progress=False)
-    assert set(params) == {"lr", "weight_decay", "dim", "average_from", "linear_decay"}, (
-        "no field_decay: no such fields"
-    )
+    assert set(params) == {"lr", "weight_decay", "dim", "average_from", "linear_decay"}, "no field_l2: no such fields"
     assert value == study.best_value
     assert len(tune.finished(study)) == 3
     again = _study(tmp_path)  # resumed from its file: only the missing trials run
@@ -76,7 +74,7 @@ def test_preset_round_trip_and_mismatch(tmp_path, small_split):
     study = _study(tmp_path)
     params, value = tune.tune("dplr", small_split, 2, base, {"rank": 2, "dim": 4}, study, progress=False)
     studies = [{"study": "s", "sampler_seed": 0, "finished_trials": 2, "best_valid_rmse": value, "epochs": 2}]
-    settings = {"space": tune.search_space("dplr", {"rank": 2, "dim": 4})}
+    settings = {"space": tune.stored(tune.search_space("dplr", {"rank": 2, "dim": 4}))}
     fixed = {"rank": 2, "dim": 4}
     preset = tune.make_preset("dplr", "synthetic", "2", base, fixed, params, value, studies, 1, "cmd", settings)
     path = presets.save(preset, presets.preset_path("synthetic", "dplr", 2, root=tmp_path))
@@ -237,7 +235,7 @@ def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
         "lr": 0.01,
         "weight_decay": 1e-4,
         "average_from": 3,
-        "field_decay.user_id": 2.0,
+        "field_l2.user_id": 2e-4,  # drawn on its own: 2 × the FM's weight_decay 1e-4
         "linear_decay": 0.5,
         "r_l2": 1.0,  # R held at the FM's: the strongest pull of the space
     }
@@ -415,3 +413,23 @@ def test_rescore_trains_each_recipe_at_the_seeds_and_judges_it_against_the_model
     assert list(large["better_inside"]) == ["fm-4"] and large["converged"] is False
     assert "fm-8.json: not converged:" in out and "fm-4 by" in out and "[2/2] fm-8.json: 3 seeds" in err
     assert _cli(["rescore", str(tmp_path / "nosuch.json")], capsys)[0] == 2
+
+
+def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converged():
+    space = tune.stored(tune.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
+    inside = {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3, "linear_decay": 0.1}
+    inside |= {"field_l2": {"user_id": 1e-4, "movie_id": 1e-3}}
+    assert tune.at_edges(inside, space) == []
+    assert tune.at_edges({**inside, "lr": 0.095, "average_from": 10}, space) == ["lr", "average_from"]
+    assert tune.at_edges({**inside, "lr": 0.00105}, space) == ["lr"], "a learning rate slower still might do better"
+    no_l2 = {**inside, "weight_decay": 1.1e-7, "linear_decay": 1e-4, "field_l2": {"user_id": 1e-7, "movie_id": 1e-3}}
+    assert tune.at_edges({**no_l2, "average_from": 1}, space) == [], "the lower end of an L2 is no L2"
+    strong = {**inside, "field_l2": {"user_id": 1e-4, "movie_id": 0.09}}
+    assert tune.at_edges(strong, space) == ["field_l2.movie_id"]
+    rfm = tune.stored(tune.search_space("rfm", {}, ["user_id"]))
+    assert tune.at_edges({**inside, "dim": 16, "dropout": 0.4}, rfm) == [], "a choice has no end"
+    studies = [{"study": "s", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 9}] * 2
+    base = TrainConfig(epochs=200)
+    preset = tune.make_preset("fm", "d", "8", base, {"dim": 8}, strong, 0.9, studies, 1, "cmd", {"space": space})
+    assert preset["tuning"]["at_edges"] == ["field_l2.movie_id"] and not preset["tuning"]["converged"]
+    assert "field_l2.movie_id at the end of the range" in tune.convergence_line(preset)

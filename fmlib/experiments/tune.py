@@ -6,7 +6,7 @@
 * Studies: ``--studies S`` (default 2) studies of the same model, the same space and the same number
   of trials, differing only in the sampler's seed. The preset is the best of them all; it records
   every study's best, and the tuning has *converged* when they agree within ``TOLERANCE`` (0.002 in
-  the validation metric). A study that has not converged says so; run again with more ``--trials``.
+  the validation metric), and no range binds (``at_edges``). A study that has not converged says so; run again with more ``--trials``.
 * Sampler: TPE, seeded by the study's sampler seed, the worker and the number of trials already
   stored (a resumed study does not replay its first random trials).
 * Seeds from the models it contains: a study starts (Optuna's ``enqueue_trial``) from the best
@@ -35,7 +35,9 @@
   first N finished trials only, so every model gets the same tuning effort even when one study was
   run longer before.
 * The search space of every model is in ``SEARCH_SPACES``: the same training ``TOOLS`` for every
-  model (lr, L2, grouped L2 by field, weight averaging) plus the model's own sizes. A size fixed by
+  model (lr, L2, an L2 per field drawn on its own, weight averaging from an epoch drawn as an integer)
+  plus the model's own sizes. A best recipe with a value at the end of its range has not converged
+  either (``at_edges``): a wider range might find better. A size fixed by
   ``--rank`` (or ``--dim``) is taken out of the space. The space and the budget are part of the
   study's settings, so a study made with other ones is not resumed.
 * The input can be drawn too: ``--draw-features SET [SET ...]`` adds the feature set
@@ -51,6 +53,7 @@ same settings.
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import shlex
 import sys
@@ -75,19 +78,24 @@ from ..runs import default_root as runs_root
 from ..train import MONITOR, TrainConfig, evaluate, fit
 from .verdict import paired_interval
 
-# name -> (low, high) for a log-uniform float, or a tuple of choices. TOOLS are the training tools
-# every model gets, drawn from the same ranges for every model (a tool one model can take and the
-# other cannot would decide a comparison, not the models): lr and weight_decay (Adam's L2 on tables
-# and weight matrices); average_from, the epoch from which the end-of-epoch weights are averaged
-# (0: off, see fmlib.train); grouped L2 (fmlib.train.row_decay): field_decay, a dict of ranges
-# (field name -> multiple of weight_decay on its rows), and linear_decay. The rest are the model's
-# own sizes and regularisers: r_l2 is FwFM's L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7).
+# name -> (low, high) for a log-uniform float, range(low, high + 1) for an integer, or a tuple of
+# choices. TOOLS are the training tools every model gets, drawn from the same ranges for every model
+# (a tool one model can take and the other cannot would decide a comparison, not the models): lr;
+# weight_decay, Adam's L2 on every table row and weight matrix without an L2 of its own; field_l2,
+# the L2 of one field's rows (a dict of ranges: field name -> range), drawn on its own rather than
+# as a multiple of weight_decay, so a field can take a weak L2 while the others take a strong one
+# (``train_values``); linear_decay, the multiple of a row's L2 on its linear weight w; average_from,
+# the epoch from which the end-of-epoch weights are averaged (fmlib.train). Every L2 range starts at
+# 1e-7, an L2 too weak to matter, so its lower end is "no L2" and never binds (``at_edges``). The
+# ranges were widened after the first tunings, whose bests sat at their ends (README, Scorecard), and
+# averaging is always on: no tuned preset chose it off, and a study that drew "off" early kept
+# drawing it (a categorical choice locks in) at a validation RMSE 0.024 worse.
 TOOLS = {
-    "lr": (1e-3, 5e-2),
-    "weight_decay": (1e-6, 3e-2),
-    "average_from": (0, 3, 5),
-    "field_decay": {"user_id": (0.1, 10.0), "movie_id": (0.1, 10.0)},
-    "linear_decay": (0.01, 10.0),
+    "lr": (1e-3, 1e-1),
+    "weight_decay": (1e-7, 1e-1),
+    "field_l2": {"user_id": (1e-7, 1e-1), "movie_id": (1e-7, 1e-1)},
+    "linear_decay": (1e-4, 10.0),
+    "average_from": range(1, 11),
 }
 MODEL_SPACES = {
     "fm": {"dim": (8, 16, 32, 64)},
@@ -107,9 +115,9 @@ SEARCH_SPACES = {model: {**TOOLS, **own} for model, own in MODEL_SPACES.items()}
 # [DPLR] §5 tunes only the learning rate with Optuna, at 8-dimensional embeddings with features
 # seen fewer than 10 times in train as rare (``--dim 8 --min-count 10``); the rest stays at
 # TrainConfig's defaults (one L2, no grouped L2, no averaging). Its presets go to presets/dplr-paper/.
-PROTOCOL_SPACES = {"dplr-paper": {"lr": TOOLS["lr"]}}
+PROTOCOL_SPACES = {"dplr-paper": {"lr": (1e-3, 5e-2)}}
 PROTOCOLS = ("ours", *PROTOCOL_SPACES)
-TRAIN_PARAMS = ("lr", "weight_decay", "average_from", "field_decay", "linear_decay")
+TRAIN_PARAMS = ("lr", "weight_decay", "average_from", "field_l2", "linear_decay")
 
 
 def search_space(model: str, fixed: dict, fields=None, protocol: str = "ours") -> dict:
@@ -130,8 +138,15 @@ def search_space(model: str, fixed: dict, fields=None, protocol: str = "ours") -
     return space
 
 
+def stored(space: dict) -> dict:
+    """``space`` as the study's settings and the preset record it (JSON): an integer range as {"from", "to"}."""
+    return json.loads(json.dumps(space, default=lambda r: {"from": r.start, "to": r.stop - 1}))
+
+
 def draw(trial, name: str, rng):
-    """Log-uniform for a (low, high) float range, categorical for a tuple of choices."""
+    """Log-uniform for a (low, high) float range, uniform for an integer range, categorical for a tuple of choices."""
+    if isinstance(rng, range):
+        return trial.suggest_int(name, rng.start, rng.stop - 1)
     if len(rng) == 2 and isinstance(rng[0], float):
         return trial.suggest_float(name, *rng, log=True)
     return trial.suggest_categorical(name, rng)
@@ -159,9 +174,26 @@ def nested(params: dict) -> dict:
     return out
 
 
+def train_values(params: dict) -> dict:
+    """A point's training tools as TrainConfig takes them: each field's L2 (``field_l2``) as the multiple of
+    ``weight_decay`` that ``fmlib.train.row_decay`` applies (``field_decay``)."""
+    train = {k: v for k, v in params.items() if k in TRAIN_PARAMS}
+    if "field_l2" in train:
+        train["field_decay"] = {f: l2 / train["weight_decay"] for f, l2 in train.pop("field_l2").items()}
+    return train
+
+
+def point_values(train: dict) -> dict:
+    """``train_values`` undone: a preset's training tools as the space draws them (``field_l2``)."""
+    point = {k: v for k, v in train.items() if k != "field_decay"}
+    if "field_decay" in train:
+        point["field_l2"] = {f: m * train["weight_decay"] for f, m in train["field_decay"].items()}
+    return point
+
+
 def split_params(model: str, params: dict, fixed: dict) -> tuple[dict, dict]:
     """(TrainConfig overrides, model hyperparameters) of a trial's point plus the fixed sizes."""
-    train = {k: v for k, v in params.items() if k in TRAIN_PARAMS}
+    train = train_values(params)
     hp = {**fixed, **{k: v for k, v in params.items() if k not in TRAIN_PARAMS}}
     unknown = set(hp) - set(hyperparameters(model))
     if unknown:
@@ -221,7 +253,7 @@ def seed_points(model: str, contained: dict, space: dict) -> dict:
     hyperparameters. A value the space cannot draw (outside a range, not a choice) is left to the sampler."""
     points = {}
     for name, preset in contained.items():
-        values = {**preset["train"], **preset["hp"], **CONTAINS[model][preset["model"]]}
+        values = {**point_values(preset["train"]), **preset["hp"], **CONTAINS[model][preset["model"]]}
         flat = flat_space(values)
         points[name] = {
             key: flat[key] for key, rng in flat_space(space).items() if key in flat and drawable(flat[key], rng)
@@ -241,7 +273,10 @@ def flat_space(space: dict) -> dict:
 
 
 def drawable(value, rng) -> bool:
-    """Whether ``draw`` can give ``value``: inside a (low, high) float range, or one of the choices."""
+    """Whether ``draw`` can give ``value``: inside a (low, high) float range, in an integer range, or one of the
+    choices."""
+    if isinstance(rng, range):
+        return isinstance(value, int) and value in rng
     if len(rng) == 2 and isinstance(rng[0], float):
         return isinstance(value, (int, float)) and rng[0] <= value <= rng[1]
     return value in rng
@@ -451,7 +486,8 @@ def make_preset(
     settings (space, budget, split); ``contained``: {name: preset} of the tuned models the model
     contains, whose recipes started the studies; ``scores``: the validation metric of the recipe at
     seeds 0, 1, … (``seed_scores``). The tuning has ``converged`` when the studies' bests agree
-    within ``TOLERANCE`` and no contained model validates better over those seeds (``better_inside``)."""
+    within ``TOLERANCE``, no contained model validates better over those seeds (``better_inside``) and no value
+    of the best recipe lies at the end of its range (``at_edges``)."""
     key = f"best_valid_{MONITOR[base.task]}"
     train, hp = split_params(model, params, fixed)
     config = {**asdict(base), **train}
@@ -459,6 +495,7 @@ def make_preset(
     best = min(studies, key=lambda s: s[key])
     by_seed = {f"valid_{MONITOR[base.task]}": list(scores)}
     inside = better_inside(contained or {}, key, by_seed, settings)
+    edges = at_edges(params, settings["space"])
     preset = {
         "model": model,
         "dataset": dataset,
@@ -475,10 +512,11 @@ def make_preset(
             "epochs_used": best["epochs"],
             "by_seed": by_seed,
             "studies": studies,
-            "converged": converged(bests, TOLERANCE, inside),
+            "converged": converged(bests, TOLERANCE, inside, edges),
             "tolerance": TOLERANCE,
             "seeded_from": list(contained or {}),
             "better_inside": inside,
+            "at_edges": edges,
             "command": command,
             "space": settings["space"],
             "settings": settings,
@@ -488,10 +526,43 @@ def make_preset(
     return preset
 
 
-def converged(bests: list, tolerance: float, inside: dict) -> bool:
-    """The rule: the studies' ``bests`` agree within ``tolerance`` and no model the tuned one contains validates
-    better, or is left uncompared (``better_inside``)."""
-    return max(bests) - min(bests) <= tolerance and not inside
+def converged(bests: list, tolerance: float, inside: dict, edges=()) -> bool:
+    """The rule: the studies' ``bests`` agree within ``tolerance``, no model the tuned one contains validates
+    better, or is left uncompared (``better_inside``), and no value of the best recipe lies at the end of its range
+    (``at_edges``)."""
+    return max(bests) - min(bests) <= tolerance and not inside and not edges
+
+
+EDGE = 0.05  # a value within this share of its range's width (log scale for a float) from an end lies at that end
+NO_L2 = ("weight_decay", "field_l2", "linear_decay", "r_l2")  # ranges whose lower end is an L2 too weak to matter
+
+
+def at_edges(point: dict, space: dict) -> list[str]:
+    """The names (Optuna's: ``field_l2.user_id``) of the values of ``point`` (a recipe as the space draws it,
+    ``point_values``) that lie at an end of their range in ``space`` (as stored, ``stored``), within ``EDGE`` of its
+    width: that range may bind, and a wider one might find a better recipe. Not counted: the lower end of an L2
+    (``NO_L2``: "no L2"; a weaker one changes nothing), the lower end of an integer range (averaging from the first
+    epoch) and a choice among values."""
+    entries = []  # (Optuna's name, range, value)
+    for name, rng in space.items():
+        if isinstance(rng, dict) and "from" not in rng:  # one range per field
+            value = point.get(name, {})
+            entries += [(f"{name}.{f}", r, value[f]) for f, r in rng.items() if f in value]
+        elif name in point:
+            entries.append((name, rng, point[name]))
+    found = []
+    for name, rng, value in entries:
+        if isinstance(rng, dict):
+            low, high, at, lower_counts = rng["from"], rng["to"], value, False
+        elif len(rng) == 2 and isinstance(rng[0], float):
+            low, high, at = (math.log(v) for v in (*rng, value))
+            lower_counts = name.partition(".")[0] not in NO_L2
+        else:
+            continue
+        share = (at - low) / (high - low)
+        if share >= 1 - EDGE or share <= EDGE and lower_counts:
+            found.append(name)
+    return found
 
 
 def valid_score(model: str, data, hp: dict, config: TrainConfig, seed: int) -> float:
@@ -762,7 +833,7 @@ def run(args) -> int:
         "fixed": fixed,
         "min_count": args.min_count,
         "features": drawn or args.features or "all",
-        "space": json.loads(json.dumps({**space, "features": drawn} if drawn else space)),  # as stored
+        "space": stored({**space, "features": drawn} if drawn else space),
         **{k: v for k, v in asdict(base).items() if k not in TRAIN_PARAMS},
         **({"trial_seeds": args.trial_seeds} if args.trial_seeds > 1 else {}),  # one seed: as studies made before
         **({"prune": False} if args.no_prune else {}),  # pruned: as studies made before
@@ -882,6 +953,8 @@ def convergence_line(preset: dict) -> str:
             f"models it contains validate better over {seeds} seeds: "
             + ", ".join(f"{n} by {m:.5f} [{lo:.5f}, {hi:.5f}]" for n, (m, lo, hi) in better.items())
         )
+    if edges := tuning.get("at_edges"):
+        words.append(f"the best recipe's {', '.join(edges)} at the end of the range: widen it")
     if unscored := [name for name, v in inside.items() if v is None]:
         words.append(
             f"not compared with {', '.join(unscored)} (no scores at the same seeds: `python -m fmlib rescore`)"
