@@ -257,11 +257,31 @@ def test_the_seeded_recipe_is_the_first_trial_of_every_study(tmp_path, monkeypat
     preset = json.loads((tmp_path / "presets" / "ml-100k" / "fwfm-4.json").read_text())
     assert preset["tuning"]["seeded_from"] == ["fm-4"] and len(preset["tuning"]["by_seed"]["valid_rmse"]) == 2
     assert list(preset["tuning"]["better_inside"]) == ["fm-4"] and not preset["tuning"]["converged"]
-    assert "not converged:" in err and "models it contains validate better over 2 seeds: fm-4 by " in err
+    assert "not converged:" in err and "(or the preset it replaces) validate better over 2 seeds: fm-4 by " in err
     storage = str(tmp_path / "runs" / ".studies" / "ml-100k" / "fwfm-4-seed0.journal")
     for s in (0, 1):
         study = optuna.load_study(study_name=f"fwfm-4-seed0-sampler{s}", storage=tune.storage_of(storage))
         assert study.trials[0].params["lr"] == 0.02 and study.trials[0].params["r_l2"] == 1.0
+
+
+@pytest.mark.usefixtures("movielens_sample")
+def test_a_tuning_starts_from_the_preset_it_replaces_and_is_not_converged_while_that_validates_better(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    alike = {"studies": [], "settings": {"seed": 0, "min_count": 1, "task": "rating"}}
+    earlier = {"best_valid_rmse": 0.1, "by_seed": {"valid_rmse": [0.1, 0.11]}, **alike}  # better than any new recipe
+    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, earlier, lr=0.02, field_decay={"user_id": 3.0})
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "1", "--studies", "1", "--seeds", "2"]
+    code, _, err = _cli(args, capsys)
+    assert code == 0, err
+    tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
+    replaced = "fm-4" + tune.PREVIOUS
+    assert tuning["seeded_from"] == [replaced] and list(tuning["better_inside"]) == [replaced]
+    assert not tuning["converged"] and f"validate better over 2 seeds: {replaced} by " in err
+    storage = tune.storage_of(str(tmp_path / "runs" / ".studies" / "ml-100k" / "fm-4-seed0.journal"))
+    first = optuna.load_study(study_name="fm-4-seed0-sampler0", storage=storage).trials[0].params
+    assert (first["lr"], first["field_l2.user_id"]) == (0.02, pytest.approx(3e-4)), "its recipe, in the space's terms"
 
 
 @pytest.mark.usefixtures("movielens_sample")

@@ -12,8 +12,10 @@
 * Seeds from the models it contains: a study starts (Optuna's ``enqueue_trial``) from the best
   recipe of every tuned model that the tuned model contains (``CONTAINS``): an FwFM from the FM's
   recipe with R held at the FM's 11ᵀ − I, a DPLR of rank ρ from the FM's and from DPLR ρ − 1's, an
-  FM of size k from the FMs of smaller sizes. Every model is seeded the same way, so the terms stay
-  equal, and no model need validate worse than a model it contains.
+  FM of size k from the FMs of smaller sizes; and from the recipe of the preset it would replace (a model
+  contains itself, ``previous_preset``), so a tuning in a new space starts where the old one ended. Every
+  model is seeded the same way, so the terms stay equal, and no model need validate worse than a model it
+  contains, or than the preset it replaces.
 * Pruner: the median pruner with epochs as steps, fed the validation metric after every epoch
   through ``fit``'s callback; a trial below the median of earlier trials at the same epoch stops early.
   ``--no-prune`` trains every trial to its early stop instead (``pruner_of``): the pruner stops a slow
@@ -247,13 +249,29 @@ def contained_by(preset: dict, root) -> dict:
     return contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], root)
 
 
+PREVIOUS = " (the preset it replaces)"  # how the preset a tuning would replace is named among the contained ones
+
+
+def previous_preset(dataset: str, model: str, rank, task: str, root) -> dict:
+    """{name: preset} of the readable preset a tuning of ``model`` (at ``rank``) in ``root`` would replace, named
+    with ``PREVIOUS``. A model contains itself: that preset's recipe, found by an earlier tuning (perhaps in another
+    space), is a point of the model's space where the space can draw its values, so a study starts from it too
+    (``seed_points``), and a new recipe that validates worse than it over the same seeds has not converged
+    (``better_inside``): a tuning never silently replaces a preset with a worse one."""
+    try:
+        return {presets.preset_name(model, rank, task) + PREVIOUS: presets.load(dataset, model, rank, task, root)}
+    except ValueError:  # none yet, or a broken one
+        return {}
+
+
 def seed_points(model: str, contained: dict, space: dict) -> dict:
     """{name: Optuna parameters} that start a study at each contained model's recipe: its training
     values and sizes where the space draws them, plus ``CONTAINS``' values of the container's own
     hyperparameters. A value the space cannot draw (outside a range, not a choice) is left to the sampler."""
     points = {}
     for name, preset in contained.items():
-        values = {**point_values(preset["train"]), **preset["hp"], **CONTAINS[model][preset["model"]]}
+        own = CONTAINS.get(model, {}).get(preset["model"], {}) if preset["model"] != model else {}
+        values = {**point_values(preset["train"]), **preset["hp"], **own}
         flat = flat_space(values)
         points[name] = {
             key: flat[key] for key, rng in flat_space(space).items() if key in flat and drawable(flat[key], rng)
@@ -484,7 +502,7 @@ def make_preset(
     """The preset of the best ``params`` (validation ``value``) over ``studies``, a list of
     {study, sampler_seed, finished_trials, best_valid_<metric>, epochs}. ``settings``: the studies'
     settings (space, budget, split); ``contained``: {name: preset} of the tuned models the model
-    contains, whose recipes started the studies; ``scores``: the validation metric of the recipe at
+    contains and of the preset it replaces (``previous_preset``), whose recipes started the studies; ``scores``: the validation metric of the recipe at
     seeds 0, 1, … (``seed_scores``). The tuning has ``converged`` when the studies' bests agree
     within ``TOLERANCE``, no contained model validates better over those seeds (``better_inside``) and no value
     of the best recipe lies at the end of its range (``at_edges``)."""
@@ -857,7 +875,9 @@ def run(args) -> int:
     )
     sets = load_sets(plan, log=lambda m: print(m, file=sys.stderr))
     root = presets.protocol_root(args.protocol, args.presets_dir)
-    contained = contained_presets(args.model, fixed, args.dataset, base.task, presets.features_root(chosen[0], root))
+    where = presets.features_root(chosen[0], root)
+    contained = contained_presets(args.model, fixed, args.dataset, base.task, where)
+    contained |= previous_preset(args.dataset, args.model, rank, base.task, where)
     points = seed_points(args.model, contained, space if not drawn else {**space, "features": tuple(drawn)})
     key = MONITOR[base.task]
     studies, candidates = [], []
@@ -950,7 +970,7 @@ def convergence_line(preset: dict) -> str:
     if better := {name: v for name, v in inside.items() if v is not None}:
         seeds = len(next(iter(tuning["by_seed"].values())))
         words.append(
-            f"models it contains validate better over {seeds} seeds: "
+            f"models it contains (or the preset it replaces) validate better over {seeds} seeds: "
             + ", ".join(f"{n} by {m:.5f} [{lo:.5f}, {hi:.5f}]" for n, (m, lo, hi) in better.items())
         )
     if edges := tuning.get("at_edges"):
