@@ -279,6 +279,8 @@ def test_a_tuning_starts_from_the_preset_it_replaces_and_is_not_converged_while_
     replaced = "fm-4" + tune.PREVIOUS
     assert tuning["seeded_from"] == [replaced] and list(tuning["better_inside"]) == [replaced]
     assert not tuning["converged"] and f"validate better over 2 seeds: {replaced} by " in err
+    assert tuning["studies"][0]["best_is_seed"] == replaced, "its one trial is the seeded recipe"
+    assert f"fm-4-seed0-sampler0's best is the recipe of {replaced}" in err
     storage = tune.storage_of(str(tmp_path / "runs" / ".studies" / "ml-100k" / "fm-4-seed0.journal"))
     first = optuna.load_study(study_name="fm-4-seed0-sampler0", storage=storage).trials[0].params
     assert (first["lr"], first["field_l2.user_id"]) == (0.02, pytest.approx(3e-4)), "its recipe, in the space's terms"

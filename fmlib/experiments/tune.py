@@ -477,6 +477,13 @@ def best_of(study, trials: int):
     return nested(best.params), best.value, best.user_attrs.get("epochs")
 
 
+def seed_of(params: dict, points: dict) -> str | None:
+    """The name of the seed point (``seed_points``) whose recipe ``params`` (a study's best, ``best_of``) is, or
+    None: a study whose best is a seed found nothing better than that recipe."""
+    flat = flat_space(params)
+    return next((name for name, p in points.items() if p and all(flat.get(k) == v for k, v in p.items())), None)
+
+
 def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, **options):
     """Run the study in this process up to ``trials`` finished trials (``options``: ``optimize``'s timeout,
     progress, protocol, trial_seeds); returns (best params, best valid metric)."""
@@ -500,7 +507,7 @@ def make_preset(
     scores=(),
 ) -> dict:
     """The preset of the best ``params`` (validation ``value``) over ``studies``, a list of
-    {study, sampler_seed, finished_trials, best_valid_<metric>, epochs}. ``settings``: the studies'
+    {study, sampler_seed, finished_trials, best_valid_<metric>, epochs, best_is_seed (``seed_of``)}. ``settings``: the studies'
     settings (space, budget, split); ``contained``: {name: preset} of the tuned models the model
     contains and of the preset it replaces (``previous_preset``), whose recipes started the studies; ``scores``: the validation metric of the recipe at
     seeds 0, 1, … (``seed_scores``). The tuning has ``converged`` when the studies' bests agree
@@ -895,6 +902,7 @@ def run(args) -> int:
                 "finished_trials": count,
                 f"best_valid_{key}": round(value, 5),
                 "epochs": epochs,
+                "best_is_seed": seed_of(params, points),
             }
         )
     value, params = min(candidates, key=lambda c: c[0])
@@ -973,6 +981,8 @@ def convergence_line(preset: dict) -> str:
             f"models it contains (or the preset it replaces) validate better over {seeds} seeds: "
             + ", ".join(f"{n} by {m:.5f} [{lo:.5f}, {hi:.5f}]" for n, (m, lo, hi) in better.items())
         )
+    if seeded := {s["study"]: s["best_is_seed"] for s in tuning["studies"] if s.get("best_is_seed")}:
+        words.append(", ".join(f"{study}'s best is the recipe of {name}" for study, name in seeded.items()))
     if edges := tuning.get("at_edges"):
         words.append(f"the best recipe's {', '.join(edges)} at the end of the range: widen it")
     if unscored := [name for name, v in inside.items() if v is None]:
