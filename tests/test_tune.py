@@ -455,3 +455,15 @@ def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converg
     preset = tune.make_preset("fm", "d", "8", base, {"dim": 8}, strong, 0.9, studies, 1, "cmd", {"space": space})
     assert preset["tuning"]["at_edges"] == ["field_l2.movie_id"] and not preset["tuning"]["converged"]
     assert "field_l2.movie_id at the end of the range" in tune.convergence_line(preset)
+
+
+def test_rescoring_keeps_a_best_at_the_end_of_its_range_unconverged(tmp_path):
+    from fmlib.experiments import rescore
+
+    alike = {"seed": 0, "min_count": 1, "task": "rating"}
+    study = {"study": "s", "best_valid_rmse": 0.9}
+    tuning = {"studies": [study, study], "tolerance": 0.002, "settings": alike, "by_seed": {"valid_rmse": [0.9, 0.91]}}
+    preset = {"model": "rfm", "dataset": "ml-100k", "task": "rating", "hp": {}, "tuning": tuning}
+    assert rescore.judged(preset, tmp_path)["tuning"]["converged"]
+    edged = {**preset, "tuning": {**tuning, "at_edges": ["lr"]}}
+    assert not rescore.judged(edged, tmp_path)["tuning"]["converged"]

@@ -54,7 +54,9 @@ def judged(preset: dict, root: Path) -> dict:
     tuning = preset["tuning"]
     key = f"best_valid_{MONITOR[preset['task']]}"
     inside = tune.better_inside(tune.contained_by(preset, root), key, tuning["by_seed"], tuning["settings"])
-    converged = tune.converged([s[key] for s in tuning["studies"]], tuning["tolerance"], inside)
+    converged = tune.converged(
+        [s[key] for s in tuning["studies"]], tuning["tolerance"], inside, tuning.get("at_edges", [])
+    )
     return {**preset, "tuning": {**tuning, "better_inside": inside, "converged": converged}}
 
 

@@ -551,7 +551,7 @@ def make_preset(
     return preset
 
 
-def converged(bests: list, tolerance: float, inside: dict, edges=()) -> bool:
+def converged(bests: list, tolerance: float, inside: dict, edges: list) -> bool:
     """The rule: the studies' ``bests`` agree within ``tolerance``, no model the tuned one contains validates
     better, or is left uncompared (``better_inside``), and no value of the best recipe lies at the end of its range
     (``at_edges``)."""
