@@ -280,10 +280,11 @@ def seed_points(model: str, contained: dict, space: dict) -> dict:
 
 
 def flat_space(space: dict) -> dict:
-    """A space (or a point) as Optuna names it: a dict entry as ``<name>.<key>`` entries (``suggest``)."""
+    """A space (or a point) as Optuna names it: a dict entry as ``<name>.<key>`` entries (``suggest``); an integer
+    range as stored (``stored``: {"from", "to"}) stays one entry."""
     flat = {}
     for name, rng in space.items():
-        if isinstance(rng, dict):
+        if isinstance(rng, dict) and "from" not in rng:
             flat.update({f"{name}.{key}": r for key, r in rng.items()})
         else:
             flat[name] = rng
@@ -568,15 +569,11 @@ def at_edges(point: dict, space: dict) -> list[str]:
     width: that range may bind, and a wider one might find a better recipe. Not counted: the lower end of an L2
     (``NO_L2``: "no L2"; a weaker one changes nothing), the lower end of an integer range (averaging from the first
     epoch) and a choice among values."""
-    entries = []  # (Optuna's name, range, value)
-    for name, rng in space.items():
-        if isinstance(rng, dict) and "from" not in rng:  # one range per field
-            value = point.get(name, {})
-            entries += [(f"{name}.{f}", r, value[f]) for f, r in rng.items() if f in value]
-        elif name in point:
-            entries.append((name, rng, point[name]))
-    found = []
-    for name, rng, value in entries:
+    values, found = flat_space(point), []
+    for name, rng in flat_space(space).items():
+        if name not in values:
+            continue
+        value = values[name]
         if isinstance(rng, dict):
             low, high, at, lower_counts = rng["from"], rng["to"], value, False
         elif len(rng) == 2 and isinstance(rng[0], float):
