@@ -419,11 +419,14 @@ def test_a_recorded_score_equal_after_rounding_is_not_better(tmp_path):
 @pytest.mark.usefixtures("movielens_sample")
 def test_rescore_trains_each_recipe_at_the_seeds_and_judges_it_against_the_models_it_contains(tmp_path, capsys):
     alike = {
-        "settings": {"seed": 0, "min_count": 1, "task": "rating"},
+        "settings": {"seed": 0, "min_count": 1, "task": "rating", "epochs": 2},
         "tolerance": tune.TOLERANCE,
         "best_valid_rmse": 0.95,
     }
-    studies = [{"best_valid_rmse": 0.95}, {"best_valid_rmse": 0.951}]
+    studies = [
+        {"study": "s0", "best_valid_rmse": 0.95, "epochs": 1},
+        {"study": "s1", "best_valid_rmse": 0.951, "epochs": 1},
+    ]
     _preset(tmp_path, "fm", 4, {"dim": 4}, {"studies": studies, **alike}, epochs=2)
     _preset(tmp_path, "fm", 8, {"dim": 8}, {"studies": studies, "converged": True, **alike}, epochs=2, lr=1e-4)
     paths = [presets.preset_path("ml-100k", "fm", k, root=tmp_path) for k in (4, 8)]
@@ -460,10 +463,28 @@ def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converg
 def test_rescoring_keeps_a_best_at_the_end_of_its_range_unconverged(tmp_path):
     from fmlib.experiments import rescore
 
-    alike = {"seed": 0, "min_count": 1, "task": "rating"}
-    study = {"study": "s", "best_valid_rmse": 0.9}
+    alike = {"seed": 0, "min_count": 1, "task": "rating", "epochs": 200}
+    study = {"study": "s", "best_valid_rmse": 0.9, "epochs": 50}
     tuning = {"studies": [study, study], "tolerance": 0.002, "settings": alike, "by_seed": {"valid_rmse": [0.9, 0.91]}}
     preset = {"model": "rfm", "dataset": "ml-100k", "task": "rating", "hp": {}, "tuning": tuning}
     assert rescore.judged(preset, tmp_path)["tuning"]["converged"]
     edged = {**preset, "tuning": {**tuning, "at_edges": ["lr"]}}
     assert not rescore.judged(edged, tmp_path)["tuning"]["converged"]
+    capped = {**preset, "tuning": {**tuning, "studies": [study, {**study, "study": "t", "epochs": 200}]}}
+    assert rescore.judged(capped, tmp_path)["tuning"]["at_cap"] == ["t"]
+    assert not rescore.judged(capped, tmp_path)["tuning"]["converged"]
+
+
+def test_a_best_trial_that_trained_to_the_epoch_cap_is_named_and_the_tuning_has_not_converged():
+    space = tune.stored(tune.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
+    recipe = {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3, "linear_decay": 0.1}
+    recipe |= {"field_l2": {"user_id": 1e-4, "movie_id": 1e-3}}
+    early = {"study": "s0", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 199}
+    studies = [early, {**early, "study": "s1", "sampler_seed": 1, "epochs": 200}]
+    settings = {"space": space, "epochs": 200}
+    base = TrainConfig(epochs=200)
+    preset = tune.make_preset("fm", "d", "8", base, {"dim": 8}, recipe, 0.9, studies, 1, "cmd", settings)
+    assert preset["tuning"]["at_cap"] == ["s1"] and not preset["tuning"]["converged"]
+    assert "the best trial of s1 stopped at the 200-epoch cap" in tune.convergence_line(preset)
+    below = tune.make_preset("fm", "d", "8", base, {"dim": 8}, recipe, 0.9, [early, early], 1, "cmd", settings)
+    assert below["tuning"]["at_cap"] == [] and below["tuning"]["converged"]

@@ -50,14 +50,16 @@ def scored(preset: dict, seeds: int, log=None) -> dict:
 
 
 def judged(preset: dict, root: Path) -> dict:
-    """``preset`` with ``better_inside`` and ``converged`` from its studies and the presets in ``root`` it contains."""
+    """``preset`` with ``better_inside``, ``at_cap`` and ``converged`` from its studies and the presets in ``root`` it
+    contains."""
     tuning = preset["tuning"]
     key = f"best_valid_{MONITOR[preset['task']]}"
     inside = tune.better_inside(tune.contained_by(preset, root), key, tuning["by_seed"], tuning["settings"])
+    capped = tune.at_cap(tuning["studies"], tuning["settings"]["epochs"])
     converged = tune.converged(
-        [s[key] for s in tuning["studies"]], tuning["tolerance"], inside, tuning.get("at_edges", [])
+        [s[key] for s in tuning["studies"]], tuning["tolerance"], inside, tuning.get("at_edges", []), capped
     )
-    return {**preset, "tuning": {**tuning, "better_inside": inside, "converged": converged}}
+    return {**preset, "tuning": {**tuning, "better_inside": inside, "at_cap": capped, "converged": converged}}
 
 
 def run(args) -> int:

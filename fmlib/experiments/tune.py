@@ -6,7 +6,8 @@
 * Studies: ``--studies S`` (default 2) studies of the same model, the same space and the same number
   of trials, differing only in the sampler's seed. The preset is the best of them all; it records
   every study's best, and the tuning has *converged* when they agree within ``TOLERANCE`` (0.002 in
-  the validation metric), and no range binds (``at_edges``). A study that has not converged says so; run again with more ``--trials``.
+  the validation metric), no range binds (``at_edges``) and no study's best trial stopped at the epoch cap
+  (``at_cap``). A study that has not converged says so; run again with more ``--trials``.
 * Sampler: TPE, seeded by the study's sampler seed, the worker and the number of trials already
   stored (a resumed study does not replay its first random trials).
 * Seeds from the models it contains: a study starts (Optuna's ``enqueue_trial``) from the best
@@ -522,6 +523,7 @@ def make_preset(
     by_seed = {f"valid_{MONITOR[base.task]}": list(scores)}
     inside = better_inside(contained or {}, key, by_seed, settings)
     edges = at_edges(params, settings["space"])
+    capped = at_cap(studies, base.epochs)
     preset = {
         "model": model,
         "dataset": dataset,
@@ -538,11 +540,12 @@ def make_preset(
             "epochs_used": best["epochs"],
             "by_seed": by_seed,
             "studies": studies,
-            "converged": converged(bests, TOLERANCE, inside, edges),
+            "converged": converged(bests, TOLERANCE, inside, edges, capped),
             "tolerance": TOLERANCE,
             "seeded_from": list(contained or {}),
             "better_inside": inside,
             "at_edges": edges,
+            "at_cap": capped,
             "command": command,
             "space": settings["space"],
             "settings": settings,
@@ -552,11 +555,17 @@ def make_preset(
     return preset
 
 
-def converged(bests: list, tolerance: float, inside: dict, edges: list) -> bool:
+def converged(bests: list, tolerance: float, inside: dict, edges: list, capped: list) -> bool:
     """The rule: the studies' ``bests`` agree within ``tolerance``, no model the tuned one contains validates
-    better, or is left uncompared (``better_inside``), and no value of the best recipe lies at the end of its range
-    (``at_edges``)."""
-    return max(bests) - min(bests) <= tolerance and not inside and not edges
+    better, or is left uncompared (``better_inside``), no value of the best recipe lies at the end of its range
+    (``at_edges``) and no study's best trial stopped at the epoch cap (``at_cap``)."""
+    return max(bests) - min(bests) <= tolerance and not inside and not edges and not capped
+
+
+def at_cap(studies: list, cap: int) -> list[str]:
+    """The names of the ``studies`` (``make_preset``'s records) whose best trial trained all ``cap`` epochs: early
+    stopping did not end it, the budget did, and a larger one might find a better recipe."""
+    return [s["study"] for s in studies if s["epochs"] is not None and s["epochs"] >= cap]
 
 
 EDGE = 0.05  # a value within this share of its range's width (log scale for a float) from an end lies at that end
@@ -982,6 +991,11 @@ def convergence_line(preset: dict) -> str:
         words.append(", ".join(f"{study}'s best is the recipe of {name}" for study, name in seeded.items()))
     if edges := tuning.get("at_edges"):
         words.append(f"the best recipe's {', '.join(edges)} at the end of the range: widen it")
+    if capped := tuning.get("at_cap"):
+        cap = tuning["settings"]["epochs"]
+        words.append(
+            f"the best trial of {', '.join(capped)} stopped at the {cap}-epoch cap: tune with a larger --epochs"
+        )
     if unscored := [name for name, v in inside.items() if v is None]:
         words.append(
             f"not compared with {', '.join(unscored)} (no scores at the same seeds: `python -m fmlib rescore`)"
