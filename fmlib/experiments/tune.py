@@ -565,7 +565,7 @@ def converged(bests: list, tolerance: float, inside: dict, edges: list, capped: 
 def at_cap(studies: list, cap: int) -> list[str]:
     """The names of the ``studies`` (``make_preset``'s records) whose best trial trained all ``cap`` epochs: early
     stopping did not end it, the budget did, and a larger one might find a better recipe."""
-    return [s["study"] for s in studies if s["epochs"] is not None and s["epochs"] >= cap]
+    return [s["study"] for s in studies if s["epochs"] >= cap]
 
 
 EDGE = 0.05  # a value within this share of its range's width (log scale for a float) from an end lies at that end
