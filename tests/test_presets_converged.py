@@ -45,12 +45,18 @@ def _recorded(path: Path) -> bool:
 
 RECORDED = [p for p in _committed() if _recorded(p)]
 
-# Presets whose studies reached the rule's limit (100 trials each) without converging: the checks each fails
+# Presets whose studies reached the rule's limit (100 trials each, or more) without converging: the checks each fails
 # ("agree": the studies' bests; "contains": a model it contains validates better over the seeds), with what is known
 # of why. Those checks are expected to fail (strict: a preset that converges must leave this list); the reason a
 # test prints is the preset's own record (``tune.convergence_line``) and this note.
 NOT_CONVERGED = {
     "ml-100k/fwfm-8-click.json": ({"agree"}, ""),
+    # Re-tuned in the new space (staged): the first study kept the seeded old recipe as its best through 140 trials
+    "studies/presets/ml-100k/fm-8-click.json": (
+        {"agree"},
+        "the first study's best stayed the old recipe (0.55487) from its 55th trial to its 140th; the second found a "
+        "stronger global L2 (0.0022) with a weak one on the users' rows",
+    ),
     # Both: each study settled early on one value of a categorical choice and kept it in almost every later trial
     # (the TPE sampler's lock-in on categories; README, "Tuning"). For RFM that choice alone is not the gap.
     "ml-100k/rfm.json": (
