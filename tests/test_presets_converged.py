@@ -45,13 +45,13 @@ def _recorded(path: Path) -> bool:
 
 RECORDED = [p for p in _committed() if _recorded(p)]
 
-# Presets whose studies reached the rule's limit (100 trials each, or more) without converging: the checks each fails
-# ("agree": the studies' bests; "contains": a model it contains validates better over the seeds), with what is known
-# of why. Those checks are expected to fail (strict: a preset that converges must leave this list); the reason a
+# Presets whose tuning did not converge (the studies reached the rule's limit, 100 trials each or more, or they agree
+# on a recipe that a model it contains beats): the checks each fails ("agree": the studies' bests; "contains": a
+# model it contains validates better over the seeds), with what is known of why. Those checks are expected to fail (strict: a preset that converges must leave this list); the reason a
 # test prints is the preset's own record (``tune.convergence_line``) and this note.
 NOT_CONVERGED = {
     "ml-100k/fwfm-8-click.json": ({"agree"}, ""),
-    # Re-tuned in the new space (staged): the first study kept the seeded old recipe as its best through 140 trials
+    # Staged presets of the re-tuning under way (README, "The click family")
     "studies/presets/ml-100k/fm-8-click.json": (
         {"agree"},
         "the first study's best stayed the old recipe (0.55487) from its 55th trial to its 140th; the second found a "
