@@ -47,8 +47,9 @@ RECORDED = [p for p in _committed() if _recorded(p)]
 
 # Presets whose tuning did not converge (the studies reached the rule's limit, 100 trials each or more, or they agree
 # on a recipe that a model it contains beats): the checks each fails ("agree": the studies' bests; "contains": a
-# model it contains validates better over the seeds), with what is known of why. Those checks are expected to fail (strict: a preset that converges must leave this list); the reason a
-# test prints is the preset's own record (``tune.convergence_line``) and this note.
+# model it contains validates better over the seeds), with what is known of why. Those checks are expected to fail
+# (strict: a preset that converges must leave this list); the reason a test prints is the preset's own record
+# (``tune.convergence_line``) and this note.
 NOT_CONVERGED = {
     # The click family, tuned again in the new space (README, "The click family")
     "ml-100k/fm-8-click.json": (
