@@ -3,8 +3,10 @@ from dataclasses import asdict
 
 import optuna
 import pytest
+import torch
 
 from fmlib import presets
+from fmlib.data import load, split
 from fmlib.experiments import tune
 from fmlib.models import hyperparameters
 from fmlib.train import TrainConfig
@@ -336,6 +338,15 @@ def test_workers_share_one_study(tmp_path, monkeypatch, capsys):
     study = optuna.load_study(study_name="fm-4-seed0-sampler0", storage=storage)
     assert len(tune.finished(study)) >= 3  # a worker may finish its trial after the other reached 3
     assert len({tuple(sorted(t.params.items())) for t in study.trials}) == len(study.trials)  # no replayed point
+    preset = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a worker trains
+    try:
+        data = split(load("ml-100k"), seed=0, min_count=preset["min_count"])
+        alone = tune.seed_scores("fm", data, presets.hyperparameters(preset), presets.train_config(preset), 2)
+    finally:
+        torch.set_num_threads(threads)
+    assert preset["tuning"]["by_seed"]["valid_rmse"] == alone, "the two workers scored the seeds as one process does"
 
 
 def test_bad_workers_and_storage_are_one_line_and_write_nothing(tmp_path, monkeypatch, capsys):

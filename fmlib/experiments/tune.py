@@ -24,9 +24,10 @@
 * Seeds: every trial trains at one seed (``--seed``), so a study's best is partly that seed's luck.
   ``--trial-seeds N`` scores each trial that the pruner lets finish by its mean over N seeds instead
   (``--seed`` and the N − 1 after it; the pruner watches the first): slower, and less luck. The
-  chosen recipe is trained again at ``--seeds N`` seeds (default 10: 0, …, N − 1, same split), and the
-  preset records those validation scores (``by_seed``). A model validates worse than a model it
-  contains only when, over those seeds, the paired 95 % interval of the difference lies wholly above 0.
+  chosen recipe is trained again at ``--seeds N`` seeds (default 10: 0, …, N − 1, same split; spread over
+  the ``--workers``), and the preset records those validation scores (``by_seed``). A model validates worse
+  than a model it contains only when, over those seeds, the paired 95 % interval of the difference lies
+  wholly above 0.
 * Objective: the best validation metric of the run (RMSE for ratings, logloss for clicks).
   The test split is never read while tuning; it is touched once, by the final model.
 * Storage and workers: ``--workers N`` processes share each study through Optuna's storage, so
@@ -832,6 +833,30 @@ def work(plan: Plan, sampler_seed: int, worker: int, sets=None) -> None:
     optimize(plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol, seeds)
 
 
+_SETS: dict = {}  # a scoring worker's feature sets (``score_worker``)
+
+
+def score_worker(plan: Plan) -> None:
+    """Start a process of ``plan_scores``' pool: one torch thread (as ``work``), the plan's data loaded once."""
+    torch.set_num_threads(1)
+    _SETS.update(load_sets(plan))
+
+
+def score_at(model: str, features: str, hp: dict, config: TrainConfig, seed: int) -> float:
+    """In a scoring worker: ``valid_score`` at ``seed`` on feature set ``features``, rounded to 5 decimals."""
+    return round(valid_score(model, _SETS[features], hp, config, seed), 5)
+
+
+def plan_scores(plan: Plan, sets: dict, features: str, hp: dict, config: TrainConfig, seeds: int) -> list[float]:
+    """``seed_scores`` of the chosen recipe, its seeds spread over ``plan.workers`` processes (each trains its
+    seeds alone on one thread, so the scores do not depend on how many workers share them)."""
+    if plan.workers == 1:
+        return seed_scores(plan.model, sets[features], hp, config, seeds)
+    context = multiprocessing.get_context("spawn")  # torch and fork do not mix
+    with context.Pool(min(plan.workers, seeds), initializer=score_worker, initargs=(plan,)) as pool:
+        return pool.starmap(score_at, [(plan.model, features, hp, config, s) for s in range(seeds)])
+
+
 def run_study(plan: Plan, sampler_seed: int, sets: dict) -> None:
     """Run one study with ``plan.workers`` processes (this one alone when there is one worker)."""
     if plan.workers == 1:
@@ -916,7 +941,7 @@ def run(args) -> int:
     data = sets[features]
     train, hp = split_params(args.model, params, fixed)
     print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
-    scores = seed_scores(args.model, data, hp, TrainConfig(**{**asdict(base), **train}), args.seeds)
+    scores = plan_scores(plan, sets, features, hp, TrainConfig(**{**asdict(base), **train}), args.seeds)
     preset = make_preset(
         args.model,
         args.dataset,
