@@ -330,6 +330,8 @@ def test_a_trial_scored_at_several_seeds_is_their_mean_and_the_preset_says_so(
 
 
 def test_workers_share_one_study(tmp_path, monkeypatch, capsys):
+    """On the whole of MovieLens 100K: a spawned worker loads the data set itself (``movielens_sample`` patches
+    this process's loader only)."""
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     args = ["tune", "--model", "fm", "--rank", "4", "--trials", "3", "--epochs", "1", "--studies", "1", "--seeds", "2"]
     code, out, err = _cli([*args, "--workers", "2"], capsys)
@@ -347,6 +349,9 @@ def test_workers_share_one_study(tmp_path, monkeypatch, capsys):
     finally:
         torch.set_num_threads(threads)
     assert preset["tuning"]["by_seed"]["valid_rmse"] == alone, "the two workers scored the seeds as one process does"
+    path = tmp_path / "presets" / "ml-100k" / "fm-4.json"
+    assert _cli(["rescore", str(path), "--seeds", "2", "--workers", "2"], capsys)[0] == 0
+    assert json.loads(path.read_text())["tuning"]["by_seed"]["valid_rmse"] == alone, "rescore spreads them alike"
 
 
 def test_bad_workers_and_storage_are_one_line_and_write_nothing(tmp_path, monkeypatch, capsys):

@@ -6,6 +6,7 @@
 again: it trains every given preset's recipe at the seeds on the split it was tuned on, then judges each
 preset against the models it contains (read from the same presets folder, scored or not) and rewrites its
 ``converged``. Give a preset together with the presets it contains, so that all are scored alike.
+``--workers N`` spreads each preset's seeds over N processes (``tune.spread_scores``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 from .. import presets
-from ..arguments import at_least_two
+from ..arguments import at_least_two, positive_int
 from ..data import load, split
 from ..data.features import with_features
 from ..train import MONITOR
@@ -25,6 +26,7 @@ from . import tune
 def add_arguments(p) -> None:
     p.add_argument("presets", nargs="+", type=Path, help="preset files written by `python -m fmlib tune`")
     p.add_argument("--seeds", type=at_least_two, default=tune.SEEDS, help=f"seeds 0, …, N − 1 (default: {tune.SEEDS})")
+    p.add_argument("--workers", type=positive_int, default=1, help="processes sharing the seeds (default: 1)")
 
 
 def load_tuned(path: Path) -> dict:
@@ -38,13 +40,21 @@ def load_tuned(path: Path) -> dict:
     return preset
 
 
-def scored(preset: dict, seeds: int, log=None) -> dict:
-    """``preset`` with ``tuning.by_seed``: its recipe trained at ``seeds`` seeds on the split it was tuned on."""
-    settings = preset["tuning"]["settings"]
-    data = split(load(preset["dataset"], log=log), seed=settings["seed"], min_count=preset["min_count"])
-    data = with_features(data, preset.get("features", "all"))
-    config = presets.train_config(preset)
-    scores = tune.seed_scores(preset["model"], data, presets.hyperparameters(preset), config, seeds)
+def scored(preset: dict, seeds: int, workers: int = 1) -> dict:
+    """``preset`` with ``tuning.by_seed``: its recipe trained at ``seeds`` seeds on the split it was tuned on,
+    the seeds spread over ``workers`` processes (``tune.spread_scores``)."""
+    dataset, seed, min_count, features = (
+        preset["dataset"],
+        preset["tuning"]["settings"]["seed"],
+        preset["min_count"],
+        preset.get("features", "all"),
+    )
+    model, hp, config = preset["model"], presets.hyperparameters(preset), presets.train_config(preset)
+    if workers > 1:
+        scores = tune.spread_scores(model, hp, config, seeds, workers, (dataset, None, seed, min_count, features))
+    else:
+        data = with_features(split(load(dataset), seed=seed, min_count=min_count), features)
+        scores = tune.seed_scores(model, data, hp, config, seeds)
     by_seed = {f"valid_{MONITOR[preset['task']]}": scores}
     return {**preset, "tuning": {**preset["tuning"], "by_seed": by_seed}}
 
@@ -66,7 +76,7 @@ def run(args) -> int:
     loaded = {path: load_tuned(path) for path in args.presets}  # every file checked before any training
     for number, (path, preset) in enumerate(loaded.items(), 1):
         print(f"[{number}/{len(loaded)}] {presets.shown(path)}: {args.seeds} seeds ...", file=sys.stderr, flush=True)
-        presets.save(scored(preset, args.seeds), path)
+        presets.save(scored(preset, args.seeds, args.workers), path)
     for path in loaded:
         preset = judged(json.loads(path.read_text()), path.parents[1])
         presets.save(preset, path)

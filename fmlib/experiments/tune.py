@@ -833,28 +833,29 @@ def work(plan: Plan, sampler_seed: int, worker: int, sets=None) -> None:
     optimize(plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol, seeds)
 
 
-_SETS: dict = {}  # a scoring worker's feature sets (``score_worker``)
+_SPLIT: list = []  # a scoring worker's split (``score_worker``)
 
 
-def score_worker(plan: Plan) -> None:
-    """Start a process of ``plan_scores``' pool: one torch thread (as ``work``), the plan's data loaded once."""
+def score_worker(dataset: str, data_dir, seed: int, min_count: int, features: str) -> None:
+    """Start a process of ``spread_scores``' pool: one torch thread (as ``work``), the split loaded once."""
+    from ..data import load, split
+
     torch.set_num_threads(1)
-    _SETS.update(load_sets(plan))
+    _SPLIT.append(with_features(split(load(dataset, data_dir=data_dir), seed=seed, min_count=min_count), features))
 
 
-def score_at(model: str, features: str, hp: dict, config: TrainConfig, seed: int) -> float:
-    """In a scoring worker: ``valid_score`` at ``seed`` on feature set ``features``, rounded to 5 decimals."""
-    return round(valid_score(model, _SETS[features], hp, config, seed), 5)
+def score_at(model: str, hp: dict, config: TrainConfig, seed: int) -> float:
+    """In a scoring worker: ``valid_score`` at ``seed``, rounded to 5 decimals."""
+    return round(valid_score(model, _SPLIT[0], hp, config, seed), 5)
 
 
-def plan_scores(plan: Plan, sets: dict, features: str, hp: dict, config: TrainConfig, seeds: int) -> list[float]:
-    """``seed_scores`` of the chosen recipe, its seeds spread over ``plan.workers`` processes (each trains its
-    seeds alone on one thread, so the scores do not depend on how many workers share them)."""
-    if plan.workers == 1:
-        return seed_scores(plan.model, sets[features], hp, config, seeds)
+def spread_scores(model: str, hp: dict, config: TrainConfig, seeds: int, workers: int, where: tuple) -> list[float]:
+    """``seed_scores`` with the seeds spread over ``workers`` processes, each loading the split ``where`` says
+    (``score_worker``'s arguments) and training its seeds alone on one thread, so the scores do not depend on
+    how many workers share them."""
     context = multiprocessing.get_context("spawn")  # torch and fork do not mix
-    with context.Pool(min(plan.workers, seeds), initializer=score_worker, initargs=(plan,)) as pool:
-        return pool.starmap(score_at, [(plan.model, features, hp, config, s) for s in range(seeds)])
+    with context.Pool(min(workers, seeds), initializer=score_worker, initargs=where) as pool:
+        return pool.starmap(score_at, [(model, hp, config, s) for s in range(seeds)])
 
 
 def run_study(plan: Plan, sampler_seed: int, sets: dict) -> None:
@@ -941,7 +942,12 @@ def run(args) -> int:
     data = sets[features]
     train, hp = split_params(args.model, params, fixed)
     print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
-    scores = plan_scores(plan, sets, features, hp, TrainConfig(**{**asdict(base), **train}), args.seeds)
+    config = TrainConfig(**{**asdict(base), **train})
+    if args.workers == 1:
+        scores = seed_scores(args.model, data, hp, config, args.seeds)
+    else:
+        where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
+        scores = spread_scores(args.model, hp, config, args.seeds, args.workers, where)
     preset = make_preset(
         args.model,
         args.dataset,
