@@ -289,6 +289,22 @@ def test_a_tuning_starts_from_the_preset_it_replaces_and_is_not_converged_while_
 
 
 @pytest.mark.usefixtures("movielens_sample")
+def test_a_replaced_preset_without_scores_at_the_seeds_is_scored_and_compared(tmp_path, monkeypatch, capsys):
+    """A preset tuned before presets recorded their scores at seeds 0-9 (RaFM(8, 32) on ml-100k, where a tuning
+    reported "not compared"): the tuning trains its recipe at the same seeds, so the comparison is made."""
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    alike = {"studies": [], "settings": {"seed": 0, "min_count": 1, "task": "rating"}, "best_valid_rmse": 0.95}
+    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, alike, lr=0.02, epochs=1)
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "1", "--studies", "1", "--seeds", "2"]
+    code, _, err = _cli(args, capsys)
+    replaced = "fm-4" + tune.PREVIOUS
+    assert code == 0 and f"training {replaced}'s recipe at seeds 0-1 too" in err, err
+    tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
+    assert tuning["studies"][0]["best_is_seed"] == replaced, "its one trial is the seeded recipe"
+    assert tuning["better_inside"] == {} and "not compared" not in err, "the same recipe, scored alike: no better"
+
+
+@pytest.mark.usefixtures("movielens_sample")
 def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     args = ["tune", "--model", "fm", "--rank", "4", "--trials", "2", "--epochs", "2", "--studies", "2", "--seeds", "2"]

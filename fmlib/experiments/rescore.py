@@ -17,8 +17,6 @@ from pathlib import Path
 
 from .. import presets
 from ..arguments import at_least_two, positive_int
-from ..data import load, split
-from ..data.features import with_features
 from ..train import MONITOR
 from . import tune
 
@@ -42,20 +40,8 @@ def load_tuned(path: Path) -> dict:
 
 def scored(preset: dict, seeds: int, workers: int = 1) -> dict:
     """``preset`` with ``tuning.by_seed``: its recipe trained at ``seeds`` seeds on the split it was tuned on,
-    the seeds spread over ``workers`` processes (``tune.spread_scores``)."""
-    dataset, seed, min_count, features = (
-        preset["dataset"],
-        preset["tuning"]["settings"]["seed"],
-        preset["min_count"],
-        preset.get("features", "all"),
-    )
-    model, hp, config = preset["model"], presets.hyperparameters(preset), presets.train_config(preset)
-    if workers > 1:
-        scores = tune.spread_scores(model, hp, config, seeds, workers, (dataset, None, seed, min_count, features))
-    else:
-        data = with_features(split(load(dataset), seed=seed, min_count=min_count), features)
-        scores = tune.seed_scores(model, data, hp, config, seeds)
-    by_seed = {f"valid_{MONITOR[preset['task']]}": scores}
+    the seeds spread over ``workers`` processes (``tune.preset_scores``)."""
+    by_seed = {f"valid_{MONITOR[preset['task']]}": tune.preset_scores(preset, seeds, workers)}
     return {**preset, "tuning": {**preset["tuning"], "by_seed": by_seed}}
 
 

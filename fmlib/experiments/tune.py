@@ -27,7 +27,8 @@
   chosen recipe is trained again at ``--seeds N`` seeds (default 10: 0, …, N − 1, same split; spread over
   the ``--workers``), and the preset records those validation scores (``by_seed``). A model validates worse
   than a model it contains only when, over those seeds, the paired 95 % interval of the difference lies
-  wholly above 0.
+  wholly above 0. A contained preset tuned before presets recorded those scores is trained at the same
+  seeds first (``scored_alike``), so it is compared rather than left out.
 * Objective: the best validation metric of the run (RMSE for ratings, logloss for clicks).
   The test split is never read while tuning; it is touched once, by the final model.
 * Storage and workers: ``--workers N`` processes share each study through Optuna's storage, so
@@ -616,18 +617,13 @@ def better_inside(contained: dict, key: str, by_seed: dict, settings: dict) -> d
     loss). A model whose tuning missed a point of its own space. Only presets measured alike count:
     tuned by studies (``make_preset``) on the same split (seed, min count) and task; a preset chosen
     otherwise (e.g. on a mean over splits) seeds a study but is no reference. One measured alike
-    without scores at as many seeds is {name: None}: not compared, so not shown to be no better
-    (``python -m fmlib rescore`` scores it)."""
+    without scores at as many seeds is {name: None}: not compared, so not shown to be no better (``tune`` scores
+    such presets first, ``scored_alike``; ``python -m fmlib rescore`` writes their scores)."""
     metric = key.removeprefix("best_")
     ours = by_seed.get(metric, [])
-
-    def alike(tuning: dict) -> bool:
-        theirs = tuning.get("settings", {}) if "studies" in tuning else {}
-        return all(theirs.get(k) == settings[k] for k in ("seed", "min_count", "task"))
-
     found = {}
     for name, preset in contained.items():
-        if not alike(preset["tuning"]):
+        if not measured_alike(preset["tuning"], settings):
             continue
         scores = preset["tuning"].get("by_seed", {}).get(metric, [])
         if not len(scores) == len(ours) >= 2:
@@ -636,6 +632,42 @@ def better_inside(contained: dict, key: str, by_seed: dict, settings: dict) -> d
         interval = paired_interval(scores, ours, lower_is_better=True)  # > 0: the contained model validates better
         if interval.low > 0:
             found[name] = [round(v, 5) for v in (interval.mean, interval.low, interval.high)]
+    return found
+
+
+def measured_alike(tuning: dict, settings: dict) -> bool:
+    """Whether a preset's ``tuning`` was made by studies (``make_preset``) on the split (seed, min count) and task
+    of a tuning with ``settings``: then the validation scores of the two recipes compare (``better_inside``)."""
+    theirs = tuning.get("settings", {}) if "studies" in tuning else {}
+    return all(theirs.get(k) == settings[k] for k in ("seed", "min_count", "task"))
+
+
+def preset_scores(preset: dict, seeds: int, workers: int = 1, data_dir=None) -> list[float]:
+    """``seed_scores`` of ``preset``'s recipe on the split it was tuned on, spread over ``workers`` processes
+    (``spread_scores``)."""
+    from ..data import load, split
+
+    tuned = preset["tuning"]["settings"]
+    where = (preset["dataset"], data_dir, tuned["seed"], preset["min_count"], preset.get("features", "all"))
+    model, hp, config = preset["model"], presets.hyperparameters(preset), presets.train_config(preset)
+    if workers > 1:
+        return spread_scores(model, hp, config, seeds, workers, where)
+    data = with_features(split(load(where[0], data_dir=data_dir), seed=where[2], min_count=where[3]), where[4])
+    return seed_scores(model, data, hp, config, seeds)
+
+
+def scored_alike(contained: dict, settings: dict, metric: str, seeds: int, workers: int, data_dir=None) -> dict:
+    """``contained`` (``make_preset``'s) with every preset measured alike (``measured_alike``) that has no
+    ``metric`` scores at ``seeds`` seeds (one tuned before presets recorded them) scored there (``preset_scores``),
+    so that ``better_inside`` compares it with the new recipe instead of leaving it "not compared". Only this
+    tuning uses those scores; the contained presets' files are left as they are."""
+    found = {}
+    for name, preset in contained.items():
+        tuning = preset["tuning"]
+        if measured_alike(tuning, settings) and len(tuning.get("by_seed", {}).get(metric, [])) != seeds:
+            print(f"training {name}'s recipe at seeds 0-{seeds - 1} too (it has no scores there) ...", file=sys.stderr)
+            tuning = {**tuning, "by_seed": {metric: preset_scores(preset, seeds, workers, data_dir)}}
+        found[name] = {**preset, "tuning": tuning}
     return found
 
 
@@ -948,6 +980,7 @@ def run(args) -> int:
     else:
         where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
         scores = spread_scores(args.model, hp, config, args.seeds, args.workers, where)
+    contained = scored_alike(contained, settings, f"valid_{key}", args.seeds, args.workers, args.data_dir)
     preset = make_preset(
         args.model,
         args.dataset,
