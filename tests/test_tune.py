@@ -39,6 +39,27 @@ def test_study_finds_a_config_and_resumes(tmp_path, small_split):
     assert len(tune.finished(again)) == 4
 
 
+def test_a_studys_own_best_leaves_out_its_seeded_recipe(tmp_path, small_split):
+    study = _study(tmp_path)
+    study.enqueue_trial({"lr": 2e-2, "weight_decay": 1e-6, "dim": 8})  # a seed (``seed_study``)
+    tune.tune("fm", small_split, 3, TrainConfig(epochs=2, patience=2), {}, study, progress=False)
+    assert tune.best_drawn(study, 3) == min(t.value for t in study.trials[1:3]), "the sampler's two trials"
+    assert tune.best_drawn(study, 1) is None, "the seed alone"
+    line = tune.convergence_line(
+        {
+            "tuning": {
+                "best_valid_rmse": 0.9,
+                "tolerance": 0.002,
+                "converged": True,
+                "studies": [
+                    {"study": "s", "best_valid_rmse": 0.9, "best_is_seed": "fm-8", "best_drawn_valid_rmse": 0.91}
+                ],
+            }
+        }
+    )
+    assert "best is the recipe of fm-8 (its own draws' best: 0.91000)" in line
+
+
 def test_median_pruner_stops_a_bad_trial(tmp_path, small_split):
     study = _study(tmp_path)
     base = TrainConfig(epochs=8, patience=8)

@@ -481,6 +481,21 @@ def best_of(study, trials: int):
     return nested(best.params), best.value, best.user_attrs.get("epochs")
 
 
+def best_drawn(study, trials: int) -> float | None:
+    """The best value of the study's first ``trials`` finished trials that its sampler drew (a seeded recipe,
+    ``seed_study``, is enqueued with fixed parameters), or None: what the study found on its own. Two studies
+    whose best is the same seed agree by construction; how far their own draws trail it says how far each search
+    got."""
+    import optuna
+
+    drawn = [
+        t.value
+        for t in finished(study)[:trials]
+        if t.state == optuna.trial.TrialState.COMPLETE and "fixed_params" not in t.system_attrs
+    ]
+    return min(drawn) if drawn else None
+
+
 def seed_of(params: dict, points: dict) -> str | None:
     """The name of the seed point (``seed_points``) whose recipe ``params`` (a study's best, ``best_of``) is, or
     None: a study whose best is a seed found nothing better than that recipe."""
@@ -967,6 +982,7 @@ def run(args) -> int:
                 f"best_valid_{key}": round(value, 5),
                 "epochs": epochs,
                 "best_is_seed": seed_of(params, points),
+                f"best_drawn_valid_{key}": best_drawn(study, args.trials),
             }
         )
     value, params = min(candidates, key=lambda c: c[0])
@@ -1051,8 +1067,15 @@ def convergence_line(preset: dict) -> str:
             f"models it contains (or the preset it replaces) validate better over {seeds} seeds: "
             + ", ".join(f"{n} by {m:.5f} [{lo:.5f}, {hi:.5f}]" for n, (m, lo, hi) in better.items())
         )
-    if seeded := {s["study"]: s["best_is_seed"] for s in tuning["studies"] if s.get("best_is_seed")}:
-        words.append(", ".join(f"{study}'s best is the recipe of {name}" for study, name in seeded.items()))
+    if seeded := {s["study"]: s for s in tuning["studies"] if s.get("best_is_seed")}:
+        drawn = key.replace("best_", "best_drawn_", 1)
+        words.append(
+            ", ".join(
+                f"{study}'s best is the recipe of {s['best_is_seed']}"
+                + (f" (its own draws' best: {s[drawn]:.5f})" if s.get(drawn) is not None else "")
+                for study, s in seeded.items()
+            )
+        )
     if edges := tuning.get("at_edges"):
         words.append(f"the best recipe's {', '.join(edges)} at the end of the range: widen it")
     if capped := tuning.get("at_cap"):
