@@ -661,15 +661,23 @@ def measured_alike(tuning: dict, settings: dict) -> bool:
 
 def preset_scores(preset: dict, seeds: int, workers: int = 1, data_dir=None) -> list[float]:
     """``seed_scores`` of ``preset``'s recipe on the split it was tuned on, spread over ``workers`` processes
-    (``spread_scores``)."""
-    from ..data import load, split
-
+    (``recipe_scores``)."""
     tuned = preset["tuning"]["settings"]
     where = (preset["dataset"], data_dir, tuned["seed"], preset["min_count"], preset.get("features", "all"))
-    model, hp, config = preset["model"], presets.hyperparameters(preset), presets.train_config(preset)
+    hp, config = presets.hyperparameters(preset), presets.train_config(preset)
+    return recipe_scores(preset["model"], hp, config, seeds, workers, where)
+
+
+def recipe_scores(model: str, hp: dict, config: TrainConfig, seeds: int, workers: int, where: tuple, data=None):
+    """``seed_scores`` of a recipe on the split ``where`` says (``score_worker``'s arguments): in this process on
+    ``data`` (that split, loaded here when not given) for one worker, else spread over ``workers`` processes."""
+    from ..data import load, split
+
     if workers > 1:
         return spread_scores(model, hp, config, seeds, workers, where)
-    data = with_features(split(load(where[0], data_dir=data_dir), seed=where[2], min_count=where[3]), where[4])
+    if data is None:
+        dataset, data_dir, seed, min_count, features = where
+        data = with_features(split(load(dataset, data_dir=data_dir), seed=seed, min_count=min_count), features)
     return seed_scores(model, data, hp, config, seeds)
 
 
@@ -993,11 +1001,8 @@ def run(args) -> int:
     train, hp = split_params(args.model, params, fixed)
     print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
     config = TrainConfig(**{**asdict(base), **train})
-    if args.workers == 1:
-        scores = seed_scores(args.model, data, hp, config, args.seeds)
-    else:
-        where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
-        scores = spread_scores(args.model, hp, config, args.seeds, args.workers, where)
+    where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
+    scores = recipe_scores(args.model, hp, config, args.seeds, args.workers, where, data)
     contained = scored_alike(contained, settings, f"valid_{key}", args.seeds, args.workers, args.data_dir)
     preset = make_preset(
         args.model,
