@@ -39,6 +39,35 @@ def test_study_finds_a_config_and_resumes(tmp_path, small_split):
     assert len(tune.finished(again)) == 4
 
 
+def test_a_trial_left_running_by_a_dead_worker_is_failed_and_a_seed_queued_again(tmp_path, small_split):
+    import socket
+    import subprocess
+
+    import optuna
+
+    study = _study(tmp_path)
+    tune.tune("fm", small_split, 1, TrainConfig(epochs=1, patience=1), {}, study, progress=False)
+    assert study.trials[0].user_attrs["worker"] == tune.worker_tag(), "each trial names its worker"
+    proc = subprocess.Popen(["true"])
+    proc.wait()  # a process of this machine that has exited
+    seed = {"lr": 2e-2, "weight_decay": 1e-6, "dim": 8}
+    study.enqueue_trial(seed)
+    tags = [f"{socket.gethostname()}:{proc.pid}", tune.worker_tag(), f"another-machine:{proc.pid}", None]
+    running = []
+    for tag in tags:
+        trial = study.ask()
+        if tag:
+            trial.set_user_attr("worker", tag)
+        running.append(trial.number)
+    assert tune.fail_orphans(study) == [running[0]], "only the dead worker of this machine"
+    states = {t.number: t.state for t in study.trials}
+    assert states[running[0]] == optuna.trial.TrialState.FAIL
+    assert all(states[n] == optuna.trial.TrialState.RUNNING for n in running[1:]), "live, elsewhere, untagged"
+    waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
+    assert [t.system_attrs["fixed_params"] for t in waiting] == [seed], "the seed it held, queued again"
+    assert tune.fail_orphans(study) == [], "once"
+
+
 def test_a_studys_own_best_leaves_out_its_seeded_recipe(tmp_path, small_split):
     study = _study(tmp_path)
     study.enqueue_trial({"lr": 2e-2, "weight_decay": 1e-6, "dim": 8})  # a seed (``seed_study``)

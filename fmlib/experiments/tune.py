@@ -38,7 +38,8 @@
   with the same URL, on each of them. ``--trials N`` asks for N finished trials per study in all:
   run again after an interruption and the studies resume where they stopped. Each study counts its
   first N finished trials only, so every model gets the same tuning effort even when one study was
-  run longer before.
+  run longer before. A trial left "running" by a worker of this machine that was killed inside it is
+  marked failed when the study resumes, a seeded one queued again (``fail_orphans``).
 * The search space of every model is in ``SEARCH_SPACES``: the same training ``TOOLS`` for every
   model (lr, L2, an L2 per field drawn on its own, weight averaging from an epoch drawn as an integer)
   plus the model's own sizes. A best recipe with a value at the end of its range has not converged
@@ -60,7 +61,9 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
 import shlex
+import socket
 import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -390,6 +393,41 @@ def finished(study) -> list:
     return [t for t in study.trials if t.state in states]
 
 
+def worker_tag() -> str:
+    """This process as a trial records it (``host:pid``), so that a later tuning can tell a trial whose worker
+    died (``fail_orphans``) from one that another worker is still running."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def fail_orphans(study) -> list[int]:
+    """Mark failed every running trial whose worker (``worker_tag``) was a process of this machine that no longer
+    runs — a tuning killed inside a trial leaves it "running" in the storage for ever — and queue a seeded one's
+    recipe again, so its study keeps that seed. A trial of a live worker, or of another machine, is left alone.
+    Returns the numbers of the trials failed."""
+    import optuna
+
+    host, failed = socket.gethostname(), []
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        where, _, pid = t.user_attrs.get("worker", "").rpartition(":")
+        if where != host or alive(int(pid)):
+            continue
+        study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        if "fixed_params" in t.system_attrs:
+            study.enqueue_trial(t.system_attrs["fixed_params"])
+        failed.append(t.number)
+    return failed
+
+
 def seed_study(study, points: dict) -> None:
     """Enqueue each of ``points`` ({name: parameters}) as the study's first trials (once: a
     resumed study is not seeded again)."""
@@ -427,6 +465,7 @@ def optimize(
         space["features"] = tuple(sets)
 
     def objective(trial):
+        trial.set_user_attr("worker", worker_tag())
         params = suggest(trial, space)
         data = sets[params.pop("features", None)]
         train, hp = split_params(model, params, fixed)
@@ -980,6 +1019,13 @@ def run(args) -> int:
     for s in range(args.studies):
         study = open_study(plan.storage, plan.study_name(s), s, settings)  # settings checked before any work
         seed_study(study, points)
+        orphans = fail_orphans(study)
+        if orphans:
+            print(
+                f"{study.study_name}: trial(s) {orphans} were left running by a worker that stopped; marked failed, "
+                "a seeded one queued again",
+                file=sys.stderr,
+            )
         run_study(plan, s, sets)
         params, value, epochs = best_of(study, args.trials)
         candidates.append((value, params))
