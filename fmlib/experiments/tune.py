@@ -423,7 +423,7 @@ def fail_orphans(study) -> list[int]:
             continue
         study.tell(t.number, state=optuna.trial.TrialState.FAIL)
         if "fixed_params" in t.system_attrs:
-            study.enqueue_trial(t.system_attrs["fixed_params"])
+            study.enqueue_trial(t.system_attrs["fixed_params"], user_attrs={"seed": t.user_attrs.get("seed")})
         failed.append(t.number)
     return failed
 
@@ -432,8 +432,8 @@ def seed_study(study, points: dict) -> None:
     """Enqueue each of ``points`` ({name: parameters}) as the study's first trials (once: a
     resumed study is not seeded again)."""
     if not study.trials:
-        for params in points.values():
-            study.enqueue_trial(params, skip_if_exists=True)
+        for name, params in points.items():
+            study.enqueue_trial(params, user_attrs={"seed": name}, skip_if_exists=True)
 
 
 def optimize(
@@ -513,13 +513,18 @@ def optimize(
 def best_of(study, trials: int):
     """The best of the study's first ``trials`` finished trials (a study run longer before gives no
     model more tuning): (params, valid metric, epochs it used)."""
+    best = best_trial(study, trials)
+    return nested(best.params), best.value, best.user_attrs.get("epochs")
+
+
+def best_trial(study, trials: int):
+    """The best complete trial of the study's first ``trials`` finished ones (``best_of``)."""
     import optuna
 
     complete = [t for t in finished(study)[:trials] if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
         raise RuntimeError(f"study {study.study_name}: every trial failed (diverged?); no preset written")
-    best = min(complete, key=lambda t: t.value)
-    return nested(best.params), best.value, best.user_attrs.get("epochs")
+    return min(complete, key=lambda t: t.value)
 
 
 def best_drawn(study, trials: int) -> float | None:
@@ -537,11 +542,19 @@ def best_drawn(study, trials: int) -> float | None:
     return min(drawn) if drawn else None
 
 
-def seed_of(params: dict, points: dict) -> str | None:
-    """The name of the seed point (``seed_points``) whose recipe ``params`` (a study's best, ``best_of``) is, or
-    None: a study whose best is a seed found nothing better than that recipe."""
-    flat = flat_space(params)
-    return next((name for name, p in points.items() if p and all(flat.get(k) == v for k, v in p.items())), None)
+def seed_of(study, trials: int, points: dict) -> str | None:
+    """The name of the seed (``seed_study``) that is the best of the study's first ``trials`` finished trials, or
+    None where its sampler drew that trial: a study whose best is a seed found nothing better than that recipe.
+    A seeded trial records its seed's name; one of a journal made before it did is named by the seed point
+    (``seed_points``, from the presets as they are now) with its recipe, else as seeded before."""
+    best = best_trial(study, trials)
+    if "fixed_params" not in best.system_attrs:
+        return None
+    if best.user_attrs.get("seed"):
+        return best.user_attrs["seed"]
+    flat = flat_space(nested(best.params))
+    named = (name for name, p in points.items() if p and all(flat.get(k) == v for k, v in p.items()))
+    return next(named, "a recipe seeded when the study began")
 
 
 def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, **options):
@@ -1037,7 +1050,7 @@ def run(args) -> int:
                 "finished_trials": count,
                 f"best_valid_{key}": round(value, 5),
                 "epochs": epochs,
-                "best_is_seed": seed_of(params, points),
+                "best_is_seed": seed_of(study, args.trials, points),
                 f"best_drawn_valid_{key}": best_drawn(study, args.trials),
             }
         )
