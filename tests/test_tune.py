@@ -44,15 +44,15 @@ def test_a_best_seed_is_named_by_the_trial_even_when_the_presets_have_changed_si
     study = _study(tmp_path)
     tune.seed_study(study, {"fm-8": seed})
     tune.tune("fm", small_split, 1, base, {}, study, progress=False)
-    assert tune.seed_of(study, 1, {}) == "fm-8", "named by its trial, whatever the seed points are now"
+    assert tune.seed_of(tune.best_trial(study, 1), {}) == "fm-8", "named by its trial, whatever the seed points are now"
     older = _study(tmp_path, "older-seed0")
     older.enqueue_trial(seed)  # as seed_study did before trials recorded their seed's name
     tune.tune("fm", small_split, 1, base, {}, older, progress=False)
-    assert tune.seed_of(older, 1, {"fm-8": seed}) == "fm-8", "named by the seed point with its recipe"
-    assert tune.seed_of(older, 1, {}) == "a recipe seeded when the study began"
+    assert tune.seed_of(tune.best_trial(older, 1), {"fm-8": seed}) == "fm-8", "named by the seed point with its recipe"
+    assert tune.seed_of(tune.best_trial(older, 1), {}) == "a recipe seeded when the study began"
     drawn = _study(tmp_path, "drawn-seed0")
     tune.tune("fm", small_split, 1, base, {}, drawn, progress=False)
-    assert tune.seed_of(drawn, 1, {"fm-8": seed}) is None, "the sampler drew it"
+    assert tune.seed_of(tune.best_trial(drawn, 1), {"fm-8": seed}) is None, "the sampler drew it"
 
 
 def test_a_trial_left_running_by_a_dead_worker_is_failed_and_a_seed_queued_again(tmp_path, small_split):

@@ -400,6 +400,7 @@ def worker_tag() -> str:
 
 
 def alive(pid: int) -> bool:
+    """Whether the process ``pid`` of this machine still runs."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -513,8 +514,12 @@ def optimize(
 def best_of(study, trials: int):
     """The best of the study's first ``trials`` finished trials (a study run longer before gives no
     model more tuning): (params, valid metric, epochs it used)."""
-    best = best_trial(study, trials)
-    return nested(best.params), best.value, best.user_attrs.get("epochs")
+    return recipe_of(best_trial(study, trials))
+
+
+def recipe_of(trial) -> tuple:
+    """A finished trial as a recipe: (params, valid metric, epochs it used)."""
+    return nested(trial.params), trial.value, trial.user_attrs.get("epochs")
 
 
 def best_trial(study, trials: int):
@@ -542,12 +547,11 @@ def best_drawn(study, trials: int) -> float | None:
     return min(drawn) if drawn else None
 
 
-def seed_of(study, trials: int, points: dict) -> str | None:
-    """The name of the seed (``seed_study``) that is the best of the study's first ``trials`` finished trials, or
-    None where its sampler drew that trial: a study whose best is a seed found nothing better than that recipe.
+def seed_of(best, points: dict) -> str | None:
+    """The name of the seed (``seed_study``) that the trial ``best`` (a study's best, ``best_trial``) is, or None
+    where its sampler drew that trial: a study whose best is a seed found nothing better than that recipe.
     A seeded trial records its seed's name; one of a journal made before it did is named by the seed point
     (``seed_points``, from the presets as they are now) with its recipe, else as seeded before."""
-    best = best_trial(study, trials)
     if "fixed_params" not in best.system_attrs:
         return None
     if best.user_attrs.get("seed"):
@@ -1040,7 +1044,8 @@ def run(args) -> int:
                 file=sys.stderr,
             )
         run_study(plan, s, sets)
-        params, value, epochs = best_of(study, args.trials)
+        best = best_trial(study, args.trials)
+        params, value, epochs = recipe_of(best)
         candidates.append((value, params))
         count = min(args.trials, len(finished(study)))
         studies.append(
@@ -1050,7 +1055,7 @@ def run(args) -> int:
                 "finished_trials": count,
                 f"best_valid_{key}": round(value, 5),
                 "epochs": epochs,
-                "best_is_seed": seed_of(study, args.trials, points),
+                "best_is_seed": seed_of(best, points),
                 f"best_drawn_valid_{key}": best_drawn(study, args.trials),
             }
         )
