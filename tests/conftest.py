@@ -24,6 +24,7 @@ import functools
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +42,16 @@ os.environ.setdefault("FMLIB_STARTER_RUNS", "0")  # no background starter runs i
 # no warm-up either: each app server and each worker that runs app.py would check every derivation's first line
 # again, in forked children (test_pages_foundation.py tests the warm-up itself)
 os.environ.setdefault("FMLIB_WARM_UP", "0")
+
+
+@pytest.fixture(autouse=True)
+def _main_module_kept():
+    """Restore ``__main__`` after each test. AppTest runs a page as ``__main__`` and leaves it there, and a process
+    that multiprocessing spawns later in the same test worker (``tune --workers 2``) imports ``__main__`` again: it ran
+    the field-interactions page and failed, whenever xdist gave that worker a page test first."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 def _patient_client():
