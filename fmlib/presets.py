@@ -144,9 +144,10 @@ def load_named(dataset: str, name: str, model: str, task: str = "rating", root=N
 
 def recipe(preset: dict) -> str:
     """How the preset's model is trained, in one line: the tools it uses (L2, grouped L2, weight
-    averaging), the epoch budget and how its values were chosen (trials; the seeds each trial was
-    scored at when more than one, and whether trials were pruned) — what a verdict row names for each
-    side, so a reader sees that both got the same tools and the same tuning."""
+    averaging), the epoch budget and how its values were chosen (trials, each study's where they
+    differ; the seeds each trial was scored at when more than one, and whether trials were pruned)
+    — what a verdict row names for each side, so a reader sees that both got the same tools and the
+    same tuning."""
     train, tuning = preset["train"], preset.get("tuning", {})
     parts = [f"Adam lr {train['lr']:.2g}", f"L2 {train['weight_decay']:.2g}"]
     multiples = {**train.get("field_decay", {}), "w": train.get("linear_decay", 1.0)}
@@ -156,8 +157,12 @@ def recipe(preset: dict) -> str:
     if train.get("average_from"):
         parts.append(f"averaging from epoch {train['average_from']}")
     parts.append(f"≤ {train['epochs']} epochs")
-    trials, studies = tuning.get("finished_trials"), len(tuning.get("studies", ()))
-    counted = f"{studies} studies × {trials}" if studies > 1 else f"{trials}"
+    trials = tuning.get("finished_trials")
+    counts = [study.get("finished_trials", trials) for study in tuning.get("studies", ())]
+    if len(set(counts)) > 1:  # a study stopped by --timeout ran fewer trials than the other
+        counted = f"{len(counts)} studies of " + ", ".join(map(str, counts[:-1])) + f" and {counts[-1]}"
+    else:
+        counted = f"{len(counts)} studies × {trials}" if len(counts) > 1 else f"{trials}"
     settings = tuning.get("settings", {})
     seeds = settings.get("trial_seeds", 1)
     how = ([f"scored at {seeds} seeds"] if seeds > 1 else []) + (

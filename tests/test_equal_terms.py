@@ -140,6 +140,10 @@ def test_the_recipe_names_every_tool():
     assert "20 Optuna trials on validation, each scored at 3 seeds)" in presets.recipe(preset)
     preset["tuning"]["settings"]["prune"] = False
     assert "each scored at 3 seeds and trained to its early stop)" in presets.recipe(preset)
+    preset["tuning"]["studies"] = [{"finished_trials": 20}, {"finished_trials": 20}]
+    assert "(2 studies × 20 Optuna trials" in presets.recipe(preset)
+    preset["tuning"]["studies"][1]["finished_trials"] = 34
+    assert "(2 studies of 20 and 34 Optuna trials" in presets.recipe(preset), "each study's count, not the least"
     plain = presets.recipe({"train": {"lr": 0.01, "weight_decay": 1e-4, "epochs": 40}})
     assert "grouped" not in plain and "averaging" not in plain and "by hand" in plain
 
