@@ -1,5 +1,5 @@
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import optuna
 import pytest
@@ -189,6 +189,36 @@ def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch
     assert code == 0
     config = json.loads(out)["config"]
     assert config["train"]["lr"] == json.loads(path.read_text())["train"]["lr"] and config["train"]["seed"] == 1
+
+
+@pytest.mark.usefixtures("movielens_sample")
+def test_cli_a_resumed_tuning_whose_best_is_the_preset_keeps_its_scores(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1", "--studies", "1", "--seeds", "2"]
+    code, _, err = _cli(args, capsys)
+    assert code == 0 and "training the chosen recipe" in err
+    path = tmp_path / "presets" / "ml-100k" / "fm-8.json"
+    scores = json.loads(path.read_text())["tuning"]["by_seed"]
+
+    def refused(*_):
+        raise AssertionError("the recipe was trained again")
+
+    monkeypatch.setattr(tune, "recipe_scores", refused)
+    code, _, err = _cli(args, capsys)  # resumed: no trial to run, the same best
+    assert code == 0, err
+    assert "fm-8 (the preset it replaces)'s: its recorded scores at seeds 0-1 kept" in err
+    assert json.loads(path.read_text())["tuning"]["by_seed"] == scores
+    preset = json.loads(path.read_text())
+    contained, settings = {"fm-8": preset}, preset["tuning"]["settings"]
+    config, hp = presets.train_config(preset), presets.hyperparameters(preset)
+    assert tune.known_scores(contained, "fm", hp, config, "all", settings, "valid_rmse", 2) == (
+        "fm-8",
+        scores["valid_rmse"],
+    )
+    other = replace(config, lr=config.lr * 2)
+    assert tune.known_scores(contained, "fm", hp, other, "all", settings, "valid_rmse", 2) is None, "another recipe"
+    assert tune.known_scores(contained, "fm", {"dim": 4}, config, "all", settings, "valid_rmse", 2) is None
+    assert tune.known_scores(contained, "fm", hp, config, "all", settings, "valid_rmse", 3) is None, "other seeds"
 
 
 def test_cli_bad_input_is_one_line_and_keeps_the_good_preset(tmp_path, monkeypatch, capsys):

@@ -752,6 +752,28 @@ def scored_alike(contained: dict, settings: dict, metric: str, seeds: int, worke
     return found
 
 
+def known_scores(
+    contained: dict, model: str, hp: dict, config: TrainConfig, features: str, settings: dict, metric: str, seeds: int
+):
+    """(name, ``metric`` scores at seeds 0, …, ``seeds`` − 1) of a ``contained`` preset that records them for this
+    very recipe (the same model, sizes, training values and features, measured alike: ``measured_alike``), else
+    None. Each score is one seeded training on one thread, so the same recipe scores the same: a resumed tuning
+    whose best recipe is the preset it replaces trains nothing again."""
+    sizes = presets.hyperparameters({"hp": hp})
+    for name, preset in contained.items():
+        scores = preset["tuning"].get("by_seed", {}).get(metric, [])
+        same = (
+            preset["model"] == model
+            and presets.hyperparameters(preset) == sizes
+            and presets.train_config(preset, seed=config.seed) == config
+            and preset.get("features", "all") == features
+            and measured_alike(preset["tuning"], settings)
+        )
+        if same and len(scores) == seeds:
+            return name, list(scores)
+    return None
+
+
 def recorded_better(path: Path, key: str, value: float, settings: dict) -> float | None:
     """The validation score ``key`` recorded in the preset at ``path`` when it is better (lower)
     than ``value`` and was found under the same study ``settings`` (space, epoch budget, split),
@@ -1063,10 +1085,17 @@ def run(args) -> int:
     features = params.pop("features", chosen[0])
     data = sets[features]
     train, hp = split_params(args.model, params, fixed)
-    print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
     config = TrainConfig(**{**asdict(base), **train})
-    where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
-    scores = recipe_scores(args.model, hp, config, args.seeds, args.workers, where, data)
+    known = known_scores(contained, args.model, hp, config, features, settings, f"valid_{key}", args.seeds)
+    if known is None:
+        print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
+        where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
+        scores = recipe_scores(args.model, hp, config, args.seeds, args.workers, where, data)
+    else:
+        print(
+            f"the chosen recipe is {known[0]}'s: its recorded scores at seeds 0-{args.seeds - 1} kept", file=sys.stderr
+        )
+        scores = known[1]
     contained = scored_alike(contained, settings, f"valid_{key}", args.seeds, args.workers, args.data_dir)
     preset = make_preset(
         args.model,
