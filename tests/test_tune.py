@@ -206,7 +206,7 @@ def test_cli_a_resumed_tuning_whose_best_is_the_preset_keeps_its_scores(tmp_path
     monkeypatch.setattr(tune, "recipe_scores", refused)
     code, _, err = _cli(args, capsys)  # resumed: no trial to run, the same best
     assert code == 0, err
-    assert "fm-8 (the preset it replaces)'s: its recorded scores at seeds 0-1 kept" in err
+    assert "fm-8 (the preset it replaces)'s: its scores at seeds 0-1 are known, not trained again" in err
     assert json.loads(path.read_text())["tuning"]["by_seed"] == scores
     preset = json.loads(path.read_text())
     contained, settings = {"fm-8": preset}, preset["tuning"]["settings"]

@@ -758,7 +758,8 @@ def known_scores(
     """(name, ``metric`` scores at seeds 0, …, ``seeds`` − 1) of a ``contained`` preset that records them for this
     very recipe (the same model, sizes, training values and features, measured alike: ``measured_alike``), else
     None. Each score is one seeded training on one thread, so the same recipe scores the same: a resumed tuning
-    whose best recipe is the preset it replaces trains nothing again."""
+    whose best recipe is the preset it replaces (scored here if it had no scores, ``scored_alike``) trains nothing
+    again."""
     sizes = presets.hyperparameters({"hp": hp})
     for name, preset in contained.items():
         scores = preset["tuning"].get("by_seed", {}).get(metric, [])
@@ -1086,6 +1087,7 @@ def run(args) -> int:
     data = sets[features]
     train, hp = split_params(args.model, params, fixed)
     config = TrainConfig(**{**asdict(base), **train})
+    contained = scored_alike(contained, settings, f"valid_{key}", args.seeds, args.workers, args.data_dir)
     known = known_scores(contained, args.model, hp, config, features, settings, f"valid_{key}", args.seeds)
     if known is None:
         print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
@@ -1093,10 +1095,10 @@ def run(args) -> int:
         scores = recipe_scores(args.model, hp, config, args.seeds, args.workers, where, data)
     else:
         print(
-            f"the chosen recipe is {known[0]}'s: its recorded scores at seeds 0-{args.seeds - 1} kept", file=sys.stderr
+            f"the chosen recipe is {known[0]}'s: its scores at seeds 0-{args.seeds - 1} are known, not trained again",
+            file=sys.stderr,
         )
         scores = known[1]
-    contained = scored_alike(contained, settings, f"valid_{key}", args.seeds, args.workers, args.data_dir)
     preset = make_preset(
         args.model,
         args.dataset,
