@@ -72,7 +72,7 @@ NOT_CONVERGED = {
         {"agree"},
         "at 31 and 40 trials a study (the first stopped by --timeout; the journal resumes) the bests 0.91392 and "
         "0.91880 differ by 0.0049, and the first's best trained to the 200-epoch cap at lr 0.00104, the range's "
-        "lower end: a slow learner the budget stops, so more trials of these studies cannot converge",
+        "lower end: a slow learner the budget stops, so the rule asks for a larger --epochs and lr range, not only trials",
     ),
     "studies/presets/ml-100k/rfm.json": (
         {"agree"},
