@@ -63,37 +63,21 @@ NOT_CONVERGED = {
         "space trains a DPLR of rank 1 to the FM it contains, as the paper reports of DPLR(1)",
     ),
     # Tuned again in the new space, RaFM's own consistency weight c then widened (README, "The RaFMs and RFM")
-    "studies/presets/ml-100k/rafm-8,32.json": (
+    "ml-100k/rafm-8,32.json": (
         {"agree"},
         "after 100 trials a study with c drawn from 0.01-100 the bests differ by 0.0034: the first study's sampler "
         "stays at small c (all its trials 81-100 drew 0.010-0.037), the second's at large c (8.5-89)",
     ),
-    "studies/presets/ml-100k/rafm-8,32-t2000.json": (
+    "ml-100k/rafm-8,32-t2000.json": (
         {"agree"},
-        "at 31 and 40 trials a study (the first stopped by --timeout; the journal resumes) the bests 0.91392 and "
+        "at 31 and 40 trials a study (the first stopped by --timeout) the bests 0.91392 and "
         "0.91880 differ by 0.0049, and the first's best trained to the 200-epoch cap at lr 0.00104, the range's "
         "lower end: a slow learner the budget stops, so the rule asks for a larger --epochs and lr range, not only trials",
     ),
-    "studies/presets/ml-100k/rfm.json": (
+    "ml-100k/rfm.json": (
         {"agree"},
         "at 40 trials a study the bests 0.90522 and 0.90868 differ by 0.0035; the last 8 and 2 trials found "
         "nothing better (most random draws stop before epoch 20)",
-    ),
-    # Both: each study settled early on one value of a categorical choice and kept it in almost every later trial
-    # (the TPE sampler's lock-in on categories; README, "Tuning"). For RFM that choice alone is not the gap.
-    "ml-100k/rfm.json": (
-        {"agree"},
-        "the studies settled on different embedding sizes and dropouts early, and on different learning rates and L2",
-    ),
-    "ml-100k/rafm-8,32.json": (
-        {"agree"},
-        "the second study settled on no weight averaging early; its best recipe with averaging turned on "
-        "validates better over seeds",
-    ),
-    "ml-100k/rafm-8,32-t2000.json": (
-        {"agree"},
-        "trained at seeds 0-9 the studies' recipes differ by 0.0008 [-0.0007, 0.0022]: the one-seed bests differ by "
-        "seed luck (README)",
     ),
     # The DPLR paper's protocol tunes the learning rate alone (L2 0.0003, no grouped L2, no averaging): a DPLR of
     # rank 1 trained from the FM's learning rate still ends above the FM's RMSE, on most seeds.
