@@ -76,8 +76,8 @@ NOT_CONVERGED = {
     ),
     "ml-100k/rfm.json": (
         {"agree"},
-        "at 60 trials a study the bests 0.90522 and 0.90855 differ by 0.0033; the second study's new best (its 51st "
-        "trial) ran to the 200-epoch cap, and most random draws stop before epoch 30",
+        "at 60 trials a study the bests 0.90522 and 0.90855 differ by 0.0033; the second study's new best (trial 47, "
+        "lr 0.0014) ran to the 200-epoch cap, and most random draws stop before epoch 30",
     ),
     # The DPLR paper's protocol tunes the learning rate alone (L2 0.0003, no grouped L2, no averaging): a DPLR of
     # rank 1 trained from the FM's learning rate still ends above the FM's RMSE, on most seeds.
