@@ -62,7 +62,7 @@ NOT_CONVERGED = {
         "both studies end on the old recipe (0.55292) and FM(8)'s recipe was among their seeds: no recipe of the "
         "space trains a DPLR of rank 1 to the FM it contains, as the paper reports of DPLR(1)",
     ),
-    # Tuned again in the new space, RaFM's own consistency weight c then widened (README, "The RaFMs and RFM")
+    # Tuned again in the new space (README, "The RaFMs and RFM"); for RaFM(8, 32) its consistency weight c widened
     "ml-100k/rafm-8,32.json": (
         {"agree"},
         "after 100 trials a study with c drawn from 0.01-100 the bests differ by 0.0034: the first study's sampler "
