@@ -173,6 +173,12 @@ def recipe(preset: dict) -> str:
     return ", ".join(parts) + f" ({chosen})"
 
 
+def seed_scores(tuning: dict, metric: str) -> list[float]:
+    """The validation ``metric`` (``valid_rmse``, ``valid_logloss``) of a preset's recipe at seeds 0, 1, … as its
+    ``tuning`` record holds them (``by_seed``, written by ``tune``); [] when it holds none."""
+    return tuning.get("by_seed", {}).get(metric, [])
+
+
 def tuning_summary(preset: dict) -> str:
     """How far the preset's numbers can be trusted, in a sentence or two from its record: the validation
     score of its best trial, its recipe's mean ± standard deviation over the seeds it was trained at
@@ -184,7 +190,7 @@ def tuning_summary(preset: dict) -> str:
     if "studies" not in tuning:
         return f"Chosen by an experiment among its configurations ({tuning.get('command', 'no command recorded')}): validation {shown} {best:.5f} as it measured it."
     words = [f"Its best trial validated at {shown} {best:.5f}"]
-    scores = tuning.get("by_seed", {}).get(f"valid_{metric}", [])
+    scores = seed_scores(tuning, f"valid_{metric}")
     if len(scores) >= 2:
         words.append(
             f"its recipe at {len(scores)} seeds, {statistics.mean(scores):.5f} ± {statistics.stdev(scores):.5f}"

@@ -123,7 +123,7 @@ CONTAINING = [p for p in RECORDED if json.loads(p.read_text())["model"] in tune.
 @pytest.mark.parametrize("path", CONTAINING, ids=_name)
 def test_a_model_that_contains_or_is_contained_records_its_recipe_at_several_seeds(path):
     """The containment check reads these (``python -m fmlib rescore`` writes them for an older preset)."""
-    scores = _tuning(path).get("by_seed", {}).get(f"valid_{MONITOR[json.loads(path.read_text())['task']]}", [])
+    scores = presets.seed_scores(_tuning(path), f"valid_{MONITOR[json.loads(path.read_text())['task']]}")
     assert len(scores) >= 2, f"{path.stem}: no validation scores of its recipe at several seeds"
 
 

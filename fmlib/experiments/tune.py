@@ -698,7 +698,7 @@ def better_inside(contained: dict, key: str, by_seed: dict, settings: dict) -> d
     for name, preset in contained.items():
         if not measured_alike(preset["tuning"], settings):
             continue
-        scores = preset["tuning"].get("by_seed", {}).get(metric, [])
+        scores = presets.seed_scores(preset["tuning"], metric)
         if not len(scores) == len(ours) >= 2:
             found[name] = None
             continue
@@ -745,7 +745,7 @@ def scored_alike(contained: dict, settings: dict, metric: str, seeds: int, worke
     found = {}
     for name, preset in contained.items():
         tuning = preset["tuning"]
-        if measured_alike(tuning, settings) and len(tuning.get("by_seed", {}).get(metric, [])) != seeds:
+        if measured_alike(tuning, settings) and len(presets.seed_scores(tuning, metric)) != seeds:
             print(f"training {name}'s recipe at seeds 0-{seeds - 1} too (it has no scores there) ...", file=sys.stderr)
             tuning = {**tuning, "by_seed": {metric: preset_scores(preset, seeds, workers, data_dir)}}
         found[name] = {**preset, "tuning": tuning}
@@ -762,7 +762,7 @@ def known_scores(
     again."""
     sizes = presets.hyperparameters({"hp": hp})
     for name, preset in contained.items():
-        scores = preset["tuning"].get("by_seed", {}).get(metric, [])
+        scores = presets.seed_scores(preset["tuning"], metric)
         same = (
             preset["model"] == model
             and presets.hyperparameters(preset) == sizes
