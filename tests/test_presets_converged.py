@@ -74,11 +74,6 @@ NOT_CONVERGED = {
         "0.91880 differ by 0.0049, and the first's best trained to the 200-epoch cap at lr 0.00104, the range's "
         "lower end: a slow learner the budget stops, so the rule asks for a larger --epochs and lr range, not only trials",
     ),
-    "ml-100k/rfm.json": (
-        {"agree"},
-        "at 60 trials a study the bests 0.90522 and 0.90855 differ by 0.0033; the second study's new best (trial 47, "
-        "lr 0.0014) ran to the 200-epoch cap, and most random draws stop before epoch 30",
-    ),
     # The DPLR paper's protocol tunes the learning rate alone (L2 0.0003, no grouped L2, no averaging): a DPLR of
     # rank 1 trained from the FM's learning rate still ends above the FM's RMSE, on most seeds.
     "dplr-paper/ml-100k/dplr-1.json": (
