@@ -1164,7 +1164,7 @@ def convergence_line(preset: dict) -> str:
     ]
     inside = tuning.get("better_inside", {})
     if better := {name: v for name, v in inside.items() if v is not None}:
-        seeds = len(next(iter(tuning["by_seed"].values())))
+        seeds = len(presets.seed_scores(tuning, key.removeprefix("best_")))
         words.append(
             f"models it contains (or the preset it replaces) validate better over {seeds} seeds: "
             + ", ".join(f"{n} by {m:.5f} [{lo:.5f}, {hi:.5f}]" for n, (m, lo, hi) in better.items())
