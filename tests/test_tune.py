@@ -385,6 +385,24 @@ def test_a_tuning_starts_from_the_preset_it_replaces_and_is_not_converged_while_
 
 
 @pytest.mark.usefixtures("movielens_sample")
+def test_a_study_added_later_starts_from_its_first_studys_seeds_not_from_the_preset_written_since(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    alike = {"studies": [], "settings": {"seed": 0, "min_count": 1, "task": "rating"}}
+    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, alike, lr=0.02)
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "1", "--seeds", "2", "--studies"]
+    assert _cli([*args, "1"], capsys)[0] == 0
+    _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, alike, lr=0.05)  # as if that tuning had chosen lr 0.05
+    code, _, err = _cli([*args, "2"], capsys)
+    assert code == 0, err
+    storage = tune.storage_of(str(tmp_path / "runs" / ".studies" / "ml-100k" / "fm-4-seed0.journal"))
+    firsts = [optuna.load_study(study_name=f"fm-4-seed0-sampler{s}", storage=storage).trials[0] for s in (0, 1)]
+    assert [t.params["lr"] for t in firsts] == [0.02, 0.02], "the second study's seed is the first study's"
+    assert firsts[1].user_attrs["seed"] == "fm-4" + tune.PREVIOUS
+
+
+@pytest.mark.usefixtures("movielens_sample")
 def test_a_replaced_preset_without_scores_at_the_seeds_is_scored_and_compared(tmp_path, monkeypatch, capsys):
     """A preset tuned before presets recorded their scores at seeds 0-9 (RaFM(8, 32) on ml-100k, where a tuning
     reported "not compared"): the tuning trains its recipe at the same seeds, so the comparison is made."""

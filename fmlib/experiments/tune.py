@@ -16,7 +16,8 @@
   FM of size k from the FMs of smaller sizes; and from the recipe of the preset it would replace (a model
   contains itself, ``previous_preset``), so a tuning in a new space starts where the old one ended. Every
   model is seeded the same way, so the terms stay equal, and no model need validate worse than a model it
-  contains, or than the preset it replaces.
+  contains, or than the preset it replaces. A study added to a tuning later (``--studies`` raised) starts from
+  the points its first study started from (``seeds_of``), not from the preset that tuning has written since.
 * Pruner: the median pruner with epochs as steps, fed the validation metric after every epoch
   through ``fit``'s callback; a trial below the median of earlier trials at the same epoch stops early.
   ``--no-prune`` trains every trial to its early stop instead (``pruner_of``): the pruner stops a slow
@@ -435,6 +436,19 @@ def seed_study(study, points: dict) -> None:
     if not study.trials:
         for name, params in points.items():
             study.enqueue_trial(params, user_attrs={"seed": name}, skip_if_exists=True)
+
+
+def seeds_of(study) -> dict:
+    """The points ``study`` was seeded with ({name: parameters}, in the order it ran them): a study added later to
+    a tuning (``--studies`` raised) starts from these, its first study's, rather than from the presets as they are
+    by then — the recipe the tuning itself chose among them — so that its studies differ in the sampler's seed
+    alone. A seed of a journal made before trials named theirs is named by its trial."""
+    points = {}
+    for t in study.trials:
+        params = t.system_attrs.get("fixed_params")
+        if params is not None and params not in points.values():
+            points[t.user_attrs.get("seed") or f"the recipe seeded as trial {t.number}"] = params
+    return points
 
 
 def optimize(
@@ -1054,10 +1068,13 @@ def run(args) -> int:
     contained = contained_presets(args.model, fixed, args.dataset, base.task, where)
     contained |= previous_preset(args.dataset, args.model, rank, base.task, where)
     points = seed_points(args.model, contained, space if not drawn else {**space, "features": tuple(drawn)})
+    first = open_study(plan.storage, plan.study_name(0), 0, settings)  # settings checked before any work
+    if first.trials:  # a resumed tuning: every study starts where its first one did
+        points = seeds_of(first)
     key = MONITOR[base.task]
     studies, candidates = [], []
     for s in range(args.studies):
-        study = open_study(plan.storage, plan.study_name(s), s, settings)  # settings checked before any work
+        study = open_study(plan.storage, plan.study_name(s), s, settings)
         seed_study(study, points)
         orphans = fail_orphans(study)
         if orphans:
