@@ -438,16 +438,19 @@ def seed_study(study, points: dict) -> None:
             study.enqueue_trial(params, user_attrs={"seed": name}, skip_if_exists=True)
 
 
-def seeds_of(study) -> dict:
+def seeds_of(study, named: dict) -> dict:
     """The points ``study`` was seeded with ({name: parameters}, in the order it ran them): a study added later to
     a tuning (``--studies`` raised) starts from these, its first study's, rather than from the presets as they are
-    by then — the recipe the tuning itself chose among them — so that its studies differ in the sampler's seed
-    alone. A seed of a journal made before trials named theirs is named by its trial."""
+    by then — among them the recipe the tuning itself chose — so that its studies differ in the sampler's seed
+    alone. A seed of a journal made before trials named theirs takes the name of the point of ``named``
+    (``seed_points``, from the presets as they are now) with its parameters, else its trial's."""
+    names = {json.dumps(params, sort_keys=True): name for name, params in named.items()}
     points = {}
     for t in study.trials:
         params = t.system_attrs.get("fixed_params")
         if params is not None and params not in points.values():
-            points[t.user_attrs.get("seed") or f"the recipe seeded as trial {t.number}"] = params
+            name = t.user_attrs.get("seed") or names.get(json.dumps(params, sort_keys=True))
+            points[name or f"the recipe seeded as trial {t.number}"] = params
     return points
 
 
@@ -1070,7 +1073,7 @@ def run(args) -> int:
     points = seed_points(args.model, contained, space if not drawn else {**space, "features": tuple(drawn)})
     first = open_study(plan.storage, plan.study_name(0), 0, settings)  # settings checked before any work
     if first.trials:  # a resumed tuning: every study starts where its first one did
-        points = seeds_of(first)
+        points = seeds_of(first, points)
     key = MONITOR[base.task]
     studies, candidates = [], []
     for s in range(args.studies):
