@@ -432,7 +432,7 @@ def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypa
     bests = [s["best_valid_rmse"] for s in tuning["studies"]]
     assert [s["sampler_seed"] for s in tuning["studies"]] == [0, 1] and result["studies"] == tuning["studies"]
     assert tuning["best_valid_rmse"] == min(bests) and all(1 <= s["epochs"] <= 2 for s in tuning["studies"])
-    assert tuning["converged"] == (max(bests) - min(bests) <= tune.TOLERANCE)
+    assert tuning["converged"] == (max(bests) - min(bests) <= tune.TOLERANCE)  # two studies: the best matched
     assert ("converged:" if tuning["converged"] else "not converged:") in err
     assert tuning["settings"]["epochs"] == 2 and "2 studies × 2 Optuna trials" in tuning["recipe"]
 
@@ -503,13 +503,13 @@ def test_bad_workers_and_storage_are_one_line_and_write_nothing(tmp_path, monkey
 
 def test_the_convergence_line_says_which(tmp_path):
     def line(bests):
-        studies = [{"best_valid_rmse": b} for b in bests]
+        studies = [{"study": f"sampler{s}", "best_valid_rmse": b} for s, b in enumerate(bests)]
         return tune.convergence_line(
             {
                 "tuning": {
                     "best_valid_rmse": min(bests),
                     "studies": studies,
-                    "converged": max(bests) - min(bests) <= 0.002,
+                    "converged": tune.converged(bests, 0.002, {}, [], []),
                     "tolerance": 0.002,
                 }
             }
@@ -517,6 +517,11 @@ def test_the_convergence_line_says_which(tmp_path):
 
     assert line([0.9, 0.9015]).startswith("converged: the studies' bests (0.90000, 0.90150) agree within 0.0015")
     assert line([0.9, 0.905]).startswith("not converged: the studies' bests (0.90000, 0.90500) differ by 0.0050")
+    assert line([0.905, 0.9, 0.9012]) == (
+        "converged: the studies' bests (0.90500, 0.90000, 0.90120) – the best two – agree within 0.0012 <= 0.002; "
+        "sampler0 settled in a worse region: one study is not enough"
+    )
+    assert line([0.905, 0.9, 0.9045]).startswith("not converged: the studies' bests (0.90500, 0.90000, 0.90450) – the")
     tuning = {"best_valid_rmse": 0.9, "studies": [{"best_valid_rmse": 0.9}] * 2, "tolerance": 0.002}
     inside = {"fm-8": [0.003, 0.001, 0.005], "fm-4": None}
     said = tune.convergence_line(
@@ -587,6 +592,13 @@ def test_rescore_trains_each_recipe_at_the_seeds_and_judges_it_against_the_model
     assert list(large["better_inside"]) == ["fm-4"] and large["converged"] is False
     assert "fm-8.json: not converged:" in out and "fm-4 by" in out and "[2/2] fm-8.json: 3 seeds" in err
     assert _cli(["rescore", str(tmp_path / "nosuch.json")], capsys)[0] == 2
+
+
+def test_the_best_matched_by_a_second_study_has_converged_though_a_third_settled_elsewhere():
+    assert tune.runner_up_gap([0.905, 0.9, 0.9012]) == pytest.approx(0.0012) and tune.runner_up_gap([0.9]) == 0
+    assert tune.converged([0.905, 0.9, 0.9012], 0.002, {}, [], []), "two studies found the best"
+    assert not tune.converged([0.905, 0.9, 0.9045], 0.002, {}, [], []), "the best found once"
+    assert not tune.converged([0.9, 0.905], 0.002, {}, [], []), "two studies that disagree"
 
 
 def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converged():
