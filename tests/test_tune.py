@@ -55,7 +55,7 @@ def test_a_best_seed_is_named_by_the_trial_even_when_the_presets_have_changed_si
     assert tune.seed_of(tune.best_trial(drawn, 1), {"fm-8": seed}) is None, "the sampler drew it"
     assert tune.seeds_of(study, {}) == {"fm-8": seed}, "a study's seeds, by the names its trials recorded"
     assert tune.seeds_of(older, {"fm-8": seed}) == {"fm-8": seed}, "an older journal's: by the point with its recipe"
-    assert tune.seeds_of(older, {}) == {"the recipe seeded as trial 0": seed} and tune.seeds_of(drawn, {}) == {}
+    assert tune.seeds_of(older, {}) == {"trial 0's seed": seed} and tune.seeds_of(drawn, {}) == {}
 
 
 def test_a_trial_left_running_by_a_dead_worker_is_failed_and_a_seed_queued_again(tmp_path, small_split):

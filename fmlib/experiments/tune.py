@@ -450,7 +450,7 @@ def seeds_of(study, named: dict) -> dict:
         params = t.system_attrs.get("fixed_params")
         if params is not None and params not in points.values():
             name = t.user_attrs.get("seed") or names.get(json.dumps(params, sort_keys=True))
-            points[name or f"the recipe seeded as trial {t.number}"] = params
+            points[name or f"trial {t.number}'s seed"] = params
     return points
 
 
