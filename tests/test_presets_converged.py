@@ -52,11 +52,6 @@ RECORDED = [p for p in _committed() if _recorded(p)]
 # (``tune.convergence_line``) and this note.
 NOT_CONVERGED = {
     # The click family, tuned again in the new space (README, "The click family")
-    "ml-100k/fm-8-click.json": (
-        {"agree"},
-        "the first study's best stayed the old recipe (0.55487) from its 55th trial to its 140th; the second found a "
-        "stronger global L2 (0.0022) with a weak one on the users' rows",
-    ),
     "ml-100k/dplr-1-click.json": (
         {"contains"},
         "both studies end on the old recipe (0.55292) and FM(8)'s recipe was among their seeds: no recipe of the "
