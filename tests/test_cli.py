@@ -100,7 +100,7 @@ def test_bench_train_times_models_and_baselines_and_ends_with_json(capsys):
 def test_model_specific_flags(capsys):
     code, out, err = cli(capsys, "train", "--model", "dplr", "--rank", "2", "--epochs", "1", "--dim", "4")
     assert code == 0, err
-    assert json.loads(out)["config"]["hp"] == {"dim": 4, "rank": 2}
+    assert json.loads(out)["config"]["hp"] == {"dim": 4, "rank": 2, "r_l2": 0.0}
     code, _, err = cli(capsys, "train", "--model", "fm", "--rank", "2")
     assert code == 2 and "--rank does not apply to model 'fm'" in err
     code, _, err = cli(capsys, "train", "--model", "dplr", "--rank", "12", "--epochs", "1")

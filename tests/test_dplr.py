@@ -7,7 +7,7 @@ from fmlib.analysis.interactions import align_field_scales, interaction_matrix, 
 from fmlib.cli import main
 from fmlib.data import split, synthetic
 from fmlib.models import build_model, hyperparameters
-from fmlib.models.dplr import DPLR, dplr_matrix, dplr_pairwise
+from fmlib.models.dplr import DPLR, dplr_matrix, dplr_pairwise, dplr_upper
 from fmlib.models.fwfm import FwFM
 from fmlib.runs import RunStore
 from fmlib.train import TrainConfig, train_model
@@ -59,6 +59,41 @@ def test_starts_next_to_the_fm(small_split):
     assert (model.R - R_fm).abs().max() < 0.2
 
 
+def test_the_pull_toward_the_fm_is_the_fwfms_penalty_on_the_R_of_eq10(small_split):
+    """DPLR's extra_loss against the FwFM's, on the FwFM that has the DPLR's R (a naive R from eq. 10)."""
+    gen = torch.Generator().manual_seed(3)
+    U, e = torch.randn(3, 9, generator=gen, dtype=torch.float64), torch.randn(3, generator=gen, dtype=torch.float64)
+    rows, cols = torch.triu_indices(9, 9, 1)
+    assert torch.allclose(dplr_upper(U, e), dplr_matrix(U, e)[rows, cols], atol=1e-12)
+    dplr, fwfm = DPLR(small_split.schema, dim=4, rank=2, r_l2=0.3), FwFM(small_split.schema, dim=4, r_l2=0.3)
+    with torch.no_grad():
+        dplr.U.normal_()
+        dplr.e.normal_()
+        m = small_split.schema.num_fields
+        fwfm.r_upper.copy_(dplr.R[tuple(torch.triu_indices(m, m, 1))])
+    assert torch.allclose(dplr.extra_loss(), fwfm.extra_loss(), rtol=1e-5)
+    assert DPLR(small_split.schema, rank=2).extra_loss() == 0  # the paper's model: no pull
+    dplr.extra_loss().backward()
+    assert dplr.U.grad.abs().sum() > 0 and dplr.e.grad.abs().sum() > 0
+
+
+def test_a_strong_pull_holds_rank_one_at_the_fm_it_starts_from():
+    """A DPLR of rank 1 starts at R_FM; λ_R keeps it there, and without it the same training leaves it."""
+    R = synthetic.block_R(8, blocks=2)
+    data = split(synthetic.make(R, n_samples=3000, cardinality=8, dim=4, noise=0.1, seed=0), seed=0)
+    R_fm = 1 - torch.eye(8)
+    drift = {}
+    for r_l2 in (0.0, 10.0):
+        run = train_model("dplr", data, TrainConfig(epochs=10, lr=1e-2, patience=10), dim=4, rank=1, r_l2=r_l2)
+        drift[r_l2] = float((run.model.R.detach() - R_fm).abs().max())
+    assert drift[10.0] < 0.05 < drift[0.0], drift
+
+
+def test_bad_r_l2_is_refused(small_split):
+    with pytest.raises(ValueError, match="r_l2"):
+        DPLR(small_split.schema, rank=2, r_l2=-1.0)
+
+
 def test_every_parameter_gets_gradient(small_split):
     torch.manual_seed(0)
     model = build_model("dplr", small_split.schema, dim=4, rank=2)
@@ -76,11 +111,11 @@ def test_bad_rank_is_refused(small_split, rank):
 
 
 def test_registered_with_rank_hyperparameter(small_split, tmp_path):
-    assert hyperparameters("dplr") == {"dim": 16, "rank": 2}
+    assert hyperparameters("dplr") == {"dim": 16, "rank": 2, "r_l2": 0.0}
     run = train_model("dplr", small_split, TrainConfig(epochs=1), dim=4, rank=3)
     store = RunStore(tmp_path)
     loaded = store.load(store.save(run))
-    assert loaded.config["hp"] == {"dim": 4, "rank": 3}
+    assert loaded.config["hp"] == {"dim": 4, "rank": 3, "r_l2": 0.0}
     assert torch.equal(loaded.model.R, run.model.R)
 
 

@@ -151,7 +151,7 @@ def test_preset_round_trip_and_mismatch(tmp_path, small_split):
     path = presets.save(preset, presets.preset_path("synthetic", "dplr", 2, root=tmp_path))
     assert path.name == "dplr-2.json"
     loaded = presets.load("synthetic", "dplr", 2, root=tmp_path)
-    assert presets.hyperparameters(loaded) == {"rank": 2, "dim": 4}
+    assert presets.hyperparameters(loaded) == {"rank": 2, "dim": 4, "r_l2": params["r_l2"]}
     assert presets.train_config(loaded, seed=3).lr == params["lr"]
     wrong = tmp_path / "synthetic" / "fm.json"
     wrong.write_text(json.dumps(preset))  # a DPLR preset under FM's name
@@ -341,7 +341,12 @@ def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
         "r_l2": 1.0,  # R held at the FM's: the strongest pull of the space
     }
     assert fwfm["dplr-1"]["r_l2"] == 1e-4 and "lr" not in fwfm["dplr-4"]  # R free; lr 0.9 left to the sampler
-    assert sorted(seeds("dplr", {"rank": 3, "dim": 8})) == ["dplr-1", "dplr-2", "fm-8"]
+    dplr = seeds("dplr", {"rank": 3, "dim": 8})
+    assert sorted(dplr) == ["dplr-1", "dplr-2", "fm-8"]
+    assert dplr["fm-8"]["r_l2"] == 1.0, "a DPLR holds the FM's R = 11ᵀ − I as an FwFM does: the strongest pull"
+    assert dplr["dplr-1"]["r_l2"] == 1e-4, "a DPLR preset tuned before r_l2 was drawn: no pull, the space's weakest"
+    _preset(tmp_path, "dplr", 2, {"dim": 8, "rank": 2, "r_l2": 0.05}, lr=0.02)
+    assert seeds("fwfm", {"dim": 8})["dplr-2"]["r_l2"] == 0.05, "an FwFM at a DPLR's own pull toward the FM"
     assert sorted(seeds("fm", {"dim": 32})) == ["fm-8"] and seeds("fm", {"dim": 8}) == {}
     assert seeds("rfm", {}) == {}
 

@@ -12,7 +12,7 @@
   stored (a resumed study does not replay its first random trials).
 * Seeds from the models it contains: a study starts (Optuna's ``enqueue_trial``) from the best
   recipe of every tuned model that the tuned model contains (``CONTAINS``): an FwFM from the FM's
-  recipe with R held at the FM's 11ᵀ − I, a DPLR of rank ρ from the FM's and from DPLR ρ − 1's, an
+  recipe with R held at the FM's 11ᵀ − I, a DPLR of rank ρ from the FM's (held the same way) and from DPLR ρ − 1's, an
   FM of size k from the FMs of smaller sizes; and from the recipe of the preset it would replace (a model
   contains itself, ``previous_preset``), so a tuning in a new space starts where the old one ended. Every
   model is seeded the same way, so the terms stay equal, and no model need validate worse than a model it
@@ -109,7 +109,8 @@ TOOLS = {
 MODEL_SPACES = {
     "fm": {"dim": (8, 16, 32, 64)},
     "fwfm": {"dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
-    "dplr": {"dim": (8, 16, 32, 64)},
+    # R's L2 toward the FM's (DPLR eq. 7), which an FwFM takes: a DPLR takes it too (fmlib.models.dplr)
+    "dplr": {"dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
     # c of Algorithm 1's consistency terms: its first range, 0.1-10, bound RaFM(8, 32) at both ends (c 8-10 in one
     # study's best trials, 0.13-0.18 in the other's; README, "The RaFMs and RFM")
     "rafm": {"consistency": (0.01, 100.0)},
@@ -224,14 +225,17 @@ EPOCHS = 200  # a trial's epoch cap; early stopping on validation decides where 
 # container -> {contained model: the values of the container's own hyperparameters at which it is,
 # or comes closest to, that model}. An FM of size k is an FM of size k' > k with zero extra factors.
 # An FwFM with R = 11ᵀ − I is the FM (DPLR eq. 7), held there by the strongest L2 of R toward it; a
-# DPLR's R is one an FwFM can learn, closest with the weakest pull toward the FM. A DPLR of rank ρ
-# contains the FM (U's first row 1ᵀ, e = (1, 0, …)) and every lower rank (zero rows of U).
+# DPLR's R is one an FwFM can learn, at the DPLR's own pull toward the FM. A DPLR of rank ρ contains the
+# FM (U's first row 1ᵀ, e = (1, 0, …)), held there the same way, and every lower rank (zero rows of U).
 R_L2 = SEARCH_SPACES["fwfm"]["r_l2"]
 CONTAINS = {
     "fm": {"fm": {}},
-    "fwfm": {"fm": {"r_l2": R_L2[1]}, "dplr": {"r_l2": R_L2[0]}},
-    "dplr": {"fm": {}, "dplr": {}},
+    "fwfm": {"fm": {"r_l2": R_L2[1]}, "dplr": {}},
+    "dplr": {"fm": {"r_l2": R_L2[1]}, "dplr": {}},
 }
+# model -> the values of hyperparameters its presets tuned before the space drew them stand for: a DPLR
+# preset without r_l2 trained with no pull toward the FM, of which the space's weakest is the nearest
+ABSENT = {"dplr": {"r_l2": R_L2[0]}}
 
 
 def contained_presets(model: str, fixed: dict, dataset: str, task: str, root) -> dict:
@@ -276,11 +280,12 @@ def previous_preset(dataset: str, model: str, rank, task: str, root) -> dict:
 def seed_points(model: str, contained: dict, space: dict) -> dict:
     """{name: Optuna parameters} that start a study at each contained model's recipe: its training
     values and sizes where the space draws them, plus ``CONTAINS``' values of the container's own
-    hyperparameters. A value the space cannot draw (outside a range, not a choice) is left to the sampler."""
+    hyperparameters (``ABSENT``'s where an older preset has none). A value the space cannot draw (outside a range,
+    not a choice) is left to the sampler."""
     points = {}
     for name, preset in contained.items():
         own = CONTAINS.get(model, {}).get(preset["model"], {}) if preset["model"] != model else {}
-        values = {**point_values(preset["train"]), **preset["hp"], **own}
+        values = {**ABSENT.get(preset["model"], {}), **point_values(preset["train"]), **preset["hp"], **own}
         flat = flat_space(values)
         points[name] = {
             key: flat[key] for key, rng in flat_space(space).items() if key in flat and drawable(flat[key], rng)
