@@ -90,7 +90,7 @@ def test_several_presets_need_a_size_or_a_name(root, capsys):
     assert out["config"]["preset"]["name"] == "dplr-2" and out["config"]["train"]["lr"] == 0.03
     code, out, err = train(capsys, "--model", "dplr", "--preset", "dplr-1", "--epochs", "1")
     assert code == 0, err
-    assert out["config"]["hp"] == {"dim": 4, "rank": 1} and out["config"]["train"]["lr"] == 0.01
+    assert out["config"]["hp"] == {"dim": 4, "rank": 1, "r_l2": 0.0} and out["config"]["train"]["lr"] == 0.01
 
 
 def test_a_name_takes_its_preset_and_size_flags_then_replace_its_size(root, capsys):
