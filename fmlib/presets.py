@@ -143,8 +143,8 @@ def load_named(dataset: str, name: str, model: str, task: str = "rating", root=N
 
 
 def recipe(preset: dict) -> str:
-    """How the preset's model is trained, in one line: the tools it uses (L2, grouped L2, weight
-    averaging), the epoch budget and how its values were chosen (trials, each study's where they
+    """How the preset's model is trained, in one line: the tools it uses (L2, grouped L2, R's L2 toward
+    the FM, weight averaging), the epoch budget and how its values were chosen (trials, each study's where they
     differ; the seeds each trial was scored at when more than one, and whether trials were pruned)
     — what a verdict row names for each side, so a reader sees that both got the same tools and the
     same tuning."""
@@ -154,6 +154,8 @@ def recipe(preset: dict) -> str:
     multiples = {name: scale for name, scale in multiples.items() if scale != 1.0}
     if multiples:
         parts.append("grouped L2 " + ", ".join(f"{name} ×{scale:.2g}" for name, scale in multiples.items()))
+    if "r_l2" in preset.get("hp", {}):  # an FwFM's or a DPLR's pull of R toward the FM's (λ_R)
+        parts.append(f"R's L2 toward the FM {preset['hp']['r_l2']:.2g}")
     if train.get("average_from"):
         parts.append(f"averaging from epoch {train['average_from']}")
     parts.append(f"≤ {train['epochs']} epochs")

@@ -146,6 +146,9 @@ def test_the_recipe_names_every_tool():
     assert "(2 studies of 20 and 34 Optuna trials" in presets.recipe(preset), "each study's count, not the least"
     plain = presets.recipe({"train": {"lr": 0.01, "weight_decay": 1e-4, "epochs": 40}})
     assert "grouped" not in plain and "averaging" not in plain and "by hand" in plain
+    assert "R's L2 toward the FM" not in text, "a model without R has no pull on it"
+    pulled = presets.recipe({**preset, "hp": {"dim": 8, "rank": 1, "r_l2": 0.013}})
+    assert "R's L2 toward the FM 0.013" in pulled, "an FwFM's or a DPLR's λ_R is part of its recipe"
 
 
 # ---- the pruned FwFM's fine-tune ---------------------------------------------------------------

@@ -617,6 +617,9 @@ def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converg
     assert tune.at_edges({**no_l2, "average_from": 1}, space) == [], "the lower end of an L2 is no L2"
     strong = {**inside, "field_l2": {"user_id": 1e-4, "movie_id": 0.09}}
     assert tune.at_edges(strong, space) == ["field_l2.movie_id"]
+    dplr = tune.stored(tune.search_space("dplr", {"dim": 8, "rank": 1}, ["user_id", "movie_id"]))
+    assert tune.at_edges({**inside, "r_l2": 1.0}, dplr) == [], "R held at the FM's: the FM, which it contains"
+    assert tune.at_edges({**inside, "r_l2": 1e-4}, dplr) == [], "no pull toward the FM"
     rfm = tune.stored(tune.search_space("rfm", {}, ["user_id"]))
     assert tune.at_edges({**inside, "dim": 16, "dropout": 0.4}, rfm) == [], "a choice has no end"
     studies = [{"study": "s", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 9}] * 2

@@ -676,13 +676,17 @@ def at_cap(studies: list, cap: int) -> list[str]:
 
 EDGE = 0.05  # a value within this share of its range's width (log scale for a float) from an end lies at that end
 NO_L2 = ("weight_decay", "field_l2", "linear_decay", "r_l2")  # ranges whose lower end is an L2 too weak to matter
+# ranges whose upper end is a model the tuned one contains: λ_R = 1 holds R at the FM's 11ᵀ − I (``CONTAINS``), a
+# stronger pull holds it closer to the same FM, whose own tuning covers beyond the end (README, "DPLR's pull")
+HELD = ("r_l2",)
 
 
 def at_edges(point: dict, space: dict) -> list[str]:
     """The names (Optuna's: ``field_l2.user_id``) of the values of ``point`` (a recipe as the space draws it,
     ``point_values``) that lie at an end of their range in ``space`` (as stored, ``stored``), within ``EDGE`` of its
     width: that range may bind, and a wider one might find a better recipe. Not counted: the lower end of an L2
-    (``NO_L2``: "no L2"; a weaker one changes nothing), the lower end of an integer range (averaging from the first
+    (``NO_L2``: "no L2"; a weaker one changes nothing), the upper end of a pull toward a contained model (``HELD``:
+    that model, which the containment check compares), the lower end of an integer range (averaging from the first
     epoch) and a choice among values."""
     values, found = flat_space(point), []
     for name, rng in flat_space(space).items():
@@ -690,14 +694,14 @@ def at_edges(point: dict, space: dict) -> list[str]:
             continue
         value = values[name]
         if isinstance(rng, dict):
-            low, high, at, lower_counts = rng["from"], rng["to"], value, False
+            low, high, at, lower_counts, upper_counts = rng["from"], rng["to"], value, False, True
         elif len(rng) == 2 and isinstance(rng[0], float):
             low, high, at = (math.log(v) for v in (*rng, value))
-            lower_counts = name.partition(".")[0] not in NO_L2
+            lower_counts, upper_counts = name.partition(".")[0] not in NO_L2, name not in HELD
         else:
             continue
         share = (at - low) / (high - low)
-        if share >= 1 - EDGE or share <= EDGE and lower_counts:
+        if share >= 1 - EDGE and upper_counts or share <= EDGE and lower_counts:
             found.append(name)
     return found
 
