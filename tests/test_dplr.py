@@ -35,19 +35,29 @@ def test_implied_R_is_symmetric_with_zero_diagonal_and_low_rank_off_it():
     assert torch.linalg.matrix_rank(R - torch.diag(d)) == 3
 
 
-def test_dplr_equals_an_fwfm_with_its_R(small_split):
-    torch.manual_seed(0)
-    dplr = DPLR(small_split.schema, dim=4, rank=2)
+def _fwfm_with_the_weights_and_R_of(dplr: DPLR, **hp) -> FwFM:
+    """The FwFM with ``dplr``'s embeddings and linear weights, and R = the DPLR's R formed naively (eq. 10)."""
+    fwfm = FwFM(dplr.schema, dim=4, **hp)
+    fwfm.load_state_dict({k: v for k, v in dplr.state_dict().items() if k not in ("U", "e")}, strict=False)
+    m = dplr.schema.num_fields
+    rows, cols = torch.triu_indices(m, m, 1)
+    with torch.no_grad():
+        fwfm.r_upper.copy_(dplr.R[rows, cols])
+    return fwfm
+
+
+def _moved_off_the_fm(dplr: DPLR) -> DPLR:
     with torch.no_grad():
         dplr.embedding.weight.normal_()
         dplr.U.normal_()
         dplr.e.normal_()
-    fwfm = FwFM(small_split.schema, dim=4)
-    fwfm.load_state_dict({k: v for k, v in dplr.state_dict().items() if k not in ("U", "e")}, strict=False)
-    m = small_split.schema.num_fields
-    rows, cols = torch.triu_indices(m, m, 1)
-    with torch.no_grad():
-        fwfm.r_upper.copy_(dplr.R[rows, cols])
+    return dplr
+
+
+def test_dplr_equals_an_fwfm_with_its_R(small_split):
+    torch.manual_seed(0)
+    dplr = _moved_off_the_fm(DPLR(small_split.schema, dim=4, rank=2))
+    fwfm = _fwfm_with_the_weights_and_R_of(dplr)
     data = small_split.test
     assert torch.allclose(dplr(data.index, data.weight), fwfm(data.index, data.weight), atol=1e-5)
 
@@ -65,12 +75,8 @@ def test_the_pull_toward_the_fm_is_the_fwfms_penalty_on_the_R_of_eq10(small_spli
     U, e = torch.randn(3, 9, generator=gen, dtype=torch.float64), torch.randn(3, generator=gen, dtype=torch.float64)
     rows, cols = torch.triu_indices(9, 9, 1)
     assert torch.allclose(dplr_upper(U, e), dplr_matrix(U, e)[rows, cols], atol=1e-12)
-    dplr, fwfm = DPLR(small_split.schema, dim=4, rank=2, r_l2=0.3), FwFM(small_split.schema, dim=4, r_l2=0.3)
-    with torch.no_grad():
-        dplr.U.normal_()
-        dplr.e.normal_()
-        m = small_split.schema.num_fields
-        fwfm.r_upper.copy_(dplr.R[tuple(torch.triu_indices(m, m, 1))])
+    dplr = _moved_off_the_fm(DPLR(small_split.schema, dim=4, rank=2, r_l2=0.3))
+    fwfm = _fwfm_with_the_weights_and_R_of(dplr, r_l2=0.3)
     assert torch.allclose(dplr.extra_loss(), fwfm.extra_loss(), rtol=1e-5)
     assert DPLR(small_split.schema, rank=2).extra_loss() == 0  # the paper's model: no pull
     dplr.extra_loss().backward()

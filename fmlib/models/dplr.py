@@ -36,6 +36,7 @@ from torch import nn
 
 from .base import FieldEmbeddingModel
 from .contract import BilinearForm
+from .fwfm import checked_r_l2, fm_pull
 
 
 def dplr_pairwise(V: torch.Tensor, U: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
@@ -69,10 +70,8 @@ class DPLR(FieldEmbeddingModel):
         m = schema.num_fields
         if not (isinstance(rank, int) and 1 <= rank <= m - 1):
             raise ValueError(f"rank ρ must be an integer in 1..m−1 = 1..{m - 1} for {m} fields, got {rank!r}")
-        if not r_l2 >= 0:
-            raise ValueError(f"r_l2 (λ_R, L2 of R toward R_FM) must be >= 0, got {r_l2}")
         self.rank = rank
-        self.r_l2 = float(r_l2)
+        self.r_l2 = checked_r_l2(r_l2)
         U = 0.1 * torch.randn(rank, m)
         U[0] = 1.0
         self.U = nn.Parameter(U)  # (ρ, m)
@@ -82,7 +81,7 @@ class DPLR(FieldEmbeddingModel):
         """λ_R Σ_{f<g} (R_fg − 1)² with R from eq. 10: the FwFM's L2 toward R_FM (DPLR eq. 7); none at λ_R = 0."""
         if self.r_l2 == 0:
             return torch.zeros(())
-        return self.r_l2 * (dplr_upper(self.U, self.e) - 1).pow(2).sum()
+        return fm_pull(dplr_upper(self.U, self.e), self.r_l2)
 
     @property
     def d(self) -> torch.Tensor:

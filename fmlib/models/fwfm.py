@@ -32,14 +32,24 @@ from .base import FieldEmbeddingModel
 from .contract import BilinearForm
 
 
+def checked_r_l2(r_l2: float) -> float:
+    """λ_R as a float, refused when negative (a ValueError naming it)."""
+    if not r_l2 >= 0:
+        raise ValueError(f"r_l2 (λ_R, L2 of R toward R_FM) must be >= 0, got {r_l2}")
+    return float(r_l2)
+
+
+def fm_pull(r_upper: torch.Tensor, r_l2: float) -> torch.Tensor:
+    """λ_R Σ_{f<g} (R_fg − 1)² of R's strict upper triangle ``r_upper``: L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7)."""
+    return r_l2 * (r_upper - 1).pow(2).sum()
+
+
 class FwFM(FieldEmbeddingModel):
     """FwFM with R learned under L2 toward R_FM of strength ``r_l2`` = λ_R (module docstring)."""
 
     def __init__(self, schema, dim: int = 16, r_l2: float = 1e-2, init_std: float = 0.01):
         super().__init__(schema, dim, init_std)
-        if not r_l2 >= 0:
-            raise ValueError(f"r_l2 (λ_R, L2 of R toward R_FM) must be >= 0, got {r_l2}")
-        self.r_l2 = float(r_l2)
+        self.r_l2 = checked_r_l2(r_l2)
         m = schema.num_fields
         rows, cols = torch.triu_indices(m, m, offset=1)
         self.register_buffer("_rows", rows, persistent=False)
@@ -48,7 +58,7 @@ class FwFM(FieldEmbeddingModel):
 
     def extra_loss(self) -> torch.Tensor:
         """λ_R Σ_{f<g} (R_fg − 1)²: L2 of R toward R_FM = 11ᵀ − I (DPLR eq. 7), added to each minibatch loss."""
-        return self.r_l2 * (self.r_upper - 1).pow(2).sum()
+        return fm_pull(self.r_upper, self.r_l2)
 
     @property
     def R(self) -> torch.Tensor:
