@@ -85,6 +85,9 @@ def test_every_search_space_draws_the_same_tools():
     for name in tune.MODEL_SPACES:
         space = tune.search_space(name, {})
         assert {k: space[k] for k in tune.TOOLS} == tune.TOOLS, name
+    fwfm, dplr = tune.search_space("fwfm", {}), tune.search_space("dplr", {})
+    assert fwfm["r_l2"] == dplr["r_l2"], "an FwFM and a DPLR draw R's pull toward the FM alike"
+    assert dplr["r_l2"][0] == tune.TOOLS["weight_decay"][0], "its lower end is no pull, as every L2's is no L2"
     assert tune.search_space("dplr", {"dim": 8}, protocol="dplr-paper") == {"lr": (1e-3, 5e-2)}
     with pytest.raises(ValueError, match="unknown protocol"):
         tune.search_space("fm", {}, protocol="nope")

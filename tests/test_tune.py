@@ -340,11 +340,11 @@ def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
         "linear_decay": 0.5,
         "r_l2": 1.0,  # R held at the FM's: the strongest pull of the space
     }
-    assert fwfm["dplr-1"]["r_l2"] == 1e-4 and "lr" not in fwfm["dplr-4"]  # R free; lr 0.9 left to the sampler
+    assert fwfm["dplr-1"]["r_l2"] == 1e-7 and "lr" not in fwfm["dplr-4"]  # R free; lr 0.9 left to the sampler
     dplr = seeds("dplr", {"rank": 3, "dim": 8})
     assert sorted(dplr) == ["dplr-1", "dplr-2", "fm-8"]
     assert dplr["fm-8"]["r_l2"] == 1.0, "a DPLR holds the FM's R = 11ᵀ − I as an FwFM does: the strongest pull"
-    assert dplr["dplr-1"]["r_l2"] == 1e-4, "a DPLR preset tuned before r_l2 was drawn: no pull, the space's weakest"
+    assert dplr["dplr-1"]["r_l2"] == 1e-7, "a DPLR preset tuned before r_l2 was drawn: no pull, the space's weakest"
     _preset(tmp_path, "dplr", 2, {"dim": 8, "rank": 2, "r_l2": 0.05}, lr=0.02)
     assert seeds("fwfm", {"dim": 8})["dplr-2"]["r_l2"] == 0.05, "an FwFM at a DPLR's own pull toward the FM"
     assert sorted(seeds("fm", {"dim": 32})) == ["fm-8"] and seeds("fm", {"dim": 8}) == {}
@@ -619,7 +619,8 @@ def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converg
     assert tune.at_edges(strong, space) == ["field_l2.movie_id"]
     dplr = tune.stored(tune.search_space("dplr", {"dim": 8, "rank": 1}, ["user_id", "movie_id"]))
     assert tune.at_edges({**inside, "r_l2": 1.0}, dplr) == [], "R held at the FM's: the FM, which it contains"
-    assert tune.at_edges({**inside, "r_l2": 1e-4}, dplr) == [], "no pull toward the FM"
+    assert tune.at_edges({**inside, "r_l2": 1.1e-7}, dplr) == [], "no pull toward the FM"
+    assert tune.at_edges({**inside, "r_l2": 1e-4}, dplr) == [], "inside the range: 1e-4 still pulls a DPLR's R"
     rfm = tune.stored(tune.search_space("rfm", {}, ["user_id"]))
     assert tune.at_edges({**inside, "dim": 16, "dropout": 0.4}, rfm) == [], "a choice has no end"
     studies = [{"study": "s", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 9}] * 2

@@ -108,9 +108,11 @@ TOOLS = {
 }
 MODEL_SPACES = {
     "fm": {"dim": (8, 16, 32, 64)},
-    "fwfm": {"dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
-    # R's L2 toward the FM's (DPLR eq. 7), which an FwFM takes: a DPLR takes it too (fmlib.models.dplr)
-    "dplr": {"dim": (8, 16, 32, 64), "r_l2": (1e-4, 1.0)},
+    # r_l2: R's L2 toward the FM's (DPLR eq. 7), which an FwFM takes and a DPLR takes too (fmlib.models.dplr). It
+    # starts at 1e-7, no pull, as every L2 does: its first lower end, 1e-4, still pulled a DPLR's R hard (README,
+    # "DPLR's pull toward the FM")
+    "fwfm": {"dim": (8, 16, 32, 64), "r_l2": (1e-7, 1.0)},
+    "dplr": {"dim": (8, 16, 32, 64), "r_l2": (1e-7, 1.0)},
     # c of Algorithm 1's consistency terms: its first range, 0.1-10, bound RaFM(8, 32) at both ends (c 8-10 in one
     # study's best trials, 0.13-0.18 in the other's; README, "The RaFMs and RFM")
     "rafm": {"consistency": (0.01, 100.0)},
