@@ -37,7 +37,7 @@ def test_implied_R_is_symmetric_with_zero_diagonal_and_low_rank_off_it():
 
 def _fwfm_with_the_weights_and_R_of(dplr: DPLR, **hp) -> FwFM:
     """The FwFM with ``dplr``'s embeddings and linear weights, and R = the DPLR's R formed naively (eq. 10)."""
-    fwfm = FwFM(dplr.schema, dim=4, **hp)
+    fwfm = FwFM(dplr.schema, dim=dplr.dim, **hp)
     fwfm.load_state_dict({k: v for k, v in dplr.state_dict().items() if k not in ("U", "e")}, strict=False)
     m = dplr.schema.num_fields
     rows, cols = torch.triu_indices(m, m, 1)
@@ -47,6 +47,7 @@ def _fwfm_with_the_weights_and_R_of(dplr: DPLR, **hp) -> FwFM:
 
 
 def _moved_off_the_fm(dplr: DPLR) -> DPLR:
+    """``dplr`` with random embeddings, U and e: R away from the FM's 11ᵀ − I it starts at."""
     with torch.no_grad():
         dplr.embedding.weight.normal_()
         dplr.U.normal_()

@@ -106,13 +106,14 @@ TOOLS = {
     "linear_decay": (1e-4, 10.0),
     "average_from": range(1, 11),
 }
+# r_l2: R's L2 toward the FM's (DPLR eq. 7), which an FwFM takes and a DPLR takes too (fmlib.models.dplr), drawn
+# from one range for both. It starts at 1e-7, no pull, as every L2 does: its first lower end, 1e-4, still pulled a
+# DPLR's R hard (README, "DPLR's pull toward the FM")
+R_L2 = (1e-7, 1.0)
 MODEL_SPACES = {
     "fm": {"dim": (8, 16, 32, 64)},
-    # r_l2: R's L2 toward the FM's (DPLR eq. 7), which an FwFM takes and a DPLR takes too (fmlib.models.dplr). It
-    # starts at 1e-7, no pull, as every L2 does: its first lower end, 1e-4, still pulled a DPLR's R hard (README,
-    # "DPLR's pull toward the FM")
-    "fwfm": {"dim": (8, 16, 32, 64), "r_l2": (1e-7, 1.0)},
-    "dplr": {"dim": (8, 16, 32, 64), "r_l2": (1e-7, 1.0)},
+    "fwfm": {"dim": (8, 16, 32, 64), "r_l2": R_L2},
+    "dplr": {"dim": (8, 16, 32, 64), "r_l2": R_L2},
     # c of Algorithm 1's consistency terms: its first range, 0.1-10, bound RaFM(8, 32) at both ends (c 8-10 in one
     # study's best trials, 0.13-0.18 in the other's; README, "The RaFMs and RFM")
     "rafm": {"consistency": (0.01, 100.0)},
@@ -229,7 +230,6 @@ EPOCHS = 200  # a trial's epoch cap; early stopping on validation decides where 
 # An FwFM with R = 11ᵀ − I is the FM (DPLR eq. 7), held there by the strongest L2 of R toward it; a
 # DPLR's R is one an FwFM can learn, at the DPLR's own pull toward the FM. A DPLR of rank ρ contains the
 # FM (U's first row 1ᵀ, e = (1, 0, …)), held there the same way, and every lower rank (zero rows of U).
-R_L2 = SEARCH_SPACES["fwfm"]["r_l2"]
 CONTAINS = {
     "fm": {"fm": {}},
     "fwfm": {"fm": {"r_l2": R_L2[1]}, "dplr": {}},
