@@ -241,8 +241,14 @@ def tuned_preset(name: str) -> dict | None:
 
 
 def quick_name(name: str) -> str:
-    """What the FwFM trained here is called: the tuned one where ``name`` has a preset, else a quick one."""
-    return f"tuned FwFM (preset {presets.preset_name(*TUNED)})" if tuned_preset(name) else "quick FwFM"
+    """What the FwFM trained here is called: the tuned one where ``name`` has a preset (with what it costs: the
+    epochs its tuning trained at seed 0, early stopping deciding), else a quick one."""
+    preset = tuned_preset(name)
+    if preset is None:
+        return "quick FwFM"
+    epochs = presets.seed0_epochs(preset)
+    cost = f", about {epochs} epochs" if epochs else ""
+    return f"tuned FwFM (preset {presets.preset_name(*TUNED)}{cost})"
 
 
 def quick_fwfm(name, data, progress):

@@ -78,8 +78,9 @@ def preset_label(choice: str) -> str:
         preset = presets.load_named(name, choice, model, task, root)
     except ValueError:
         return f"{choice} (unreadable: choose it to see why)"
-    budget = presets.train_config(preset).epochs
-    return f"{choice}: tuned, up to {budget} epochs ({budget / defaults.epochs:.2g}× the quick run's)"
+    budget, used = presets.train_config(preset).epochs, presets.seed0_epochs(preset)
+    stopped = f", {used} in its tuning" if used else ""
+    return f"{choice}: tuned, up to {budget} epochs{stopped} ({budget / defaults.epochs:.2g}× the quick run's)"
 
 
 def tuning_caption(choice: str) -> str:

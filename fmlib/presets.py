@@ -181,6 +181,14 @@ def seed_scores(tuning: dict, metric: str) -> list[float]:
     return tuning.get("by_seed", {}).get(metric, [])
 
 
+def seed0_epochs(preset: dict) -> int | None:
+    """The epochs the preset's recipe trained at seed 0 in its tuning before early stopping ended it
+    (``tuning.epochs_used``; a list holds one per split, split 0's first), None where its record has none: what
+    a training with the preset costs, where ``train.epochs`` is only its cap."""
+    used = preset.get("tuning", {}).get("epochs_used")
+    return used[0] if isinstance(used, list) else used
+
+
 def tuning_summary(preset: dict) -> str:
     """How far the preset's numbers can be trusted, in a sentence or two from its record: the validation
     score of its best trial, its recipe's mean ± standard deviation over the seeds it was trained at

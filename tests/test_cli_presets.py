@@ -169,3 +169,10 @@ def test_a_presets_tuning_summary_says_what_its_record_holds():
     )
     assert "did not converge" in said(**record, converged=False)
     assert said(best_valid_logloss=0.5, studies=[]) == "Its best trial validated at logloss 0.50000."
+
+
+def test_a_presets_cost_is_the_epochs_its_tuning_trained_at_seed_0():
+    assert presets.seed0_epochs({"tuning": {"epochs_used": 219}}) == 219
+    assert presets.seed0_epochs({"tuning": {"epochs_used": [56, 43, 81]}}) == 56  # one per split: split 0's
+    assert presets.seed0_epochs({"tuning": {}}) is None
+    assert presets.seed0_epochs({}) is None

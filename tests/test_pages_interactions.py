@@ -98,14 +98,15 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
 @pytest.mark.usefixtures("movielens_sample")
 def test_on_movielens_without_a_saved_fwfm_the_page_trains_the_tuned_one():
     at = page("field_interactions.py", dataset="ml-100k")
-    assert at.button(key="quick_train").label == "Train a tuned FwFM (preset fwfm-8) on ml-100k"
+    preset = presets.load("ml-100k", "fwfm", 8)
+    name = f"tuned FwFM (preset fwfm-8, about {preset['tuning']['epochs_used']} epochs)"
+    assert at.button(key="quick_train").label == f"Train a {name} on ml-100k"
     wait_for_training(at.button(key="quick_train").click().run(), key="interactions_quick_run_job")
     assert not at.exception and not at.error
     run = at.session_state["interactions_quick_run"]
-    preset = presets.load("ml-100k", "fwfm", 8)
     assert run.config["hp"] == {**run.config["hp"], **preset["hp"]}  # the preset's hyperparameters
     assert {k: run.config["train"][k] for k in preset["train"]} == preset["train"]  # and its training settings
-    assert any("a tuned FwFM (preset fwfm-8) trained here" in c.value for c in at.caption)
+    assert any(f"a {name} trained here" in c.value for c in at.caption)
     R = interaction_matrix(run.model)
     (sentence,) = [m.value for m in at.markdown if m.value.startswith("**How far R is from the FM's:**")]
     assert sentence.endswith(r_summary(R, run.model.schema.names, "this FwFM"))

@@ -76,8 +76,9 @@ def test_the_first_training_is_the_quick_one(model):
     labels = at.selectbox(key="preset").options
     assert labels[0] == f"quick: {config.epochs} epochs at lr {config.lr:g}"
     for name, label in zip(presets.available("ml-100k", model), labels[1:]):
-        budget = presets.train_config(presets.load_named("ml-100k", name, model)).epochs
-        assert label.startswith(f"{name}: tuned, up to {budget} epochs")
+        preset = presets.load_named("ml-100k", name, model)
+        budget, used = presets.train_config(preset).epochs, presets.seed0_epochs(preset)
+        assert label.startswith(f"{name}: tuned, up to {budget} epochs, {used} in its tuning ("), label
 
 
 def test_a_corrupt_preset_is_an_error_on_the_page(tmp_path, monkeypatch):
