@@ -80,7 +80,9 @@ def preset_label(choice: str) -> str:
         return f"{choice} (unreadable: choose it to see why)"
     budget, used = presets.train_config(preset).epochs, presets.seed0_epochs(preset)
     stopped = f", {used} in its tuning" if used else ""
-    return f"{choice}: tuned, up to {budget} epochs{stopped} ({budget / defaults.epochs:.2g}× the quick run's)"
+    ratio = (used or budget) / defaults.epochs  # the epochs it will likely train, else its cap
+    times = f"{ratio:.0f}" if ratio >= 10 else f"{ratio:.2g}"  # 55×, not 5.5e+01×
+    return f"{choice}: tuned, up to {budget} epochs{stopped} ({times}× the quick run's)"
 
 
 def tuning_caption(choice: str) -> str:
