@@ -128,6 +128,13 @@ def fail(err) -> NoReturn:
     st.stop()
 
 
+def times_quick(epochs: int, quick_epochs: int) -> str:
+    """``epochs`` as a multiple of the quick training's ``quick_epochs``, as a label writes it: "55", "0.17"
+    (two significant digits below 10, whole numbers above: never "5.5e+01")."""
+    ratio = epochs / quick_epochs
+    return f"{ratio:.0f}" if ratio >= 10 else f"{ratio:.2g}"
+
+
 def bounded_number(label: str, low, high, value, container=st, **kwargs):
     """A number field whose range is checked here, not by the widget.
 

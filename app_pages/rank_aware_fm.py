@@ -6,7 +6,7 @@ import streamlit as st
 from app_pages._intuition import block
 from app_pages._measured import claims_of, scorecard_rows, verdict_table
 from app_pages._queue import submit_in_session, wait_in_session
-from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, variant_as_math
+from app_pages._ui import dataset_name, fail, load_data, load_split, notebook_link, times_quick, variant_as_math
 from app_pages._view import (
     ON_DEMAND,
     Bound,
@@ -328,7 +328,7 @@ def payoff_section() -> None:
     choices = {f"quick: {quick.epochs} epochs each at lr {quick.lr:g}": "quick"}
     if tuned is not None:
         budget = max(config.epochs for config, _, _ in tuned.values())
-        label = f"tuned presets: up to {budget} epochs each, early stopping deciding ({budget / quick.epochs:.2g}× the quick epochs)"
+        label = f"tuned presets: up to {budget} epochs each, early stopping deciding ({times_quick(budget, quick.epochs)}× the quick epochs)"
         choices[label] = "tuned"
     chosen = choices[st.radio("Settings of the seed run here", list(choices), key="rafm_seed_settings")]
     if st.button(f"Run one seed here (FM at each rank and RaFM{ranks} on {name})", key="rafm_run_seed"):

@@ -7,7 +7,16 @@ from app_pages._classroom import author, follow_training, save_message, save_run
 from app_pages._feature_sets import SECTION, features_box, features_section
 from app_pages._measured import scorecard_rows
 from app_pages._replay import replay_choice
-from app_pages._ui import bounded_number, dataset_name, fail, load_run, load_split, notebook_link, selected_run_id
+from app_pages._ui import (
+    bounded_number,
+    dataset_name,
+    fail,
+    load_run,
+    load_split,
+    notebook_link,
+    selected_run_id,
+    times_quick,
+)
 from app_pages._view import (
     ON_DEMAND,
     Bound,
@@ -80,8 +89,7 @@ def preset_label(choice: str) -> str:
         return f"{choice} (unreadable: choose it to see why)"
     budget, used = presets.train_config(preset).epochs, presets.seed0_epochs(preset)
     stopped = f", {used} in its tuning" if used else ""
-    ratio = (used or budget) / defaults.epochs  # the epochs it will likely train, else its cap
-    times = f"{ratio:.0f}" if ratio >= 10 else f"{ratio:.2g}"  # 55×, not 5.5e+01×
+    times = times_quick(used or budget, defaults.epochs)  # the epochs it will likely train, else its cap
     return f"{choice}: tuned, up to {budget} epochs{stopped} ({times}× the quick run's)"
 
 
