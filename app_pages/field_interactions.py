@@ -76,6 +76,7 @@ from fmlib.plots.interactions import (
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.runs import RunError
 from fmlib.train import quick_settings, train_model
+from fmlib.trainings import trained
 
 METRICS, PROTOCOLS = list(dplr_experiment.METRICS), list(dplr_experiment.PROTOCOLS)
 # In projector mode the learned R's heatmaps share the lesson's view with the controls' row above them (about 90 px
@@ -253,15 +254,16 @@ def quick_name(name: str) -> str:
 
 def quick_fwfm(name, data, progress):
     """The FwFM trained here when no saved one is shown: with the tuned preset's settings where the data set has one
-    (on its split's min count), so the page opens on the R a tuned FwFM learns; else the short training of
-    ``quick_settings`` (synthetic: enough steps, and the planted embedding size)."""
+    (on its split's min count), so the page opens on the R a tuned FwFM learns — a training kept once a machine
+    (``fmlib.trainings``: the starter run's and notebook 02's too); else the short training of ``quick_settings``
+    (synthetic: enough steps, and the planted embedding size)."""
     preset = tuned_preset(name)
     if preset is None:
         config, hp = quick_settings(name)
         return train_model("fwfm", data, config, progress, **hp)
     if preset["min_count"] != data.min_count:  # read here, outside Streamlit's caches: this runs in a job's thread
         data = split(load(name), seed=data.seed, min_count=preset["min_count"])
-    return train_model("fwfm", data, presets.train_config(preset), progress, **presets.hyperparameters(preset))
+    return trained("fwfm", data, presets.train_config(preset), progress, **presets.hyperparameters(preset))
 
 
 QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces

@@ -6,7 +6,9 @@ any student's first training, so they must be quick — a tuned preset runs up t
 (early stopping decides). The FwFM trains with its tuned preset where there is one: its learned R is
 the picture the Field interactions page and the lesson's stop on it exist for, and a few quick
 epochs leave R at the FM's 1 (``TUNED``). Each is saved as a shared run
-``<model>-<dataset>-starter``, so every page has a run to show. ``tuned=True`` trains every one with
+``<model>-<dataset>-starter``, so every page has a run to show. Each is trained through
+``fmlib.trainings.trained``: a training this machine ran before (another server's starter runs, the tuned
+FwFM of the Field interactions page or of notebook 02) is loaded, not run again. ``tuned=True`` trains every one with
 its tuned preset — the teacher's explicit choice when rebuilding them. ``Starter.status`` says what is
 happening, for the app to display. ``replace=True`` rebuilds them: each new run replaces the one
 of its name.
@@ -15,7 +17,8 @@ of its name.
 from __future__ import annotations
 
 from fmlib import presets
-from fmlib.train import TrainConfig, quick_model_settings, train_model
+from fmlib.train import TrainConfig, quick_model_settings
+from fmlib.trainings import trained
 
 from .jobs import Cancelled
 
@@ -66,7 +69,7 @@ class Starter:
                         f"epoch {record['epoch']}/{record['epochs']}"
                     )
 
-                run = train_model(model, data, config, progress, **hp)
+                run = trained(model, data, config, progress, **hp)
                 name = f"{model}-{self.dataset}-starter"
                 if self.replace and name in self.store.ids():
                     self.store.delete(name)

@@ -35,6 +35,7 @@ import pytest
 import torch
 from patience import slowdown
 
+from fmlib import trainings
 from fmlib.data import split, synthetic
 
 torch.set_num_threads(1)  # tiny tensors: one thread is as fast, and robust on a busy machine
@@ -234,8 +235,12 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.fixture(autouse=True)
 def isolated_runs(tmp_path, monkeypatch):
-    """Every test gets its own run store, so saved runs never leak between tests."""
+    """Every test gets its own run store and its own cache of trainings (``fmlib.trainings``), so saved runs never
+    leak between tests and a test that waits for a training's progress never finds it kept by an earlier one. The
+    processes the tests start (notebook kernels, app servers) share this machine's cache: notebook 02 and the
+    lesson walk's stop 4 train the same tuned FwFM, and the second to ask loads it."""
     monkeypatch.setenv("FMLIB_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setattr(trainings, "root", lambda: tmp_path / "trainings")
 
 
 @pytest.fixture(autouse=True)
