@@ -152,7 +152,8 @@ st.markdown(
     "each replacing the old run of its name — after a preset changed, or a run was deleted. A first start trains "
     "the FM and the DPLR with the quick settings, so that students' first trainings need not wait, and the FwFM "
     "with its tuned preset (its learned R is what Field interactions shows); the tuned presets give converged "
-    "runs of all (a model without a preset keeps the quick settings)."
+    "runs of all (a model without a preset keeps the quick settings). A training this machine ran before with the "
+    "same settings, code and data is loaded from its kept trainings (`fmlib.trainings`), not run again."
 )
 tuned = st.radio("Settings", [False, True], format_func=rebuild_label, key="teacher_rebuild_tuned")
 server_job(
