@@ -101,7 +101,7 @@ def test_every_stop_fits_the_room_and_its_prepared_link_opens_the_described_view
             if tuned.count():  # no starter runs on this test server: the student trains the tuned preset's FwFM
                 tuned.click()
             heatmaps = tab.locator("[data-testid='stMain'] .st-key-heatmaps .js-plotly-plot")  # the learned R's
-            expect(heatmaps).to_be_visible(timeout=ms(400))  # a fresh server trains the tuned FwFM (minutes)
+            expect(heatmaps).to_be_visible(timeout=ms(400))  # trained once a machine (fmlib.trainings), then kept
             settle(tab)
             slider = tab.locator("[data-testid='stMain'] [data-testid='stSlider']").first
             assert below_fold(tab, slider, height) <= 0, f"{where}: the ρ slider is below the fold"
