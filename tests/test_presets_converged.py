@@ -70,13 +70,7 @@ NOT_CONVERGED = {
         "range's lower end (0.001); with the rest of that recipe, lr 0.0005 validates worse on each of splits 0-2 "
         "(by 0.0008-0.0014), so the end is near the best, but the rule asks for a wider range, every model's",
     ),
-    # DPLR(3) and DPLR(4) rating, tuned again with R's pull toward the FM (README, "DPLR's pull toward the FM")
-    "ml-100k/dplr-3.json": (
-        {"contains"},
-        "both studies (40 trials each) end on DPLR(2)'s new recipe, which a DPLR of rank 3 trains to 0.90148 "
-        "(seeds 0-2) against rank 2's 0.90103; their own draws reached 0.90271 and 0.90540. More trials a study "
-        "(the journal resumes) are the next step",
-    ),
+    # DPLR(4) rating, tuned again with R's pull toward the FM (README, "DPLR's pull toward the FM")
     "ml-100k/dplr-4.json": (
         {"contains"},
         "both studies (40 trials each) end on its old recipe at no pull (0.90150, seeds 0-2); DPLR(2)'s new recipe "
