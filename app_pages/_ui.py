@@ -178,7 +178,14 @@ def _quick_runs() -> dict:
 
 
 def saved_or_quick_run(
-    usable, advice: str, quick_name: str, quick_key: str, train_quick, run_id=_SIDEBAR, note: str | None = None
+    usable,
+    advice: str,
+    quick_name: str,
+    quick_key: str,
+    train_quick,
+    run_id=_SIDEBAR,
+    note: str | None = None,
+    cost: str = "",
 ):
     """The run picked in the sidebar if ``usable(run)``, else a quick run trained here on a click.
 
@@ -187,7 +194,8 @@ def saved_or_quick_run(
     dataset's split 0, ``progress``: ``fit``'s per-epoch callback) as a job of the server's queue,
     so the page shows its place in line until it runs; it is kept in ``st.session_state[quick_key]``.
     ``run_id``: a saved run to use instead of the sidebar's pick (None: only the quick run), with
-    ``note`` said in place of "No saved run is selected in the sidebar." when it is None.
+    ``note`` said in place of "No saved run is selected in the sidebar." when it is None. ``cost``: what the
+    quick run takes, said on its button (e.g. "about 219 epochs").
     Returns ``(run, source)``, source saying where the run comes from; stops the page until there is a run.
     """
     run_id = selected_run_id() if run_id is _SIDEBAR else run_id
@@ -222,7 +230,8 @@ def saved_or_quick_run(
                 st.info(f"The {quick_name} was cancelled.")
             else:  # bad settings: say why, no traceback
                 st.error(job.error)
-        if not st.button(f"Train a {quick_name} on {name}", type="primary", key="quick_train"):
+        label = f"Train a {quick_name} on {name}" + (f" ({cost})" if cost else "")
+        if not st.button(label, type="primary", key="quick_train"):
             st.stop()
         if key in trained:  # another session trained it: the same seeded training
             st.session_state[quick_key] = trained[key]

@@ -37,7 +37,7 @@ from app_pages._view import (
     title_bar,
 )
 from fmapp.recompute import recompute
-from fmlib import presets
+from fmlib import presets, trainings
 from fmlib.analysis.budget_toy import FIELDS as TOY_FIELDS
 from fmlib.analysis.budget_toy import ODD as TOY_ODD
 from fmlib.analysis.budget_toy import budget_toy
@@ -76,7 +76,6 @@ from fmlib.plots.interactions import (
 from fmlib.plots.verdicts import verdict_figure
 from fmlib.runs import RunError
 from fmlib.train import quick_settings, train_model
-from fmlib.trainings import trained
 
 METRICS, PROTOCOLS = list(dplr_experiment.METRICS), list(dplr_experiment.PROTOCOLS)
 # In projector mode the learned R's heatmaps share the lesson's view with the controls' row above them (about 90 px
@@ -242,14 +241,38 @@ def tuned_preset(name: str) -> dict | None:
 
 
 def quick_name(name: str) -> str:
-    """What the FwFM trained here is called: the tuned one where ``name`` has a preset (with what it costs: the
-    epochs its tuning trained at seed 0, early stopping deciding), else a quick one."""
+    """What the FwFM trained here is called: the tuned one where ``name`` has a preset, else a quick one."""
+    return "quick FwFM" if tuned_preset(name) is None else f"tuned FwFM (preset {presets.preset_name(*TUNED)})"
+
+
+def quick_cost(name: str) -> str:
+    """What training the tuned FwFM takes, said on its button: nothing where this machine keeps that training
+    (``fmlib.trainings``), else the epochs its tuning trained at seed 0 (early stopping deciding)."""
     preset = tuned_preset(name)
     if preset is None:
-        return "quick FwFM"
+        return ""
+    key = tuned_key(name)
+    if key is not None and trainings.kept(key):
+        return "kept on this machine: it loads at once"
     epochs = presets.seed0_epochs(preset)
-    cost = f", about {epochs} epochs" if epochs else ""
-    return f"tuned FwFM (preset {presets.preset_name(*TUNED)}{cost})"
+    return f"about {epochs} epochs" if epochs else ""
+
+
+def tuned_training(name: str, data, preset: dict):
+    """(split, config, hyperparameters) of the tuned FwFM on ``name``: ``data`` (split 0) at the preset's min count."""
+    if preset["min_count"] != data.min_count:  # read here, outside Streamlit's caches: this runs in a job's thread
+        data = split(load(name), seed=data.seed, min_count=preset["min_count"])
+    return data, presets.train_config(preset), presets.hyperparameters(preset)
+
+
+@st.cache_resource(show_spinner=False)
+def tuned_key(name: str) -> str | None:
+    """The id the tuned FwFM's training on ``name`` is kept under (``fmlib.trainings.key``); None without data."""
+    try:
+        data, config, hp = tuned_training(name, load_split(name, 0), tuned_preset(name))
+    except Exception:  # no data source: the page says why when the training is asked for
+        return None
+    return trainings.key("fwfm", data, config, hp)
 
 
 def quick_fwfm(name, data, progress):
@@ -261,9 +284,8 @@ def quick_fwfm(name, data, progress):
     if preset is None:
         config, hp = quick_settings(name)
         return train_model("fwfm", data, config, progress, **hp)
-    if preset["min_count"] != data.min_count:  # read here, outside Streamlit's caches: this runs in a job's thread
-        data = split(load(name), seed=data.seed, min_count=preset["min_count"])
-    return trained("fwfm", data, presets.train_config(preset), progress, **presets.hyperparameters(preset))
+    data, config, hp = tuned_training(name, data, preset)
+    return trainings.trained("fwfm", data, config, progress, **hp)
 
 
 QUICK = "a quick FwFM, trained here"  # not a run id: those have no spaces
@@ -333,6 +355,7 @@ def quick_run(run_id, note=None):
         quick_fwfm,
         run_id=run_id,
         note=note,
+        cost=quick_cost(dataset_name()),
     )
 
 

@@ -77,6 +77,11 @@ def key(name: str, data: Split, config: TrainConfig, hp: dict) -> str:
     return f"{name}-{data.train.name}-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
 
 
+def kept(run_id: str) -> bool:
+    """Whether this machine keeps the training of id ``run_id`` (``key``): ``trained`` would load it at once."""
+    return (root() / run_id / "run.json").is_file()
+
+
 def trained(name: str, data: Split, config: TrainConfig, callback=None, **hp) -> Run:
     """``train_model(name, data, config, callback, **hp)``, loaded from the cache where this machine trained it
     before (no progress is reported then), else trained and kept there."""

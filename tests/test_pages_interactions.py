@@ -99,8 +99,9 @@ def test_interactions_page_without_a_run_offers_a_quick_fwfm():
 def test_on_movielens_without_a_saved_fwfm_the_page_trains_the_tuned_one():
     at = page("field_interactions.py", dataset="ml-100k")
     preset = presets.load("ml-100k", "fwfm", 8)
-    name = f"tuned FwFM (preset fwfm-8, about {preset['tuning']['epochs_used']} epochs)"
-    assert at.button(key="quick_train").label == f"Train a {name} on ml-100k"
+    name = "tuned FwFM (preset fwfm-8)"
+    cost = f"about {preset['tuning']['epochs_used']} epochs"
+    assert at.button(key="quick_train").label == f"Train a {name} on ml-100k ({cost})"
     wait_for_training(at.button(key="quick_train").click().run(), key="interactions_quick_run_job")
     assert not at.exception and not at.error
     run = at.session_state["interactions_quick_run"]
@@ -110,6 +111,10 @@ def test_on_movielens_without_a_saved_fwfm_the_page_trains_the_tuned_one():
     R = interaction_matrix(run.model)
     (sentence,) = [m.value for m in at.markdown if m.value.startswith("**How far R is from the FM's:**")]
     assert sentence.endswith(r_summary(R, run.model.schema.names, "this FwFM"))
+    again = page("field_interactions.py", dataset="ml-100k")  # another session: the training is kept, not its cost
+    assert (
+        again.button(key="quick_train").label == f"Train a {name} on ml-100k (kept on this machine: it loads at once)"
+    )
 
 
 def test_interactions_page_on_a_saved_dplr_run_says_its_posthoc_dplr_is_exact_by_construction():

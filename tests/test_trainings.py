@@ -43,6 +43,8 @@ def test_a_training_asked_for_again_is_loaded_with_its_weights_history_and_metri
         assert torch.equal(again.model.state_dict()[name], tensor), name
     assert again.snapshots is not None and again.snapshots.count == first.snapshots.count
     assert [p.name for p in cache.iterdir()] == [trainings.key("fwfm", data, CONFIG, {"dim": 2})]
+    assert trainings.kept(trainings.key("fwfm", data, CONFIG, {"dim": 2}))
+    assert not trainings.kept(trainings.key("fwfm", data, CONFIG, {"dim": 3}))
 
 
 def test_whatever_decides_the_run_makes_another_key(data, monkeypatch):
