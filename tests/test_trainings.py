@@ -17,7 +17,7 @@ PLANTED = (synthetic.block_R(4), 600, 6, 2)  # R, samples, cardinality, embeddin
 
 
 @pytest.fixture
-def cache(tmp_path):
+def cache():
     return trainings.root()  # the test's own (conftest.isolated_runs)
 
 
