@@ -63,13 +63,6 @@ NOT_CONVERGED = {
         "0.91880 differ by 0.0049, and the first's best trained to the 200-epoch cap at lr 0.00104, the range's "
         "lower end: a slow learner the budget stops, so the rule asks for a larger --epochs and lr range, not only trials",
     ),
-    # The FM on every feature block, tuned again in the new space (README, "Feature sets")
-    "features-all+rated+raters/ml-100k/fm.json": (
-        {"agree"},
-        "the studies agree (0.88647, the old recipe, and 0.88608), but the best recipe's lr, 0.00101, lies at the "
-        "range's lower end (0.001); with the rest of that recipe, lr 0.0005 validates worse on each of splits 0-2 "
-        "(by 0.0008-0.0014), so the end is near the best, but the rule asks for a wider range, every model's",
-    ),
     # DPLR(4) rating, tuned again with R's pull toward the FM (README, "DPLR's pull toward the FM")
     "ml-100k/dplr-4.json": (
         {"contains"},

@@ -630,6 +630,50 @@ def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converg
     assert "field_l2.movie_id at the end of the range" in tune.convergence_line(preset)
 
 
+def test_a_probe_moves_a_value_past_the_end_it_lies_at_and_an_end_binds_unless_the_probe_validates_worse():
+    space = tune.stored(tune.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
+    recipe = {"lr": 0.00105, "weight_decay": 1e-4, "average_from": 10, "linear_decay": 0.1}
+    recipe |= {"field_l2": {"user_id": 1e-4, "movie_id": 0.09}}
+    assert tune.past_the_end(recipe, "lr", space)["lr"] == pytest.approx(0.000525), "below the lower end"
+    assert tune.past_the_end(recipe, "average_from", space)["average_from"] == 12
+    moved = tune.past_the_end(recipe, "field_l2.movie_id", space)
+    assert moved["field_l2"] == {"user_id": 1e-4, "movie_id": pytest.approx(0.18)} and recipe["field_l2"]["movie_id"] == 0.09
+    by_seed = {"valid_rmse": [0.90, 0.91, 0.92]}
+    worse = {"value": 0.000525, "valid_rmse": [0.901, 0.911, 0.919]}  # worse on the mean, better on one seed
+    better = {"value": 0.18, "valid_rmse": [0.899, 0.91, 0.92]}
+    probes = {"lr": worse, "field_l2.movie_id": better}
+    edges = ["lr", "field_l2.movie_id", "average_from"]
+    assert tune.binding(edges, probes, by_seed) == ["field_l2.movie_id", "average_from"], "no probe: it binds"
+    assert tune.binding(["lr"], {"lr": {**worse, "valid_rmse": [0.95]}}, by_seed) == ["lr"], "not at the same seeds"
+    early = {"study": "s", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 9}
+    args = ("fm", "d", "8", TrainConfig(epochs=200), {"dim": 8}, recipe, 0.9, [early, early], 1, "cmd")
+    held = {**recipe, "average_from": 5, "field_l2": {"user_id": 1e-4, "movie_id": 1e-3}}
+    preset = tune.make_preset(*args[:5], held, *args[6:], {"space": space}, None, by_seed["valid_rmse"], probes)
+    tuning = preset["tuning"]
+    assert tuning["at_edges"] == [] and tuning["converged"] and tuning["edge_probes"] == probes
+    line = tune.convergence_line(preset)
+    assert "the best recipe's lr lies at the end of its range, and lr 0.000525 past it validates worse by 0.00033" in line
+    assert line.startswith("converged:")
+    tuning = tune.make_preset(*args, {"space": space}, None, by_seed["valid_rmse"], probes)["tuning"]
+    assert tuning["at_edges"] == ["field_l2.movie_id", "average_from"] and not tuning["converged"]
+
+
+@pytest.mark.usefixtures("movielens_sample")
+def test_cli_probes_a_best_at_the_end_of_its_range_at_the_recipes_seeds(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
+    monkeypatch.setitem(tune.SEARCH_SPACES, "fm", {"lr": (1e-3, 1e-1), "dim": (4,)})
+    monkeypatch.setattr(tune, "EDGE", 0.5)  # every value lies at an end: half the width on each side
+    args = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "2", "--studies", "1", "--seeds", "2"]
+    code, _, err = _cli(args, capsys)
+    assert code == 0, err
+    preset = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())
+    tuning, probe = preset["tuning"], preset["tuning"]["edge_probes"]["lr"]
+    assert probe["value"] / preset["train"]["lr"] in (pytest.approx(0.5), pytest.approx(2)), "moved past its end"
+    assert len(probe["valid_rmse"]) == len(tuning["by_seed"]["valid_rmse"]) == 2
+    assert tuning["at_edges"] == tune.binding(["lr"], tuning["edge_probes"], tuning["by_seed"])
+    assert "lr lies at the end of its range" in err and "past the end of its range" in err
+
+
 def test_rescoring_keeps_a_best_at_the_end_of_its_range_unconverged(tmp_path):
     from fmlib.experiments import rescore
 

@@ -44,7 +44,8 @@
 * The search space of every model is in ``SEARCH_SPACES``: the same training ``TOOLS`` for every
   model (lr, L2, an L2 per field drawn on its own, weight averaging from an epoch drawn as an integer)
   plus the model's own sizes. A best recipe with a value at the end of its range has not converged
-  either (``at_edges``): a wider range might find better. A size fixed by
+  either (``at_edges``): a wider range might find better, unless that value moved past the end, the rest of
+  the recipe held, validates worse over the recipe's seeds (``edge_probes``, ``binding``). A size fixed by
   ``--rank`` (or ``--dim``) is taken out of the space. The space and the budget are part of the
   study's settings, so a study made with other ones is not resumed.
 * The input can be drawn too: ``--draw-features SET [SET ...]`` adds the feature set
@@ -606,14 +607,16 @@ def make_preset(
     settings,
     contained=None,
     scores=(),
+    probes=None,
 ) -> dict:
     """The preset of the best ``params`` (validation ``value``) over ``studies``, a list of
     {study, sampler_seed, finished_trials, best_valid_<metric>, epochs, best_is_seed (``seed_of``)}. ``settings``: the studies'
     settings (space, budget, split); ``contained``: {name: preset} of the tuned models the model
     contains and of the preset it replaces (``previous_preset``), whose recipes started the studies; ``scores``: the validation metric of the recipe at
-    seeds 0, 1, … (``seed_scores``). The tuning has ``converged`` when the best is matched by a second study
+    seeds 0, 1, … (``seed_scores``); ``probes``: the recipe with a value at the end of its range moved past it
+    (``edge_probes``). The tuning has ``converged`` when the best is matched by a second study
     within ``TOLERANCE`` (``runner_up_gap``), no contained model validates better over those seeds (``better_inside``) and no value
-    of the best recipe lies at the end of its range (``at_edges``)."""
+    of the best recipe lies at the end of its range that binds (``at_edges``, ``binding``)."""
     key = f"best_valid_{MONITOR[base.task]}"
     train, hp = split_params(model, params, fixed)
     config = {**asdict(base), **train}
@@ -621,7 +624,7 @@ def make_preset(
     best = min(studies, key=lambda s: s[key])
     by_seed = {f"valid_{MONITOR[base.task]}": list(scores)}
     inside = better_inside(contained or {}, key, by_seed, settings)
-    edges = at_edges(params, settings["space"])
+    edges = binding(at_edges(params, settings["space"]), probes or {}, by_seed)
     capped = at_cap(studies, base.epochs)
     preset = {
         "model": model,
@@ -644,6 +647,7 @@ def make_preset(
             "seeded_from": list(contained or {}),
             "better_inside": inside,
             "at_edges": edges,
+            **({"edge_probes": probes} if probes else {}),
             "at_cap": capped,
             "command": command,
             "space": settings["space"],
@@ -706,6 +710,54 @@ def at_edges(point: dict, space: dict) -> list[str]:
         if share >= 1 - EDGE and upper_counts or share <= EDGE and lower_counts:
             found.append(name)
     return found
+
+
+BEYOND = 2  # a probe moves a value at an end of its range past that end: a float this factor, an integer this many
+
+
+def past_the_end(point: dict, name: str, space: dict) -> dict:
+    """``point`` (``suggest``'s form) with its value ``name`` (Optuna's name, as ``at_edges`` gives it) moved past
+    the end of its range in ``space`` (as stored) that it lies at: a float ``BEYOND`` times further on a log scale,
+    an integer ``BEYOND`` steps. A value the space cannot draw, to ask whether the end binds (``edge_probes``)."""
+    rng = flat_space(space)[name]
+    head, _, key = name.partition(".")
+    value = point[head][key] if key else point[head]
+    if isinstance(rng, dict):
+        upper = value - rng["from"] > rng["to"] - value
+        moved = value + BEYOND if upper else value - BEYOND
+    else:
+        upper = math.log(value / rng[0]) > math.log(rng[1] / value)
+        moved = value * BEYOND if upper else value / BEYOND
+    return {**point, head: {**point[head], key: moved}} if key else {**point, head: moved}
+
+
+def edge_probes(model: str, params: dict, fixed: dict, config: TrainConfig, space: dict, score) -> dict:
+    """{name: {"value": v, "valid_<metric>": scores}} for every value of the best recipe (``params``, trained with
+    ``config``) that lies at the end of its range (``at_edges``): the recipe with that value alone moved past the end
+    (``past_the_end``), scored by ``score(model, hp, config)`` at the seeds the recipe was (``recipe_scores``).
+    ``binding`` reads them."""
+    probes = {}
+    for name in at_edges(params, space):
+        probe = past_the_end(params, name, space)
+        train, hp = split_params(model, probe, fixed)
+        print(f"training the best recipe with {name} past the end of its range ...", file=sys.stderr)
+        value = flat_space(probe)[name]
+        probes[name] = {"value": value, f"valid_{MONITOR[config.task]}": score(model, hp, replace(config, **train))}
+    return probes
+
+
+def binding(edges: list, probes: dict, by_seed: dict) -> list[str]:
+    """The ``edges`` (``at_edges``) that bind: a wider range might find a better recipe. An end binds unless its probe
+    (``edge_probes``: that value moved past the end, the rest of the recipe held) validates worse on the mean over
+    the same seeds as the recipe (``by_seed``): then the best lies inside along that value. A probe checks one
+    value at a time, near the recipe, not what a search of a wider range would find."""
+    held = []
+    for name in edges:
+        probe = probes.get(name, {})
+        metric = next((m for m in probe if m in by_seed), None)
+        if metric and len(probe[metric]) == len(by_seed[metric]) and sum(probe[metric]) > sum(by_seed[metric]):
+            held.append(name)
+    return [name for name in edges if name not in held]
 
 
 def valid_score(model: str, data, hp: dict, config: TrainConfig, seed: int) -> float:
@@ -1130,9 +1182,9 @@ def run(args) -> int:
     config = TrainConfig(**{**asdict(base), **train})
     contained = scored_alike(contained, settings, f"valid_{key}", args.seeds, args.workers, args.data_dir)
     known = known_scores(contained, args.model, hp, config, features, settings, f"valid_{key}", args.seeds)
+    where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
     if known is None:
         print(f"training the chosen recipe at seeds 0-{args.seeds - 1} ...", file=sys.stderr)
-        where = (args.dataset, args.data_dir, base.seed, args.min_count, features)
         scores = recipe_scores(args.model, hp, config, args.seeds, args.workers, where, data)
     else:
         print(
@@ -1140,6 +1192,14 @@ def run(args) -> int:
             file=sys.stderr,
         )
         scores = known[1]
+    probes = edge_probes(
+        args.model,
+        params,
+        fixed,
+        config,
+        settings["space"],
+        lambda model, hp, probed: recipe_scores(model, hp, probed, args.seeds, args.workers, where, data),
+    )
     preset = make_preset(
         args.model,
         args.dataset,
@@ -1154,6 +1214,7 @@ def run(args) -> int:
         settings,
         contained,
         scores,
+        probes,
     )
     if features != "all":
         preset["features"] = features
@@ -1221,6 +1282,15 @@ def convergence_line(preset: dict) -> str:
                 + (f" (its own draws' best: {s[drawn]:.5f})" if s.get(drawn) is not None else "")
                 for study, s in seeded.items()
             )
+        )
+    metric = key.removeprefix("best_")
+    for name, probe in tuning.get("edge_probes", {}).items():
+        ours, past = presets.seed_scores(tuning, metric), probe[metric]
+        gap = (sum(past) - sum(ours)) / len(ours)
+        words.append(
+            f"the best recipe's {name} lies at the end of its range, and {name} {probe['value']:.3g} past it validates "
+            + (f"worse by {gap:.5f}" if gap > 0 else f"better by {-gap:.5f}")
+            + f" over {len(ours)} seeds"
         )
     if edges := tuning.get("at_edges"):
         words.append(f"the best recipe's {', '.join(edges)} at the end of the range: widen it")
