@@ -63,12 +63,6 @@ NOT_CONVERGED = {
         "0.91880 differ by 0.0049, and the first's best trained to the 200-epoch cap at lr 0.00104, the range's "
         "lower end: a slow learner the budget stops, so the rule asks for a larger --epochs and lr range, not only trials",
     ),
-    # DPLR(4) rating, tuned again with R's pull toward the FM (README, "DPLR's pull toward the FM")
-    "ml-100k/dplr-4.json": (
-        {"contains"},
-        "both studies (40 trials each) end on its old recipe at no pull (0.90150, seeds 0-2); DPLR(2)'s new recipe "
-        "trains a rank-4 DPLR to 0.90192, and its own draws reached 0.90361 and 0.90554. More trials a study next",
-    ),
     # The DPLR paper's protocol tunes the learning rate alone (L2 0.0003, no grouped L2, no averaging) of the paper's
     # model, which has no pull of R toward the FM's (r_l2 = 0; README, "DPLR's pull toward the FM").
     "dplr-paper/ml-100k/dplr-1.json": (

@@ -637,7 +637,10 @@ def test_a_probe_moves_a_value_past_the_end_it_lies_at_and_an_end_binds_unless_t
     assert tune.past_the_end(recipe, "lr", space)["lr"] == pytest.approx(0.000525), "below the lower end"
     assert tune.past_the_end(recipe, "average_from", space)["average_from"] == 12
     moved = tune.past_the_end(recipe, "field_l2.movie_id", space)
-    assert moved["field_l2"] == {"user_id": 1e-4, "movie_id": pytest.approx(0.18)} and recipe["field_l2"]["movie_id"] == 0.09
+    assert (
+        moved["field_l2"] == {"user_id": 1e-4, "movie_id": pytest.approx(0.18)}
+        and recipe["field_l2"]["movie_id"] == 0.09
+    )
     by_seed = {"valid_rmse": [0.90, 0.91, 0.92]}
     worse = {"value": 0.000525, "valid_rmse": [0.901, 0.911, 0.919]}  # worse on the mean, better on one seed
     better = {"value": 0.18, "valid_rmse": [0.899, 0.91, 0.92]}
@@ -652,7 +655,9 @@ def test_a_probe_moves_a_value_past_the_end_it_lies_at_and_an_end_binds_unless_t
     tuning = preset["tuning"]
     assert tuning["at_edges"] == [] and tuning["converged"] and tuning["edge_probes"] == probes
     line = tune.convergence_line(preset)
-    assert "the best recipe's lr lies at the end of its range, and lr 0.000525 past it validates worse by 0.00033" in line
+    assert (
+        "the best recipe's lr lies at the end of its range, and lr 0.000525 past it validates worse by 0.00033" in line
+    )
     assert line.startswith("converged:")
     tuning = tune.make_preset(*args, {"space": space}, None, by_seed["valid_rmse"], probes)["tuning"]
     assert tuning["at_edges"] == ["field_l2.movie_id", "average_from"] and not tuning["converged"]
