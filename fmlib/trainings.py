@@ -7,9 +7,10 @@ used to train it again; ``trained`` runs it once and keeps the run in a ``RunSto
 
 A run is kept under a key made of everything that decides it: the model and its hyperparameters, the
 ``TrainConfig`` (its seed and epoch budget included), the split (the data's bytes, its seed, min count and
-fields), the version of torch and the source of ``fmlib`` (an edited model trains again). Two processes
+fields), the version of torch and the source of the parts of ``fmlib`` that train (``TRAINING_SOURCE``: an
+edited model trains again, an edited experiment or page does not). Two processes
 that ask at once both train and the first to finish keeps its run (``RunStore.save`` renames into place).
-The newest ``KEPT`` trainings are kept (an edit to fmlib makes new keys; the old runs go as new ones come).
+The newest ``KEPT`` trainings are kept (an edit to those parts makes new keys; the old runs go as new ones come).
 What is not kept: Adam's moments at the end (``Run.optimizer_state``: only the experiments' fine-tunes use
 them, and they train their own runs), and progress — a run loaded from the cache reports no epochs.
 """
@@ -30,7 +31,11 @@ from .data.movielens import cache_root
 from .runs import Quota, RunError, RunStore
 from .train import Run, TrainConfig, train_model
 
-SOURCE = Path(__file__).resolve().parent  # the fmlib package: its source is part of every key
+PACKAGE = Path(__file__).resolve().parent
+# the parts of fmlib that decide a training (the data, the models, the training loop, its snapshots and the run
+# store): their source is part of every key, so an edit there trains again and an edit elsewhere (an experiment, a
+# page) does not. They import nothing else of fmlib (tests/test_trainings.py checks).
+TRAINING_SOURCE = ("data", "models", "optim.py", "runs.py", "snapshots.py", "train.py", "trainings.py")
 KEPT = 12  # the newest trainings kept; saving another deletes the oldest beyond them
 
 
@@ -40,11 +45,18 @@ def root() -> Path:
 
 
 @cache
+def source_files() -> list[Path]:
+    """The Python files of ``TRAINING_SOURCE``, in a fixed order."""
+    parts = (PACKAGE / part for part in TRAINING_SOURCE)
+    return sorted(path for part in parts for path in (part.rglob("*.py") if part.is_dir() else [part]))
+
+
 def source_digest() -> str:
-    """A digest of fmlib's Python source: a run trained by other code is another run."""
+    """A digest of the source that decides a training (``TRAINING_SOURCE``): a run trained by other code is another
+    run."""
     digest = hashlib.sha256()
-    for path in sorted(SOURCE.rglob("*.py")):
-        digest.update(str(path.relative_to(SOURCE)).encode())
+    for path in source_files():
+        digest.update(str(path.relative_to(PACKAGE)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

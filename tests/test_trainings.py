@@ -63,6 +63,22 @@ def test_whatever_decides_the_run_makes_another_key(data, monkeypatch):
     assert key not in changed and len(set(changed)) == len(changed)
 
 
+def test_the_source_in_the_key_is_all_that_a_training_imports_of_fmlib():
+    """``TRAINING_SOURCE`` decides a training: what it imports of fmlib, and the built-in models it loads by name,
+    lie inside it, so an edit outside it (an experiment, a page) cannot change a kept run."""
+    import grimp
+
+    from fmlib.models import BUILT_IN
+
+    graph = grimp.build_graph("fmlib", cache_dir=None)
+    files = {path.relative_to(trainings.PACKAGE.parent).with_suffix("") for path in trainings.source_files()}
+    inside = {".".join(f.parts[:-1] if f.name == "__init__" else f.parts) for f in files}
+    loaded = {entry.partition(":")[0] for entry in BUILT_IN.values()}
+    assert loaded <= inside, f"models loaded by name outside the key's source: {loaded - inside}"
+    imported = {m for module in inside for m in graph.find_modules_directly_imported_by(module)}
+    assert "fmlib.train" in inside and imported <= inside | {"fmlib"}, f"imported from outside: {imported - inside}"
+
+
 def test_the_newest_trainings_are_kept_and_an_unreadable_one_is_trained_again(cache, data, monkeypatch):
     monkeypatch.setattr(trainings, "KEPT", 2)
     runs = counted(monkeypatch)
