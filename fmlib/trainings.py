@@ -44,13 +44,13 @@ def root() -> Path:
     return cache_root() / "trainings"
 
 
-@cache
 def source_files() -> list[Path]:
     """The Python files of ``TRAINING_SOURCE``, in a fixed order."""
     parts = (PACKAGE / part for part in TRAINING_SOURCE)
     return sorted(path for part in parts for path in (part.rglob("*.py") if part.is_dir() else [part]))
 
 
+@cache
 def source_digest() -> str:
     """A digest of the source that decides a training (``TRAINING_SOURCE``): a run trained by other code is another
     run."""
