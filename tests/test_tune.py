@@ -677,6 +677,10 @@ def test_cli_probes_a_best_at_the_end_of_its_range_at_the_recipes_seeds(tmp_path
     assert len(probe["valid_rmse"]) == len(tuning["by_seed"]["valid_rmse"]) == 2
     assert tuning["at_edges"] == tune.binding(["lr"], tuning["edge_probes"], tuning["by_seed"])
     assert "lr lies at the end of its range" in err and "past the end of its range" in err
+    code, _, err = _cli(args, capsys)  # resumed, the same best: its probes are read, not trained again
+    assert code == 0 and "past the end of its range ..." not in err and "not trained again" in err
+    again = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
+    assert again["edge_probes"] == tuning["edge_probes"] and again["at_edges"] == tuning["at_edges"]
 
 
 def test_rescoring_keeps_a_best_at_the_end_of_its_range_unconverged(tmp_path):

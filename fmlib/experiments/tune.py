@@ -746,6 +746,13 @@ def edge_probes(model: str, params: dict, fixed: dict, config: TrainConfig, spac
     return probes
 
 
+def known_probes(preset: dict, settings: dict) -> dict | None:
+    """The ``edge_probes`` a ``preset`` records when it was tuned in the space of ``settings``: for its recipe (the
+    chosen one, ``known_scores``) they are the probes that tuning would train again. None when it records none."""
+    tuning = preset["tuning"]
+    return tuning.get("edge_probes") if tuning.get("space") == settings["space"] else None
+
+
 def binding(edges: list, probes: dict, by_seed: dict) -> list[str]:
     """The ``edges`` (``at_edges``) that bind: a wider range might find a better recipe. An end binds unless its probe
     (``edge_probes``: that value moved past the end, the rest of the recipe held) validates worse on the mean over
@@ -1192,14 +1199,18 @@ def run(args) -> int:
             file=sys.stderr,
         )
         scores = known[1]
-    probes = edge_probes(
-        args.model,
-        params,
-        fixed,
-        config,
-        settings["space"],
-        lambda model, hp, probed: recipe_scores(model, hp, probed, args.seeds, args.workers, where, data),
-    )
+    probes = known_probes(contained[known[0]], settings) if known else None
+    if probes is None:
+        probes = edge_probes(
+            args.model,
+            params,
+            fixed,
+            config,
+            settings["space"],
+            lambda model, hp, probed: recipe_scores(model, hp, probed, args.seeds, args.workers, where, data),
+        )
+    else:
+        print(f"the probes past the ends of its ranges are {known[0]}'s too, not trained again", file=sys.stderr)
     preset = make_preset(
         args.model,
         args.dataset,
