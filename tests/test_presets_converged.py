@@ -61,7 +61,7 @@ NOT_CONVERGED = {
         {"agree"},
         "at 31 and 40 trials a study (the first stopped by --timeout) the bests 0.91392 and "
         "0.91880 differ by 0.0049, and the first's best trained to the 200-epoch cap at lr 0.00104, the range's "
-        "lower end: a slow learner the budget stops, so the rule asks for a larger --epochs and lr range, not only trials",
+        "lower end: a slow learner the budget stops, so it is tuned again under a 400-epoch cap (under way; README)",
     ),
     # The DPLR paper's protocol tunes the learning rate alone (L2 0.0003, no grouped L2, no averaging) of the paper's
     # model, which has no pull of R toward the FM's (r_l2 = 0; README, "DPLR's pull toward the FM").
