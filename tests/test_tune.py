@@ -646,8 +646,12 @@ def test_a_probe_moves_a_value_past_the_end_it_lies_at_and_an_end_binds_unless_t
     better = {"value": 0.18, "valid_rmse": [0.899, 0.91, 0.92]}
     probes = {"lr": worse, "field_l2.movie_id": better}
     edges = ["lr", "field_l2.movie_id", "average_from"]
-    assert tune.binding(edges, probes, by_seed) == ["field_l2.movie_id", "average_from"], "no probe: it binds"
-    assert tune.binding(["lr"], {"lr": {**worse, "valid_rmse": [0.95]}}, by_seed) == ["lr"], "not at the same seeds"
+    assert tune.binding(edges, probes, by_seed["valid_rmse"], "valid_rmse") == ["field_l2.movie_id", "average_from"], (
+        "no probe: it binds"
+    )
+    assert tune.binding(["lr"], {"lr": {**worse, "valid_rmse": [0.95]}}, by_seed["valid_rmse"], "valid_rmse") == [
+        "lr"
+    ], "not at the same seeds"
     early = {"study": "s", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 9}
     args = ("fm", "d", "8", TrainConfig(epochs=200), {"dim": 8}, recipe, 0.9, [early, early], 1, "cmd")
     held = {**recipe, "average_from": 5, "field_l2": {"user_id": 1e-4, "movie_id": 1e-3}}
@@ -675,7 +679,9 @@ def test_cli_probes_a_best_at_the_end_of_its_range_at_the_recipes_seeds(tmp_path
     tuning, probe = preset["tuning"], preset["tuning"]["edge_probes"]["lr"]
     assert probe["value"] / preset["train"]["lr"] in (pytest.approx(0.5), pytest.approx(2)), "moved past its end"
     assert len(probe["valid_rmse"]) == len(tuning["by_seed"]["valid_rmse"]) == 2
-    assert tuning["at_edges"] == tune.binding(["lr"], tuning["edge_probes"], tuning["by_seed"])
+    assert tuning["at_edges"] == tune.binding(
+        ["lr"], tuning["edge_probes"], tuning["by_seed"]["valid_rmse"], "valid_rmse"
+    )
     assert "lr lies at the end of its range" in err and "past the end of its range" in err
     code, _, err = _cli(args, capsys)  # resumed, the same best: its probes are read, not trained again
     assert code == 0 and "past the end of its range ..." not in err and "the probes past the ends of its" in err

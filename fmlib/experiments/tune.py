@@ -622,9 +622,10 @@ def make_preset(
     config = {**asdict(base), **train}
     bests = [s[key] for s in studies]
     best = min(studies, key=lambda s: s[key])
-    by_seed = {f"valid_{MONITOR[base.task]}": list(scores)}
+    metric = f"valid_{MONITOR[base.task]}"
+    by_seed = {metric: list(scores)}
     inside = better_inside(contained or {}, key, by_seed, settings)
-    edges = binding(at_edges(params, settings["space"]), probes or {}, by_seed)
+    edges = binding(at_edges(params, settings["space"]), probes or {}, by_seed[metric], metric)
     capped = at_cap(studies, base.epochs)
     preset = {
         "model": model,
@@ -753,18 +754,27 @@ def known_probes(preset: dict, settings: dict) -> dict | None:
     return tuning.get("edge_probes") if tuning.get("space") == settings["space"] else None
 
 
-def binding(edges: list, probes: dict, by_seed: dict) -> list[str]:
+def probe_gap(probe: dict, scores: list, metric: str) -> float | None:
+    """How much worse (> 0) a ``probe`` (``edge_probes``) validates than its recipe: the mean of its ``metric`` minus
+    that of the recipe's ``scores``, over the same seeds; None where it was not scored at as many."""
+    past = probe.get(metric, [])
+    if not scores or len(past) != len(scores):
+        return None
+    return (sum(past) - sum(scores)) / len(scores)
+
+
+def binding(edges: list, probes: dict, scores: list, metric: str) -> list[str]:
     """The ``edges`` (``at_edges``) that bind: a wider range might find a better recipe. An end binds unless its probe
     (``edge_probes``: that value moved past the end, the rest of the recipe held) validates worse on the mean over
-    the same seeds as the recipe (``by_seed``): then the best lies inside along that value. A probe checks one
-    value at a time, near the recipe, not what a search of a wider range would find."""
-    held = []
+    the same seeds as the recipe (``probe_gap`` > 0; ``scores``: the recipe's ``metric`` at those seeds): then the
+    best lies inside along that value. A probe checks one value at a time, near the recipe, not what a search of a
+    wider range would find."""
+    bound = []
     for name in edges:
-        probe = probes.get(name, {})
-        metric = next((m for m in probe if m in by_seed), None)
-        if metric and len(probe[metric]) == len(by_seed[metric]) and sum(probe[metric]) > sum(by_seed[metric]):
-            held.append(name)
-    return [name for name in edges if name not in held]
+        gap = probe_gap(probes.get(name, {}), scores, metric)
+        if gap is None or gap <= 0:
+            bound.append(name)
+    return bound
 
 
 def valid_score(model: str, data, hp: dict, config: TrainConfig, seed: int) -> float:
@@ -1295,9 +1305,9 @@ def convergence_line(preset: dict) -> str:
             )
         )
     metric = key.removeprefix("best_")
+    ours = presets.seed_scores(tuning, metric)
     for name, probe in tuning.get("edge_probes", {}).items():
-        ours, past = presets.seed_scores(tuning, metric), probe[metric]
-        gap = (sum(past) - sum(ours)) / len(ours)
+        gap = probe_gap(probe, ours, metric)
         words.append(
             f"the best recipe's {name} lies at the end of its range, and {name} {probe['value']:.3g} past it validates "
             + (f"worse by {gap:.5f}" if gap > 0 else f"better by {-gap:.5f}")
