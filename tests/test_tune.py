@@ -175,6 +175,13 @@ def _cli(args, capsys):
 
 
 @pytest.mark.usefixtures("movielens_sample")
+def test_the_time_left_is_the_pace_so_far_times_the_trials_left():
+    assert tune.time_left(600.0, 4, 8) == "about 20 min left at this run's pace"  # 150 s a trial
+    assert tune.time_left(600.0, 2, 30) == "about 2 h 30 min left at this run's pace"
+    assert tune.time_left(10.0, 2, 1) == "under a minute left at this run's pace"
+    assert tune.time_left(0.0, 0, 5) == "" and tune.time_left(60.0, 3, 0) == ""  # no pace yet; nothing left
+
+
 def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
     args = ["tune", "--model", "fm", "--rank", "8", "--trials", "2", "--epochs", "1", "--studies", "1", "--seeds", "2"]
@@ -186,6 +193,9 @@ def test_cli_tunes_writes_preset_resumes_and_train_uses_it(tmp_path, monkeypatch
     preset = json.loads(path.read_text())
     assert preset["hp"] == {"dim": 8} and "--rank 8" in preset["tuning"]["command"]
     assert len(preset["tuning"]["by_seed"]["valid_rmse"]) == 2  # --seeds 2
+    first, last = [line for line in err.splitlines() if ": trial " in line]
+    assert "trial 1/2" in first and first.endswith("left at this run's pace"), first
+    assert "trial 2/2" in last and "left" not in last, last  # none left
     code, out, _ = _cli([*args[:6], "3", *args[7:]], capsys)  # resumes: one more trial
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["finished_trials"] == 3
     code, out, _ = _cli(["train", "--model", "fm", "--dim", "8", "--preset", "tuned", "--seed", "1"], capsys)

@@ -67,6 +67,7 @@ import os
 import shlex
 import socket
 import sys
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -511,15 +512,18 @@ def optimize(
         trial.set_user_attr("seed_scores", scores)
         return sum(scores) / len(scores)
 
+    start, done_before = time.monotonic(), len(finished(study))
+
     def say(study, trial):
         if progress and trial.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED):
             done = len(finished(study))
             value = trial.value if trial.value is not None else trial.intermediate_values.get(trial.last_step)
             word = "pruned at" if trial.state == optuna.trial.TrialState.PRUNED else "stopped after"
             count = f"{done}/{trials}" if done <= trials else f"{done} (beyond the {trials} that count)"
+            left = time_left(time.monotonic() - start, done - done_before, trials - done)
             print(
                 f"{study.study_name}: trial {count}, valid {key} {value:.5f}, {word} epoch "
-                f"{trial.last_step}; best {study.best_value:.5f}",
+                f"{trial.last_step}; best {study.best_value:.5f}" + (f"; {left}" if left else ""),
                 file=sys.stderr,
                 flush=True,
             )
@@ -534,6 +538,17 @@ def optimize(
             catch=(RuntimeError, ValueError),
             callbacks=[MaxTrialsCallback(trials, states=states), say],
         )
+
+
+def time_left(elapsed: float, finished: int, left: int) -> str:
+    """How long the ``left`` trials of a study will take at the pace of the ``finished`` ones that this run has seen
+    end in ``elapsed`` seconds (every worker's trials: the study's wall-clock pace), in words; "" before the first
+    or after the last. Later trials of a TPE study tend to train longer than its first, random ones: a guide."""
+    if finished <= 0 or left <= 0:
+        return ""
+    hours, minutes = divmod(round(elapsed / finished * left / 60), 60)
+    words = f"about {hours} h {minutes} min" if hours else f"about {minutes} min" if minutes else "under a minute"
+    return f"{words} left at this run's pace"
 
 
 def best_of(study, trials: int):
