@@ -44,7 +44,7 @@ def shown(path, root=None) -> str:
 
 def protocol_root(protocol: str = "ours", root=None) -> Path:
     """Where the presets of a tuning ``protocol`` live: ours in the presets folder itself, a
-    paper's own protocol (``fmlib.experiments.tune.PROTOCOL_SPACES``) in a subfolder of its name."""
+    paper's own protocol (``fmlib.experiments.search_space.PROTOCOL_SPACES``) in a subfolder of its name."""
     base = Path(root or default_root())
     return base if protocol == "ours" else base / protocol
 

@@ -13,8 +13,8 @@ import torch
 from fmlib import presets
 from fmlib.analysis.interactions import budget, interaction_matrix, pruned_fwfm, pruned_moments
 from fmlib.cli import main
+from fmlib.experiments import convergence, search_space, tune
 from fmlib.experiments import dplr as dplr_experiment
-from fmlib.experiments import tune
 from fmlib.models import build_model
 from fmlib.train import TrainConfig, fit, row_decay
 
@@ -82,26 +82,27 @@ def test_cli_names_the_field_and_the_models_fields(capsys):
 
 
 def test_every_search_space_draws_the_same_tools():
-    for name in tune.MODEL_SPACES:
-        space = tune.search_space(name, {})
-        assert {k: space[k] for k in tune.TOOLS} == tune.TOOLS, name
-    fwfm, dplr = tune.search_space("fwfm", {}), tune.search_space("dplr", {})
+    for name in search_space.MODEL_SPACES:
+        space = search_space.search_space(name, {})
+        assert {k: space[k] for k in search_space.TOOLS} == search_space.TOOLS, name
+    fwfm, dplr = search_space.search_space("fwfm", {}), search_space.search_space("dplr", {})
     assert fwfm["r_l2"] == dplr["r_l2"], "an FwFM and a DPLR draw R's pull toward the FM alike"
-    assert dplr["r_l2"][0] == tune.TOOLS["weight_decay"][0], "its lower end is no pull, as every L2's is no L2"
-    assert tune.search_space("dplr", {"dim": 8}, protocol="dplr-paper") == {"lr": (1e-3, 5e-2)}
+    assert dplr["r_l2"][0] == search_space.TOOLS["weight_decay"][0], "its lower end is no pull, as every L2's is no L2"
+    assert search_space.search_space("dplr", {"dim": 8}, protocol="dplr-paper") == {"lr": (1e-3, 5e-2)}
     with pytest.raises(ValueError, match="unknown protocol"):
-        tune.search_space("fm", {}, protocol="nope")
+        search_space.search_space("fm", {}, protocol="nope")
 
 
 def test_a_preset_from_other_settings_is_replaced(tmp_path):
     path = tmp_path / "fm-8.json"
-    settings = {"space": tune.stored(tune.search_space("fm", {"dim": 8})), "epochs": 200}
+    settings = {"space": search_space.stored(search_space.search_space("fm", {"dim": 8})), "epochs": 200}
     path.write_text(json.dumps({"tuning": {"best_valid_rmse": 0.80, "settings": settings}}))
-    assert tune.recorded_better(path, "best_valid_rmse", 0.90, settings) == 0.80  # same settings, better: kept
-    assert tune.recorded_better(path, "best_valid_rmse", 0.70, settings) is None  # worse: replaced
+    assert convergence.recorded_better(path, "best_valid_rmse", 0.90, settings) == 0.80  # same settings, better: kept
+    assert convergence.recorded_better(path, "best_valid_rmse", 0.70, settings) is None  # worse: replaced
     other_tools = {**settings, "space": {"lr": [0.001, 0.05]}}
-    assert tune.recorded_better(path, "best_valid_rmse", 0.90, other_tools) is None
-    assert tune.recorded_better(path, "best_valid_rmse", 0.90, {**settings, "epochs": 40}) is None  # other budget
+    assert convergence.recorded_better(path, "best_valid_rmse", 0.90, other_tools) is None
+    other_budget = {**settings, "epochs": 40}
+    assert convergence.recorded_better(path, "best_valid_rmse", 0.90, other_budget) is None
 
 
 def test_the_preset_is_the_best_of_the_first_n_trials(tmp_path, small_split):

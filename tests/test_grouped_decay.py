@@ -94,18 +94,18 @@ def test_tuning_draws_an_l2_per_field_and_presets_carry_it_as_a_multiple():
     import optuna
 
     from fmlib import presets
-    from fmlib.experiments import tune
+    from fmlib.experiments import search_space
 
-    space = tune.search_space("fm", {"dim": 8}, ["user_id", "age", "movie_id"])
+    space = search_space.search_space("fm", {"dim": 8}, ["user_id", "age", "movie_id"])
     assert space["field_l2"] == {"user_id": (1e-7, 0.1), "movie_id": (1e-7, 0.1)}
-    assert "field_l2" not in tune.search_space("fm", {}, ["f0", "f1"]), "only fields the data has"
+    assert "field_l2" not in search_space.search_space("fm", {}, ["f0", "f1"]), "only fields the data has"
     flat = {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3, "linear_decay": 0.1}
     flat |= {"field_l2.user_id": 5e-5, "field_l2.movie_id": 2e-4}
-    point = tune.suggest(optuna.trial.FixedTrial(flat), space)
-    assert point["field_l2"] == {"user_id": 5e-5, "movie_id": 2e-4} and tune.nested(flat) == point
-    train, hp = tune.split_params("fm", point, {"dim": 8})
+    point = search_space.suggest(optuna.trial.FixedTrial(flat), space)
+    assert point["field_l2"] == {"user_id": 5e-5, "movie_id": 2e-4} and search_space.nested(flat) == point
+    train, hp = search_space.split_params("fm", point, {"dim": 8})
     assert hp == {"dim": 8} and train["field_decay"] == pytest.approx({"user_id": 0.5, "movie_id": 2.0})
-    assert tune.point_values(train)["field_l2"] == pytest.approx(point["field_l2"]), "and back"
+    assert search_space.point_values(train)["field_l2"] == pytest.approx(point["field_l2"]), "and back"
     preset = {"task": "rating", "train": {**train, "batch_size": 512, "epochs": 5, "patience": 2}}
     config = presets.train_config(preset, seed=1)
     assert (config.field_decay, config.linear_decay, config.seed) == (train["field_decay"], 0.1, 1)
@@ -113,10 +113,10 @@ def test_tuning_draws_an_l2_per_field_and_presets_carry_it_as_a_multiple():
 
 def test_a_drawn_field_l2_is_the_strength_on_that_fields_rows(small_split):
     """The space draws each field's L2 on its own; TrainConfig carries it as a multiple of weight_decay."""
-    from fmlib.experiments import tune
+    from fmlib.experiments import search_space
 
     point = {"lr": 0.01, "weight_decay": 1e-3, "linear_decay": 0.5, "field_l2": {"f0": 5e-5}}
-    train, hp = tune.split_params("fm", point, {"dim": 3})
+    train, hp = search_space.split_params("fm", point, {"dim": 3})
     (_, rate_w), (_, rate_v) = row_decay(build_model("fm", small_split.schema, **hp), TrainConfig(**train))
     for f in small_split.schema.fields:
         expected = 5e-5 if f.name == "f0" else 1e-3

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fmlib import presets
-from fmlib.experiments import tune
+from fmlib.experiments import convergence, tune
 from fmlib.train import MONITOR
 
 ROOT = presets.default_root()
@@ -49,7 +49,7 @@ RECORDED = [p for p in _committed() if _recorded(p)]
 # on a recipe that a model it contains beats): the checks each fails ("agree": no second study found the best again; "contains": a
 # model it contains validates better over the seeds), with what is known of why. Those checks are expected to fail
 # (strict: a preset that converges must leave this list); the reason a test prints is the preset's own record
-# (``tune.convergence_line``) and this note.
+# (``convergence.convergence_line``) and this note.
 NOT_CONVERGED = {
     # Tuned again in the new space (README, "The RaFMs and RFM"); for RaFM(8, 32) its consistency weight c widened
     "ml-100k/rafm-8,32.json": (
@@ -76,7 +76,7 @@ NOT_CONVERGED = {
 
 def _reason(name: str) -> str:
     note = NOT_CONVERGED[name][1]
-    return tune.convergence_line(json.loads(_path(name).read_text())) + (f" ({note})" if note else "")
+    return convergence.convergence_line(json.loads(_path(name).read_text())) + (f" ({note})" if note else "")
 
 
 def _checked(paths: list[Path], check: str) -> list:
@@ -96,13 +96,13 @@ def test_a_second_study_finds_the_best_and_no_epoch_cap_or_range_binds(path):
     key = f"best_valid_{MONITOR[json.loads(path.read_text())['task']]}"
     bests = [s[key] for s in tuning["studies"]]
     assert len(bests) >= 2, "one study cannot show convergence"
-    assert tune.runner_up_gap(bests) <= tune.TOLERANCE, f"no second study found the best again: {bests}"
+    assert convergence.runner_up_gap(bests) <= convergence.TOLERANCE, f"no second study found the best again: {bests}"
     cap = tuning["settings"]["epochs"]
     assert all(s["epochs"] < cap for s in tuning["studies"]), f"a best trial stopped at the {cap}-epoch cap"
     assert not tuning.get("at_edges"), f"the best recipe's {tuning['at_edges']} at the end of the range"
 
 
-CONTAINING = [p for p in RECORDED if json.loads(p.read_text())["model"] in tune.CONTAINS]
+CONTAINING = [p for p in RECORDED if json.loads(p.read_text())["model"] in convergence.CONTAINS]
 
 
 @pytest.mark.parametrize("path", CONTAINING, ids=_name)
@@ -116,21 +116,21 @@ def _contained(preset: dict, path: Path) -> dict:
     """The presets ``preset`` (read from ``path``) contains, from its own root; a staged one's from the committed
     presets too, with the staged ones in their place (the models it contains may not be tuned again yet)."""
     staged = path.is_relative_to(STAGED)
-    inner = tune.contained_by(preset, ROOT) if staged else {}
-    return {**inner, **tune.contained_by(preset, path.parents[1])}
+    inner = convergence.contained_by(preset, ROOT) if staged else {}
+    return {**inner, **convergence.contained_by(preset, path.parents[1])}
 
 
 @pytest.mark.parametrize("path", _checked(RECORDED, "contains"))
 def test_no_model_validates_worse_than_a_model_it_contains(path):
-    """``tune.CONTAINS``: an FwFM contains the FM (R = 11ᵀ − I) and every DPLR, a DPLR of rank ρ the
+    """``convergence.CONTAINS``: an FwFM contains the FM (R = 11ᵀ − I) and every DPLR, a DPLR of rank ρ the
     FM and every lower rank, an FM of size k every smaller FM — compared where both were tuned by
-    studies on the same split and task, over the same seeds (``tune.better_inside``: worse when the
+    studies on the same split and task, over the same seeds (``convergence.better_inside``: worse when the
     paired 95 % interval lies wholly on the worse side)."""
     preset = json.loads(path.read_text())
     inner = _contained(preset, path)
     key = f"best_valid_{MONITOR[preset['task']]}"
     assert inner or preset["model"] not in ("fwfm", "dplr"), "an FwFM or a DPLR contains at least the FM"
-    worse = tune.better_inside(inner, key, preset["tuning"].get("by_seed", {}), preset["tuning"]["settings"])
+    worse = convergence.better_inside(inner, key, preset["tuning"].get("by_seed", {}), preset["tuning"]["settings"])
     assert not worse, f"{path.stem} validates worse than the models it contains, by [mean, low, high]: {worse}"
 
 

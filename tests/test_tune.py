@@ -7,7 +7,7 @@ import torch
 
 from fmlib import presets
 from fmlib.data import load, split
-from fmlib.experiments import tune
+from fmlib.experiments import convergence, search_space, tune
 from fmlib.models import hyperparameters
 from fmlib.train import TrainConfig
 
@@ -17,14 +17,14 @@ def _study(tmp_path, name="fm-seed0", settings=None):
 
 
 def test_every_search_space_names_real_hyperparameters():
-    for model, space in tune.SEARCH_SPACES.items():
-        model_keys = set(space) - set(tune.TRAIN_PARAMS)
+    for model, space in search_space.SEARCH_SPACES.items():
+        model_keys = set(space) - set(search_space.TRAIN_PARAMS)
         assert model_keys <= set(hyperparameters(model)), model
 
 
 def test_fixed_size_leaves_the_space():
-    assert "dim" not in tune.search_space("fm", {"dim": 32})
-    assert "dim" in tune.search_space("dplr", {"rank": 2})
+    assert "dim" not in search_space.search_space("fm", {"dim": 32})
+    assert "dim" in search_space.search_space("dplr", {"rank": 2})
 
 
 def test_study_finds_a_config_and_resumes(tmp_path, small_split):
@@ -93,7 +93,7 @@ def test_a_studys_own_best_leaves_out_its_seeded_recipe(tmp_path, small_split):
     tune.tune("fm", small_split, 3, TrainConfig(epochs=2, patience=2), {}, study, progress=False)
     assert tune.best_drawn(study, 3) == min(t.value for t in study.trials[1:3]), "the sampler's two trials"
     assert tune.best_drawn(study, 1) is None, "the seed alone"
-    line = tune.convergence_line(
+    line = convergence.convergence_line(
         {
             "tuning": {
                 "best_valid_rmse": 0.9,
@@ -145,9 +145,9 @@ def test_preset_round_trip_and_mismatch(tmp_path, small_split):
     study = _study(tmp_path)
     params, value = tune.tune("dplr", small_split, 2, base, {"rank": 2, "dim": 4}, study, progress=False)
     studies = [{"study": "s", "sampler_seed": 0, "finished_trials": 2, "best_valid_rmse": value, "epochs": 2}]
-    settings = {"space": tune.stored(tune.search_space("dplr", {"rank": 2, "dim": 4}))}
+    settings = {"space": search_space.stored(search_space.search_space("dplr", {"rank": 2, "dim": 4}))}
     fixed = {"rank": 2, "dim": 4}
-    preset = tune.make_preset("dplr", "synthetic", "2", base, fixed, params, value, studies, 1, "cmd", settings)
+    preset = convergence.make_preset("dplr", "synthetic", "2", base, fixed, params, value, studies, 1, "cmd", settings)
     path = presets.save(preset, presets.preset_path("synthetic", "dplr", 2, root=tmp_path))
     assert path.name == "dplr-2.json"
     loaded = presets.load("synthetic", "dplr", 2, root=tmp_path)
@@ -337,8 +337,8 @@ def test_a_study_is_seeded_with_the_recipes_of_the_models_it_contains(tmp_path):
     _preset(tmp_path, "dplr", 4, {"dim": 8, "rank": 4}, lr=0.9)  # an lr the space cannot draw
 
     def seeds(model, fixed):
-        contained = tune.contained_presets(model, fixed, "ml-100k", "rating", tmp_path)
-        return tune.seed_points(model, contained, tune.search_space(model, fixed))
+        contained = convergence.contained_presets(model, fixed, "ml-100k", "rating", tmp_path)
+        return convergence.seed_points(model, contained, search_space.search_space(model, fixed))
 
     fwfm = seeds("fwfm", {"dim": 8})
     assert sorted(fwfm) == ["dplr-1", "dplr-2", "dplr-3", "dplr-4", "fm-8"], "not FM(32): larger than k = 8"
@@ -392,7 +392,7 @@ def test_a_tuning_starts_from_the_preset_it_replaces_and_is_not_converged_while_
     code, _, err = _cli(args, capsys)
     assert code == 0, err
     tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
-    replaced = "fm-4" + tune.PREVIOUS
+    replaced = "fm-4" + convergence.PREVIOUS
     assert tuning["seeded_from"] == [replaced] and list(tuning["better_inside"]) == [replaced]
     assert not tuning["converged"] and f"validate better over 2 seeds: {replaced} by " in err
     assert tuning["studies"][0]["best_is_seed"] == replaced, "its one trial is the seeded recipe"
@@ -417,7 +417,7 @@ def test_a_study_added_later_starts_from_its_first_studys_seeds_not_from_the_pre
     storage = tune.storage_of(str(tmp_path / "runs" / ".studies" / "ml-100k" / "fm-4-seed0.journal"))
     firsts = [optuna.load_study(study_name=f"fm-4-seed0-sampler{s}", storage=storage).trials[0] for s in (0, 1)]
     assert [t.params["lr"] for t in firsts] == [0.02, 0.02], "the second study's seed is the first study's"
-    assert firsts[1].user_attrs["seed"] == "fm-4" + tune.PREVIOUS
+    assert firsts[1].user_attrs["seed"] == "fm-4" + convergence.PREVIOUS
 
 
 @pytest.mark.usefixtures("movielens_sample")
@@ -429,7 +429,7 @@ def test_a_replaced_preset_without_scores_at_the_seeds_is_scored_and_compared(tm
     _preset(tmp_path / "presets", "fm", 4, {"dim": 4}, alike, lr=0.02, epochs=1)
     args = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "1", "--studies", "1", "--seeds", "2"]
     code, _, err = _cli(args, capsys)
-    replaced = "fm-4" + tune.PREVIOUS
+    replaced = "fm-4" + convergence.PREVIOUS
     assert code == 0 and f"training {replaced}'s recipe at seeds 0-1 too" in err, err
     tuning = json.loads((tmp_path / "presets" / "ml-100k" / "fm-4.json").read_text())["tuning"]
     assert tuning["studies"][0]["best_is_seed"] == replaced, "its one trial is the seeded recipe"
@@ -447,7 +447,7 @@ def test_two_studies_record_both_bests_and_whether_they_agree(tmp_path, monkeypa
     bests = [s["best_valid_rmse"] for s in tuning["studies"]]
     assert [s["sampler_seed"] for s in tuning["studies"]] == [0, 1] and result["studies"] == tuning["studies"]
     assert tuning["best_valid_rmse"] == min(bests) and all(1 <= s["epochs"] <= 2 for s in tuning["studies"])
-    assert tuning["converged"] == (max(bests) - min(bests) <= tune.TOLERANCE)  # two studies: the best matched
+    assert tuning["converged"] == (max(bests) - min(bests) <= convergence.TOLERANCE)  # two studies: the best matched
     assert ("converged:" if tuning["converged"] else "not converged:") in err
     assert tuning["settings"]["epochs"] == 2 and "2 studies × 2 Optuna trials" in tuning["recipe"]
 
@@ -461,7 +461,7 @@ def test_a_trial_scored_at_several_seeds_is_their_mean_and_the_preset_says_so(
     tune.tune("fm", small_split, 1, base, {}, study, progress=False, trial_seeds=3)
     [trial] = study.trials
     scores = trial.user_attrs["seed_scores"]
-    train, hp = tune.split_params("fm", tune.nested(trial.params), {})
+    train, hp = search_space.split_params("fm", search_space.nested(trial.params), {})
     alone = tune.seed_scores("fm", small_split, hp, TrainConfig(**{**asdict(base), **train}), 3)  # seeds 0, 1, 2
     assert len(set(scores)) == 3, "three seeds, three different runs"
     assert scores == pytest.approx(alone, abs=1e-5) and trial.value == pytest.approx(sum(scores) / 3)
@@ -519,12 +519,12 @@ def test_bad_workers_and_storage_are_one_line_and_write_nothing(tmp_path, monkey
 def test_the_convergence_line_says_which(tmp_path):
     def line(bests):
         studies = [{"study": f"sampler{s}", "best_valid_rmse": b} for s, b in enumerate(bests)]
-        return tune.convergence_line(
+        return convergence.convergence_line(
             {
                 "tuning": {
                     "best_valid_rmse": min(bests),
                     "studies": studies,
-                    "converged": tune.converged(bests, 0.002, {}, [], []),
+                    "converged": convergence.converged(bests, 0.002, {}, [], []),
                     "tolerance": 0.002,
                 }
             }
@@ -539,7 +539,7 @@ def test_the_convergence_line_says_which(tmp_path):
     assert line([0.905, 0.9, 0.9045]).startswith("not converged: the studies' bests (0.90500, 0.90000, 0.90450) – the")
     tuning = {"best_valid_rmse": 0.9, "studies": [{"best_valid_rmse": 0.9}] * 2, "tolerance": 0.002}
     inside = {"fm-8": [0.003, 0.001, 0.005], "fm-4": None}
-    said = tune.convergence_line(
+    said = convergence.convergence_line(
         {"tuning": {**tuning, "converged": False, "better_inside": inside, "by_seed": {"valid_rmse": [0.9] * 3}}}
     )
     assert (
@@ -561,7 +561,7 @@ def test_only_scores_measured_alike_make_a_tuning_unconverged():
     }
 
     def inside(scores):
-        return tune.better_inside(contained, "best_valid_rmse", {"valid_rmse": scores}, settings)
+        return convergence.better_inside(contained, "best_valid_rmse", {"valid_rmse": scores}, settings)
 
     assert list(inside([0.90, 0.91, 0.90])) == ["fm-8"]
     assert inside([0.90, 0.91, 0.90])["fm-8"][0] == pytest.approx(0.10333, abs=1e-5)  # mean, low, high
@@ -575,21 +575,21 @@ def test_a_model_that_validates_worse_on_one_seed_only_is_not_worse():
     settings = {"seed": 0, "min_count": 1, "task": "rating"}
     fm8 = {"tuning": {"studies": [], "settings": settings, "by_seed": {"valid_rmse": [0.900, 0.905, 0.903, 0.904]}}}
     ours = {"valid_rmse": [0.902, 0.903, 0.906, 0.901]}
-    assert tune.better_inside({"fm-8": fm8}, "best_valid_rmse", ours, settings) == {}
+    assert convergence.better_inside({"fm-8": fm8}, "best_valid_rmse", ours, settings) == {}
 
 
 def test_a_recorded_score_equal_after_rounding_is_not_better(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"tuning": {"best_valid_rmse": 0.90289, "settings": {"epochs": 200}}}))
-    assert tune.recorded_better(path, "best_valid_rmse", 0.902893, {"epochs": 200}) is None  # the same trial
-    assert tune.recorded_better(path, "best_valid_rmse", 0.902899, {"epochs": 200}) == 0.90289
+    assert convergence.recorded_better(path, "best_valid_rmse", 0.902893, {"epochs": 200}) is None  # the same trial
+    assert convergence.recorded_better(path, "best_valid_rmse", 0.902899, {"epochs": 200}) == 0.90289
 
 
 @pytest.mark.usefixtures("movielens_sample")
 def test_rescore_trains_each_recipe_at_the_seeds_and_judges_it_against_the_models_it_contains(tmp_path, capsys):
     alike = {
         "settings": {"seed": 0, "min_count": 1, "task": "rating", "epochs": 2},
-        "tolerance": tune.TOLERANCE,
+        "tolerance": convergence.TOLERANCE,
         "best_valid_rmse": 0.95,
     }
     studies = [
@@ -610,43 +610,48 @@ def test_rescore_trains_each_recipe_at_the_seeds_and_judges_it_against_the_model
 
 
 def test_the_best_matched_by_a_second_study_has_converged_though_a_third_settled_elsewhere():
-    assert tune.runner_up_gap([0.905, 0.9, 0.9012]) == pytest.approx(0.0012) and tune.runner_up_gap([0.9]) == 0
-    assert tune.converged([0.905, 0.9, 0.9012], 0.002, {}, [], []), "two studies found the best"
-    assert not tune.converged([0.905, 0.9, 0.9045], 0.002, {}, [], []), "the best found once"
-    assert not tune.converged([0.9, 0.905], 0.002, {}, [], []), "two studies that disagree"
+    assert (
+        convergence.runner_up_gap([0.905, 0.9, 0.9012]) == pytest.approx(0.0012)
+        and convergence.runner_up_gap([0.9]) == 0
+    )
+    assert convergence.converged([0.905, 0.9, 0.9012], 0.002, {}, [], []), "two studies found the best"
+    assert not convergence.converged([0.905, 0.9, 0.9045], 0.002, {}, [], []), "the best found once"
+    assert not convergence.converged([0.9, 0.905], 0.002, {}, [], []), "two studies that disagree"
 
 
 def test_a_value_at_the_end_of_its_range_is_named_and_the_tuning_has_not_converged():
-    space = tune.stored(tune.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
+    space = search_space.stored(search_space.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
     inside = {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3, "linear_decay": 0.1}
     inside |= {"field_l2": {"user_id": 1e-4, "movie_id": 1e-3}}
-    assert tune.at_edges(inside, space) == []
-    assert tune.at_edges({**inside, "lr": 0.095, "average_from": 10}, space) == ["lr", "average_from"]
-    assert tune.at_edges({**inside, "lr": 0.00105}, space) == ["lr"], "a learning rate slower still might do better"
+    assert search_space.at_edges(inside, space) == []
+    assert search_space.at_edges({**inside, "lr": 0.095, "average_from": 10}, space) == ["lr", "average_from"]
+    assert search_space.at_edges({**inside, "lr": 0.00105}, space) == ["lr"], (
+        "a learning rate slower still might do better"
+    )
     no_l2 = {**inside, "weight_decay": 1.1e-7, "linear_decay": 1e-4, "field_l2": {"user_id": 1e-7, "movie_id": 1e-3}}
-    assert tune.at_edges({**no_l2, "average_from": 1}, space) == [], "the lower end of an L2 is no L2"
+    assert search_space.at_edges({**no_l2, "average_from": 1}, space) == [], "the lower end of an L2 is no L2"
     strong = {**inside, "field_l2": {"user_id": 1e-4, "movie_id": 0.09}}
-    assert tune.at_edges(strong, space) == ["field_l2.movie_id"]
-    dplr = tune.stored(tune.search_space("dplr", {"dim": 8, "rank": 1}, ["user_id", "movie_id"]))
-    assert tune.at_edges({**inside, "r_l2": 1.0}, dplr) == [], "R held at the FM's: the FM, which it contains"
-    assert tune.at_edges({**inside, "r_l2": 1.1e-7}, dplr) == [], "no pull toward the FM"
-    assert tune.at_edges({**inside, "r_l2": 1e-4}, dplr) == [], "inside the range: 1e-4 still pulls a DPLR's R"
-    rfm = tune.stored(tune.search_space("rfm", {}, ["user_id"]))
-    assert tune.at_edges({**inside, "dim": 16, "dropout": 0.4}, rfm) == [], "a choice has no end"
+    assert search_space.at_edges(strong, space) == ["field_l2.movie_id"]
+    dplr = search_space.stored(search_space.search_space("dplr", {"dim": 8, "rank": 1}, ["user_id", "movie_id"]))
+    assert search_space.at_edges({**inside, "r_l2": 1.0}, dplr) == [], "R held at the FM's: the FM, which it contains"
+    assert search_space.at_edges({**inside, "r_l2": 1.1e-7}, dplr) == [], "no pull toward the FM"
+    assert search_space.at_edges({**inside, "r_l2": 1e-4}, dplr) == [], "inside the range: 1e-4 still pulls a DPLR's R"
+    rfm = search_space.stored(search_space.search_space("rfm", {}, ["user_id"]))
+    assert search_space.at_edges({**inside, "dim": 16, "dropout": 0.4}, rfm) == [], "a choice has no end"
     studies = [{"study": "s", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 9}] * 2
     base = TrainConfig(epochs=200)
-    preset = tune.make_preset("fm", "d", "8", base, {"dim": 8}, strong, 0.9, studies, 1, "cmd", {"space": space})
+    preset = convergence.make_preset("fm", "d", "8", base, {"dim": 8}, strong, 0.9, studies, 1, "cmd", {"space": space})
     assert preset["tuning"]["at_edges"] == ["field_l2.movie_id"] and not preset["tuning"]["converged"]
-    assert "field_l2.movie_id at the end of the range" in tune.convergence_line(preset)
+    assert "field_l2.movie_id at the end of the range" in convergence.convergence_line(preset)
 
 
 def test_a_probe_moves_a_value_past_the_end_it_lies_at_and_an_end_binds_unless_the_probe_validates_worse():
-    space = tune.stored(tune.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
+    space = search_space.stored(search_space.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
     recipe = {"lr": 0.00105, "weight_decay": 1e-4, "average_from": 10, "linear_decay": 0.1}
     recipe |= {"field_l2": {"user_id": 1e-4, "movie_id": 0.09}}
-    assert tune.past_the_end(recipe, "lr", space)["lr"] == pytest.approx(0.000525), "below the lower end"
-    assert tune.past_the_end(recipe, "average_from", space)["average_from"] == 12
-    moved = tune.past_the_end(recipe, "field_l2.movie_id", space)
+    assert search_space.past_the_end(recipe, "lr", space)["lr"] == pytest.approx(0.000525), "below the lower end"
+    assert search_space.past_the_end(recipe, "average_from", space)["average_from"] == 12
+    moved = search_space.past_the_end(recipe, "field_l2.movie_id", space)
     assert (
         moved["field_l2"] == {"user_id": 1e-4, "movie_id": pytest.approx(0.18)}
         and recipe["field_l2"]["movie_id"] == 0.09
@@ -656,32 +661,33 @@ def test_a_probe_moves_a_value_past_the_end_it_lies_at_and_an_end_binds_unless_t
     better = {"value": 0.18, "valid_rmse": [0.899, 0.91, 0.92]}
     probes = {"lr": worse, "field_l2.movie_id": better}
     edges = ["lr", "field_l2.movie_id", "average_from"]
-    assert tune.binding(edges, probes, by_seed["valid_rmse"], "valid_rmse") == ["field_l2.movie_id", "average_from"], (
-        "no probe: it binds"
-    )
-    assert tune.binding(["lr"], {"lr": {**worse, "valid_rmse": [0.95]}}, by_seed["valid_rmse"], "valid_rmse") == [
-        "lr"
-    ], "not at the same seeds"
+    assert convergence.binding(edges, probes, by_seed["valid_rmse"], "valid_rmse") == [
+        "field_l2.movie_id",
+        "average_from",
+    ], "no probe: it binds"
+    assert convergence.binding(
+        ["lr"], {"lr": {**worse, "valid_rmse": [0.95]}}, by_seed["valid_rmse"], "valid_rmse"
+    ) == ["lr"], "not at the same seeds"
     early = {"study": "s", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 9}
     args = ("fm", "d", "8", TrainConfig(epochs=200), {"dim": 8}, recipe, 0.9, [early, early], 1, "cmd")
     held = {**recipe, "average_from": 5, "field_l2": {"user_id": 1e-4, "movie_id": 1e-3}}
-    preset = tune.make_preset(*args[:5], held, *args[6:], {"space": space}, None, by_seed["valid_rmse"], probes)
+    preset = convergence.make_preset(*args[:5], held, *args[6:], {"space": space}, None, by_seed["valid_rmse"], probes)
     tuning = preset["tuning"]
     assert tuning["at_edges"] == [] and tuning["converged"] and tuning["edge_probes"] == probes
-    line = tune.convergence_line(preset)
+    line = convergence.convergence_line(preset)
     assert (
         "the best recipe's lr lies at the end of its range, and lr 0.000525 past it validates worse by 0.00033" in line
     )
     assert line.startswith("converged:")
-    tuning = tune.make_preset(*args, {"space": space}, None, by_seed["valid_rmse"], probes)["tuning"]
+    tuning = convergence.make_preset(*args, {"space": space}, None, by_seed["valid_rmse"], probes)["tuning"]
     assert tuning["at_edges"] == ["field_l2.movie_id", "average_from"] and not tuning["converged"]
 
 
 @pytest.mark.usefixtures("movielens_sample")
 def test_cli_probes_a_best_at_the_end_of_its_range_at_the_recipes_seeds(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FMLIB_PRESETS", str(tmp_path / "presets"))
-    monkeypatch.setitem(tune.SEARCH_SPACES, "fm", {"lr": (1e-3, 1e-1), "dim": (4,)})
-    monkeypatch.setattr(tune, "EDGE", 0.5)  # every value lies at an end: half the width on each side
+    monkeypatch.setitem(search_space.SEARCH_SPACES, "fm", {"lr": (1e-3, 1e-1), "dim": (4,)})
+    monkeypatch.setattr(search_space, "EDGE", 0.5)  # every value lies at an end: half the width on each side
     args = ["tune", "--model", "fm", "--rank", "4", "--trials", "1", "--epochs", "2", "--studies", "1", "--seeds", "2"]
     code, _, err = _cli(args, capsys)
     assert code == 0, err
@@ -689,7 +695,7 @@ def test_cli_probes_a_best_at_the_end_of_its_range_at_the_recipes_seeds(tmp_path
     tuning, probe = preset["tuning"], preset["tuning"]["edge_probes"]["lr"]
     assert probe["value"] / preset["train"]["lr"] in (pytest.approx(0.5), pytest.approx(2)), "moved past its end"
     assert len(probe["valid_rmse"]) == len(tuning["by_seed"]["valid_rmse"]) == 2
-    assert tuning["at_edges"] == tune.binding(
+    assert tuning["at_edges"] == convergence.binding(
         ["lr"], tuning["edge_probes"], tuning["by_seed"]["valid_rmse"], "valid_rmse"
     )
     assert "lr lies at the end of its range" in err and "past the end of its range" in err
@@ -715,15 +721,15 @@ def test_rescoring_keeps_a_best_at_the_end_of_its_range_unconverged(tmp_path):
 
 
 def test_a_best_trial_that_trained_to_the_epoch_cap_is_named_and_the_tuning_has_not_converged():
-    space = tune.stored(tune.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
+    space = search_space.stored(search_space.search_space("fm", {"dim": 8}, ["user_id", "movie_id"]))
     recipe = {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3, "linear_decay": 0.1}
     recipe |= {"field_l2": {"user_id": 1e-4, "movie_id": 1e-3}}
     early = {"study": "s0", "sampler_seed": 0, "finished_trials": 1, "best_valid_rmse": 0.9, "epochs": 199}
     studies = [early, {**early, "study": "s1", "sampler_seed": 1, "epochs": 200}]
     settings = {"space": space, "epochs": 200}
     base = TrainConfig(epochs=200)
-    preset = tune.make_preset("fm", "d", "8", base, {"dim": 8}, recipe, 0.9, studies, 1, "cmd", settings)
+    preset = convergence.make_preset("fm", "d", "8", base, {"dim": 8}, recipe, 0.9, studies, 1, "cmd", settings)
     assert preset["tuning"]["at_cap"] == ["s1"] and not preset["tuning"]["converged"]
-    assert "the best trial of s1 stopped at the 200-epoch cap" in tune.convergence_line(preset)
-    below = tune.make_preset("fm", "d", "8", base, {"dim": 8}, recipe, 0.9, [early, early], 1, "cmd", settings)
+    assert "the best trial of s1 stopped at the 200-epoch cap" in convergence.convergence_line(preset)
+    below = convergence.make_preset("fm", "d", "8", base, {"dim": 8}, recipe, 0.9, [early, early], 1, "cmd", settings)
     assert below["tuning"]["at_cap"] == [] and below["tuning"]["converged"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fmlib import presets
-from fmlib.experiments import tune
+from fmlib.experiments import search_space
 from fmlib.models import build_model
 from fmlib.train import TrainConfig, WeightAverage, evaluate, fit
 
@@ -60,6 +60,6 @@ def test_presets_carry_average_from_when_present():
 
 
 def test_tuning_draws_average_from_as_a_training_setting():
-    assert "average_from" in tune.SEARCH_SPACES["fm"]
-    train, hp = tune.split_params("fm", {"lr": 0.01, "weight_decay": 1e-4, "dim": 8, "average_from": 3}, {})
+    assert "average_from" in search_space.SEARCH_SPACES["fm"]
+    train, hp = search_space.split_params("fm", {"lr": 0.01, "weight_decay": 1e-4, "dim": 8, "average_from": 3}, {})
     assert train == {"lr": 0.01, "weight_decay": 1e-4, "average_from": 3} and hp == {"dim": 8}

@@ -58,7 +58,7 @@ from ..train import TrainConfig, evaluate, fit, train_model
 from . import tables
 from .claims import LOWER_IS_BETTER, Claim, measure_all
 from .claims import label as model_label
-from .tune import PROTOCOLS  # whose presets a table is made from: ours, or a paper's own protocol
+from .search_space import PROTOCOLS  # whose presets a table is made from: ours, or a paper's own protocol
 
 EXTRA_COLUMNS = ["Pruned, no fine-tune", "Post-hoc DPLR (eig)", "Post-hoc DPLR (nuclear)"]
 METRICS = {"rating": ("mse", "rmse"), "click": ("logloss", "auc")}

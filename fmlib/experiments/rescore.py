@@ -2,7 +2,7 @@
 
 ``python -m fmlib tune`` records in a preset the validation scores of its recipe at seeds 0, …, N − 1
 (``tuning.by_seed``) and the models it contains that validate better over them (``tuning.better_inside``,
-``tune.better_inside``). This command writes that record for presets tuned before it existed, without tuning
+``convergence.better_inside``). This command writes that record for presets tuned before it existed, without tuning
 again: it trains every given preset's recipe at the seeds on the split it was tuned on, then judges each
 preset against the models it contains (read from the same presets folder, scored or not) and rewrites its
 ``converged``. Give a preset together with the presets it contains, so that all are scored alike.
@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import presets
 from ..arguments import at_least_two, positive_int
 from ..train import MONITOR
-from . import tune
+from . import convergence, tune
 
 
 def add_arguments(p) -> None:
@@ -50,9 +50,11 @@ def judged(preset: dict, root: Path) -> dict:
     contains."""
     tuning = preset["tuning"]
     key = f"best_valid_{MONITOR[preset['task']]}"
-    inside = tune.better_inside(tune.contained_by(preset, root), key, tuning["by_seed"], tuning["settings"])
-    capped = tune.at_cap(tuning["studies"], tuning["settings"]["epochs"])
-    converged = tune.converged(
+    inside = convergence.better_inside(
+        convergence.contained_by(preset, root), key, tuning["by_seed"], tuning["settings"]
+    )
+    capped = convergence.at_cap(tuning["studies"], tuning["settings"]["epochs"])
+    converged = convergence.converged(
         [s[key] for s in tuning["studies"]], tuning["tolerance"], inside, tuning.get("at_edges", []), capped
     )
     return {**preset, "tuning": {**tuning, "better_inside": inside, "at_cap": capped, "converged": converged}}
@@ -66,5 +68,5 @@ def run(args) -> int:
     for path in loaded:
         preset = judged(json.loads(path.read_text()), path.parents[1])
         presets.save(preset, path)
-        print(f"{presets.shown(path)}: {tune.convergence_line(preset)}")
+        print(f"{presets.shown(path)}: {convergence.convergence_line(preset)}")
     return 0

@@ -1,5 +1,8 @@
 """``python -m fmlib tune``: tune a model on the validation split with Optuna, write its preset.
 
+This module runs the studies (storage, workers, seeding, the trials, the scores of the chosen recipe);
+``search_space`` says what a study draws, ``convergence`` whether the tuning converged and what the preset records.
+
 * Budget: up to ``--epochs`` (default 200) epochs a trial, stopped early on the validation metric
   (``--patience``): early stopping decides, the cap does not bind. Each trial records the epochs it
   used; the preset records its best trial's.
@@ -61,7 +64,6 @@ same settings.
 from __future__ import annotations
 
 import json
-import math
 import multiprocessing
 import os
 import shlex
@@ -83,139 +85,32 @@ from ..arguments import (
     positive_int,
 )
 from ..data.features import with_features
-from ..models import build_for, hyperparameters
+from ..models import build_for
 from ..models.rafm_ranks import check_thresholds
 from ..runs import default_root as runs_root
 from ..train import MONITOR, TrainConfig, evaluate, fit
-from .verdict import paired_interval
-
-# name -> (low, high) for a log-uniform float, range(low, high + 1) for an integer, or a tuple of
-# choices. TOOLS are the training tools every model gets, drawn from the same ranges for every model
-# (a tool one model can take and the other cannot would decide a comparison, not the models): lr;
-# weight_decay, Adam's L2 on every table row and weight matrix without an L2 of its own; field_l2,
-# the L2 of one field's rows (a dict of ranges: field name -> range), drawn on its own rather than
-# as a multiple of weight_decay, so a field can take a weak L2 while the others take a strong one
-# (``train_values``); linear_decay, the multiple of a row's L2 on its linear weight w; average_from,
-# the epoch from which the end-of-epoch weights are averaged (fmlib.train). Every L2 range starts at
-# 1e-7, an L2 too weak to matter, so its lower end is "no L2" and never binds (``at_edges``). The
-# ranges were widened after the first tunings, whose bests sat at their ends (README, Scorecard), and
-# averaging is always on: no tuned preset chose it off, and a study that drew "off" early kept
-# drawing it (a categorical choice locks in) at a validation RMSE 0.024 worse.
-TOOLS = {
-    "lr": (1e-3, 1e-1),
-    "weight_decay": (1e-7, 1e-1),
-    "field_l2": {"user_id": (1e-7, 1e-1), "movie_id": (1e-7, 1e-1)},
-    "linear_decay": (1e-4, 10.0),
-    "average_from": range(1, 11),
-}
-# r_l2: R's L2 toward the FM's (DPLR eq. 7), which an FwFM takes and a DPLR takes too (fmlib.models.dplr), drawn
-# from one range for both. It starts at 1e-7, no pull, as every L2 does: its first lower end, 1e-4, still pulled a
-# DPLR's R hard (README, "DPLR's pull toward the FM")
-R_L2 = (1e-7, 1.0)
-MODEL_SPACES = {
-    "fm": {"dim": (8, 16, 32, 64)},
-    "fwfm": {"dim": (8, 16, 32, 64), "r_l2": R_L2},
-    "dplr": {"dim": (8, 16, 32, 64), "r_l2": R_L2},
-    # c of Algorithm 1's consistency terms: its first range, 0.1-10, bound RaFM(8, 32) at both ends (c 8-10 in one
-    # study's best trials, 0.13-0.18 in the other's; README, "The RaFMs and RFM")
-    "rafm": {"consistency": (0.01, 100.0)},
-    "rfm": {  # one rotation layer (the default; a second doubles the cost of an epoch)
-        "dim": (8, 16),
-        "hidden": (8, 16, 32),
-        "heads": (1, 2),
-        "mlp_hidden": (16, 64),
-        "dropout": (0.0, 0.2, 0.4),
-    },
-}
-SEARCH_SPACES = {model: {**TOOLS, **own} for model, own in MODEL_SPACES.items()}
-# A paper's own protocol, run beside ours so a verdict can be read under both (``--protocol``):
-# [DPLR] §5 tunes only the learning rate with Optuna, at 8-dimensional embeddings with features
-# seen fewer than 10 times in train as rare (``--dim 8 --min-count 10``); the rest stays at
-# TrainConfig's defaults (one L2, no grouped L2, no averaging). Its presets go to presets/dplr-paper/.
-PROTOCOL_SPACES = {"dplr-paper": {"lr": (1e-3, 5e-2)}}
-PROTOCOLS = ("ours", *PROTOCOL_SPACES)
-TRAIN_PARAMS = ("lr", "weight_decay", "average_from", "field_l2", "linear_decay")
-
-
-def search_space(model: str, fixed: dict, fields=None, protocol: str = "ours") -> dict:
-    """The model's space under ``protocol`` without the hyperparameters ``fixed`` holds. With
-    ``fields`` (the data's field names), a dict of per-field ranges (``field_decay``) keeps the
-    fields the data has."""
-    if model not in SEARCH_SPACES:
-        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(SEARCH_SPACES)}")
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    full = SEARCH_SPACES[model] if protocol == "ours" else PROTOCOL_SPACES[protocol]
-    space = {k: v for k, v in full.items() if k not in fixed}
-    for name, rng in list(space.items()):
-        if isinstance(rng, dict) and fields is not None:
-            space[name] = {f: r for f, r in rng.items() if f in fields}
-            if not space[name]:
-                del space[name]
-    return space
-
-
-def stored(space: dict) -> dict:
-    """``space`` as the study's settings and the preset record it (JSON): an integer range as {"from", "to"}."""
-    return json.loads(json.dumps(space, default=lambda r: {"from": r.start, "to": r.stop - 1}))
-
-
-def draw(trial, name: str, rng):
-    """Log-uniform for a (low, high) float range, uniform for an integer range, categorical for a tuple of choices."""
-    if isinstance(rng, range):
-        return trial.suggest_int(name, rng.start, rng.stop - 1)
-    if len(rng) == 2 and isinstance(rng[0], float):
-        return trial.suggest_float(name, *rng, log=True)
-    return trial.suggest_categorical(name, rng)
-
-
-def suggest(trial, space: dict) -> dict:
-    """One point of ``space``; a dict of ranges gives a dict, its entries drawn as ``<name>.<key>``."""
-    return {
-        name: {key: draw(trial, f"{name}.{key}", r) for key, r in rng.items()}
-        if isinstance(rng, dict)
-        else draw(trial, name, rng)
-        for name, rng in space.items()
-    }
-
-
-def nested(params: dict) -> dict:
-    """Optuna's flat parameters in ``suggest``'s form: ``field_decay.user_id`` back into ``field_decay``."""
-    out = {}
-    for name, value in params.items():
-        head, dot, key = name.partition(".")
-        if dot:
-            out.setdefault(head, {})[key] = value
-        else:
-            out[name] = value
-    return out
-
-
-def train_values(params: dict) -> dict:
-    """A point's training tools as TrainConfig takes them: each field's L2 (``field_l2``) as the multiple of
-    ``weight_decay`` that ``fmlib.train.row_decay`` applies (``field_decay``)."""
-    train = {k: v for k, v in params.items() if k in TRAIN_PARAMS}
-    if "field_l2" in train:
-        train["field_decay"] = {f: l2 / train["weight_decay"] for f, l2 in train.pop("field_l2").items()}
-    return train
-
-
-def point_values(train: dict) -> dict:
-    """``train_values`` undone: a preset's training tools as the space draws them (``field_l2``)."""
-    point = {k: v for k, v in train.items() if k != "field_decay"}
-    if "field_decay" in train:
-        point["field_l2"] = {f: m * train["weight_decay"] for f, m in train["field_decay"].items()}
-    return point
-
-
-def split_params(model: str, params: dict, fixed: dict) -> tuple[dict, dict]:
-    """(TrainConfig overrides, model hyperparameters) of a trial's point plus the fixed sizes."""
-    train = train_values(params)
-    hp = {**fixed, **{k: v for k, v in params.items() if k not in TRAIN_PARAMS}}
-    unknown = set(hp) - set(hyperparameters(model))
-    if unknown:
-        raise ValueError(f"model {model!r} has no hyperparameter {sorted(unknown)}")
-    return train, hp
+from .convergence import (
+    contained_presets,
+    convergence_line,
+    known_probes,
+    make_preset,
+    measured_alike,
+    previous_preset,
+    recorded_better,
+    seed_points,
+)
+from .search_space import (
+    PROTOCOLS,
+    TRAIN_PARAMS,
+    at_edges,
+    flat_space,
+    nested,
+    past_the_end,
+    search_space,
+    split_params,
+    stored,
+    suggest,
+)
 
 
 def build(model: str, data, seed: int, hp: dict):
@@ -224,99 +119,8 @@ def build(model: str, data, seed: int, hp: dict):
     return build_for(model, data.train, **hp)
 
 
-TOLERANCE = 0.002  # studies whose bests differ by more (in the validation metric) have not converged
 SEEDS = 10  # seeds the chosen recipe is trained at: the spread a model is compared with the models it contains by
 EPOCHS = 200  # a trial's epoch cap; early stopping on validation decides where it ends
-# container -> {contained model: the values of the container's own hyperparameters at which it is,
-# or comes closest to, that model}. An FM of size k is an FM of size k' > k with zero extra factors.
-# An FwFM with R = 11ᵀ − I is the FM (DPLR eq. 7), held there by the strongest L2 of R toward it; a
-# DPLR's R is one an FwFM can learn, at the DPLR's own pull toward the FM. A DPLR of rank ρ contains the
-# FM (U's first row 1ᵀ, e = (1, 0, …)), held there the same way, and every lower rank (zero rows of U).
-CONTAINS = {
-    "fm": {"fm": {}},
-    "fwfm": {"fm": {"r_l2": R_L2[1]}, "dplr": {}},
-    "dplr": {"fm": {"r_l2": R_L2[1]}, "dplr": {}},
-}
-# model -> the values of hyperparameters its presets tuned before the space drew them stand for: a DPLR
-# preset without r_l2 trained with no pull toward the FM, of which the space's weakest is the nearest
-ABSENT = {"dplr": {"r_l2": R_L2[0]}}
-
-
-def contained_presets(model: str, fixed: dict, dataset: str, task: str, root) -> dict:
-    """{name: preset} of the tuned models that ``model`` at the sizes ``fixed`` contains (``CONTAINS``):
-    no larger embedding size k, for DPLR a lower rank ρ; never the preset being tuned itself."""
-    found = {}
-    for inner in CONTAINS.get(model, {}):
-        for name in presets.available(dataset, inner, task, root):
-            try:
-                hp = presets.load_named(dataset, name, inner, task, root)["hp"]
-            except ValueError:  # a broken preset seeds nothing
-                continue
-            same = inner == model and all(hp.get(k) == v for k, v in fixed.items())
-            smaller = hp.get("dim", 0) <= fixed.get("dim", hp.get("dim", 0))
-            lower = inner != "dplr" or hp["rank"] < fixed.get("rank", hp["rank"] + 1)
-            if smaller and lower and not same:
-                found[name] = presets.load_named(dataset, name, inner, task, root)
-    return found
-
-
-def contained_by(preset: dict, root) -> dict:
-    """``contained_presets`` of a written preset: its model at its own sizes (``dim``, ``rank``), in ``root``."""
-    fixed = {k: v for k, v in preset["hp"].items() if k in ("dim", "rank")}
-    return contained_presets(preset["model"], fixed, preset["dataset"], preset["task"], root)
-
-
-PREVIOUS = " (the preset it replaces)"  # how the preset a tuning would replace is named among the contained ones
-
-
-def previous_preset(dataset: str, model: str, rank, task: str, root) -> dict:
-    """{name: preset} of the readable preset a tuning of ``model`` (at ``rank``) in ``root`` would replace, named
-    with ``PREVIOUS``. A model contains itself: that preset's recipe, found by an earlier tuning (perhaps in another
-    space), is a point of the model's space where the space can draw its values, so a study starts from it too
-    (``seed_points``), and a new recipe that validates worse than it over the same seeds has not converged
-    (``better_inside``): a tuning never silently replaces a preset with a worse one."""
-    try:
-        return {presets.preset_name(model, rank, task) + PREVIOUS: presets.load(dataset, model, rank, task, root)}
-    except ValueError:  # none yet, or a broken one
-        return {}
-
-
-def seed_points(model: str, contained: dict, space: dict) -> dict:
-    """{name: Optuna parameters} that start a study at each contained model's recipe: its training
-    values and sizes where the space draws them, plus ``CONTAINS``' values of the container's own
-    hyperparameters (``ABSENT``'s where an older preset has none). A value the space cannot draw (outside a range,
-    not a choice) is left to the sampler."""
-    points = {}
-    for name, preset in contained.items():
-        own = CONTAINS.get(model, {}).get(preset["model"], {}) if preset["model"] != model else {}
-        values = {**ABSENT.get(preset["model"], {}), **point_values(preset["train"]), **preset["hp"], **own}
-        flat = flat_space(values)
-        points[name] = {
-            key: flat[key] for key, rng in flat_space(space).items() if key in flat and drawable(flat[key], rng)
-        }
-    return points
-
-
-def flat_space(space: dict) -> dict:
-    """A space (or a point) as Optuna names it: a dict entry as ``<name>.<key>`` entries (``suggest``); an integer
-    range as stored (``stored``: {"from", "to"}) stays one entry."""
-    flat = {}
-    for name, rng in space.items():
-        if isinstance(rng, dict) and "from" not in rng:
-            flat.update({f"{name}.{key}": r for key, r in rng.items()})
-        else:
-            flat[name] = rng
-    return flat
-
-
-def drawable(value, rng) -> bool:
-    """Whether ``draw`` can give ``value``: inside a (low, high) float range, in an integer range, or one of the
-    choices."""
-    if isinstance(rng, range):
-        return isinstance(value, int) and value in rng
-    if len(rng) == 2 and isinstance(rng[0], float):
-        return isinstance(value, (int, float)) and rng[0] <= value <= rng[1]
-    return value in rng
 
 
 def journal_path(dataset: str, name: str, root=None) -> Path:
@@ -608,145 +412,6 @@ def tune(model, data, trials: int, base: TrainConfig, fixed: dict, study, **opti
     return best_of(study, trials)[:2]
 
 
-def make_preset(
-    model,
-    dataset,
-    rank,
-    base: TrainConfig,
-    fixed,
-    params,
-    value,
-    studies,
-    min_count,
-    command,
-    settings,
-    contained=None,
-    scores=(),
-    probes=None,
-) -> dict:
-    """The preset of the best ``params`` (validation ``value``) over ``studies``, a list of
-    {study, sampler_seed, finished_trials, best_valid_<metric>, epochs, best_is_seed (``seed_of``)}. ``settings``: the studies'
-    settings (space, budget, split); ``contained``: {name: preset} of the tuned models the model
-    contains and of the preset it replaces (``previous_preset``), whose recipes started the studies; ``scores``: the validation metric of the recipe at
-    seeds 0, 1, … (``seed_scores``); ``probes``: the recipe with a value at the end of its range moved past it
-    (``edge_probes``). The tuning has ``converged`` when the best is matched by a second study
-    within ``TOLERANCE`` (``runner_up_gap``), no contained model validates better over those seeds (``better_inside``) and no value
-    of the best recipe lies at the end of its range that binds (``at_edges``, ``binding``)."""
-    key = f"best_valid_{MONITOR[base.task]}"
-    train, hp = split_params(model, params, fixed)
-    config = {**asdict(base), **train}
-    bests = [s[key] for s in studies]
-    best = min(studies, key=lambda s: s[key])
-    metric = f"valid_{MONITOR[base.task]}"
-    by_seed = {metric: list(scores)}
-    inside = better_inside(contained or {}, key, by_seed, settings)
-    edges = binding(at_edges(params, settings["space"]), probes or {}, by_seed[metric], metric)
-    capped = at_cap(studies, base.epochs)
-    preset = {
-        "model": model,
-        "dataset": dataset,
-        "task": base.task,
-        "rank": rank,
-        "hp": hp,
-        "train": {k: config[k] for k in presets.TRAIN_KEYS + presets.OPTIONAL_TRAIN_KEYS},
-        "min_count": min_count,
-        "tuning": {
-            "study": best["study"],
-            "finished_trials": min(s["finished_trials"] for s in studies),
-            "seed": base.seed,
-            key: round(value, 5),
-            "epochs_used": best["epochs"],
-            "by_seed": by_seed,
-            "studies": studies,
-            "converged": converged(bests, TOLERANCE, inside, edges, capped),
-            "tolerance": TOLERANCE,
-            "seeded_from": list(contained or {}),
-            "better_inside": inside,
-            "at_edges": edges,
-            **({"edge_probes": probes} if probes else {}),
-            "at_cap": capped,
-            "command": command,
-            "space": settings["space"],
-            "settings": settings,
-        },
-    }
-    preset["tuning"]["recipe"] = presets.recipe(preset)
-    return preset
-
-
-def converged(bests: list, tolerance: float, inside: dict, edges: list, capped: list) -> bool:
-    """The rule: the best of the studies' ``bests`` is matched within ``tolerance`` (``runner_up_gap``), no model the tuned one
-    contains validates better, or is left uncompared (``better_inside``), no value of the best recipe lies at the
-    end of its range (``at_edges``) and no study's best trial stopped at the epoch cap (``at_cap``)."""
-    return runner_up_gap(bests) <= tolerance and not inside and not edges and not capped
-
-
-def runner_up_gap(bests: list) -> float:
-    """How far the runner-up of ``bests`` (one per study, lower is better) trails the best: within ``TOLERANCE``,
-    a second study, from the same seeds (``seeds_of``) with another sampler seed, found the best again. With two
-    studies that is their spread. A third study whose sampler settled in a worse region does not undo two that
-    found the same best — it shows why one study is not enough — and is reported beside them."""
-    ordered = sorted(bests)
-    return (ordered[1:2] or ordered)[0] - ordered[0]
-
-
-def at_cap(studies: list, cap: int) -> list[str]:
-    """The names of the ``studies`` (``make_preset``'s records) whose best trial trained all ``cap`` epochs: early
-    stopping did not end it, the budget did, and a larger one might find a better recipe."""
-    return [s["study"] for s in studies if s["epochs"] >= cap]
-
-
-EDGE = 0.05  # a value within this share of its range's width (log scale for a float) from an end lies at that end
-NO_L2 = ("weight_decay", "field_l2", "linear_decay", "r_l2")  # ranges whose lower end is an L2 too weak to matter
-# ranges whose upper end is a model the tuned one contains: λ_R = 1 holds R at the FM's 11ᵀ − I (``CONTAINS``), a
-# stronger pull holds it closer to the same FM, whose own tuning covers beyond the end (README, "DPLR's pull")
-HELD = ("r_l2",)
-
-
-def at_edges(point: dict, space: dict) -> list[str]:
-    """The names (Optuna's: ``field_l2.user_id``) of the values of ``point`` (a recipe as the space draws it,
-    ``point_values``) that lie at an end of their range in ``space`` (as stored, ``stored``), within ``EDGE`` of its
-    width: that range may bind, and a wider one might find a better recipe. Not counted: the lower end of an L2
-    (``NO_L2``: "no L2"; a weaker one changes nothing), the upper end of a pull toward a contained model (``HELD``:
-    that model, which the containment check compares), the lower end of an integer range (averaging from the first
-    epoch) and a choice among values."""
-    values, found = flat_space(point), []
-    for name, rng in flat_space(space).items():
-        if name not in values:
-            continue
-        value = values[name]
-        if isinstance(rng, dict):
-            low, high, at, lower_counts, upper_counts = rng["from"], rng["to"], value, False, True
-        elif len(rng) == 2 and isinstance(rng[0], float):
-            low, high, at = (math.log(v) for v in (*rng, value))
-            lower_counts, upper_counts = name.partition(".")[0] not in NO_L2, name not in HELD
-        else:
-            continue
-        share = (at - low) / (high - low)
-        if share >= 1 - EDGE and upper_counts or share <= EDGE and lower_counts:
-            found.append(name)
-    return found
-
-
-BEYOND = 2  # a probe moves a value at an end of its range past that end: a float this factor, an integer this many
-
-
-def past_the_end(point: dict, name: str, space: dict) -> dict:
-    """``point`` (``suggest``'s form) with its value ``name`` (Optuna's name, as ``at_edges`` gives it) moved past
-    the end of its range in ``space`` (as stored) that it lies at: a float ``BEYOND`` times further on a log scale,
-    an integer ``BEYOND`` steps. A value the space cannot draw, to ask whether the end binds (``edge_probes``)."""
-    rng = flat_space(space)[name]
-    head, _, key = name.partition(".")
-    value = point[head][key] if key else point[head]
-    if isinstance(rng, dict):
-        upper = value - rng["from"] > rng["to"] - value
-        moved = value + BEYOND if upper else value - BEYOND
-    else:
-        upper = math.log(value / rng[0]) > math.log(rng[1] / value)
-        moved = value * BEYOND if upper else value / BEYOND
-    return {**point, head: {**point[head], key: moved}} if key else {**point, head: moved}
-
-
 def edge_probes(model: str, params: dict, fixed: dict, config: TrainConfig, space: dict, score) -> dict:
     """{name: {"value": v, "valid_<metric>": scores}} for every value of the best recipe (``params``, trained with
     ``config``) that lies at the end of its range (``at_edges``): the recipe with that value alone moved past the end
@@ -762,36 +427,6 @@ def edge_probes(model: str, params: dict, fixed: dict, config: TrainConfig, spac
     return probes
 
 
-def known_probes(preset: dict, settings: dict) -> dict | None:
-    """The ``edge_probes`` a ``preset`` records when it was tuned in the space of ``settings``: for its recipe (the
-    chosen one, ``known_scores``) they are the probes that tuning would train again. None when it records none."""
-    tuning = preset["tuning"]
-    return tuning.get("edge_probes") if tuning.get("space") == settings["space"] else None
-
-
-def probe_gap(probe: dict, scores: list, metric: str) -> float | None:
-    """How much worse (> 0) a ``probe`` (``edge_probes``) validates than its recipe: the mean of its ``metric`` minus
-    that of the recipe's ``scores``, over the same seeds; None where it was not scored at as many."""
-    past = probe.get(metric, [])
-    if not scores or len(past) != len(scores):
-        return None
-    return (sum(past) - sum(scores)) / len(scores)
-
-
-def binding(edges: list, probes: dict, scores: list, metric: str) -> list[str]:
-    """The ``edges`` (``at_edges``) that bind: a wider range might find a better recipe. An end binds unless its probe
-    (``edge_probes``: that value moved past the end, the rest of the recipe held) validates worse on the mean over
-    the same seeds as the recipe (``probe_gap`` > 0; ``scores``: the recipe's ``metric`` at those seeds): then the
-    best lies inside along that value. A probe checks one value at a time, near the recipe, not what a search of a
-    wider range would find."""
-    bound = []
-    for name in edges:
-        gap = probe_gap(probes.get(name, {}), scores, metric)
-        if gap is None or gap <= 0:
-            bound.append(name)
-    return bound
-
-
 def valid_score(model: str, data, hp: dict, config: TrainConfig, seed: int) -> float:
     """The validation metric of the recipe (``hp``, ``config``) trained at ``seed`` (the model's initialisation and
     the order of its minibatches) on ``data``, the split it was tuned on."""
@@ -802,38 +437,6 @@ def valid_score(model: str, data, hp: dict, config: TrainConfig, seed: int) -> f
 def seed_scores(model: str, data, hp: dict, config: TrainConfig, seeds: int = SEEDS) -> list[float]:
     """``valid_score`` of the recipe at seeds 0, …, ``seeds`` − 1, rounded to 5 decimals."""
     return [round(valid_score(model, data, hp, config, s), 5) for s in range(seeds)]
-
-
-def better_inside(contained: dict, key: str, by_seed: dict, settings: dict) -> dict:
-    """{name: [mean, low, high]} of the ``contained`` presets whose recipes validate better than the
-    container's over the same seeds (``by_seed``: {valid_<metric>: scores at seeds 0, 1, …}): the
-    paired 95 % t-interval of container − contained lies wholly above 0 (every metric here is a
-    loss). A model whose tuning missed a point of its own space. Only presets measured alike count:
-    tuned by studies (``make_preset``) on the same split (seed, min count) and task; a preset chosen
-    otherwise (e.g. on a mean over splits) seeds a study but is no reference. One measured alike
-    without scores at as many seeds is {name: None}: not compared, so not shown to be no better (``tune`` scores
-    such presets first, ``scored_alike``; ``python -m fmlib rescore`` writes their scores)."""
-    metric = key.removeprefix("best_")
-    ours = by_seed.get(metric, [])
-    found = {}
-    for name, preset in contained.items():
-        if not measured_alike(preset["tuning"], settings):
-            continue
-        scores = presets.seed_scores(preset["tuning"], metric)
-        if not len(scores) == len(ours) >= 2:
-            found[name] = None
-            continue
-        interval = paired_interval(scores, ours, lower_is_better=True)  # > 0: the contained model validates better
-        if interval.low > 0:
-            found[name] = [round(v, 5) for v in (interval.mean, interval.low, interval.high)]
-    return found
-
-
-def measured_alike(tuning: dict, settings: dict) -> bool:
-    """Whether a preset's ``tuning`` was made by studies (``make_preset``) on the split (seed, min count) and task
-    of a tuning with ``settings``: then the validation scores of the two recipes compare (``better_inside``)."""
-    theirs = tuning.get("settings", {}) if "studies" in tuning else {}
-    return all(theirs.get(k) == settings[k] for k in ("seed", "min_count", "task"))
 
 
 def preset_scores(preset: dict, seeds: int, workers: int = 1, data_dir=None) -> list[float]:
@@ -894,20 +497,6 @@ def known_scores(
         if same and len(scores) == seeds:
             return name, list(scores)
     return None
-
-
-def recorded_better(path: Path, key: str, value: float, settings: dict) -> float | None:
-    """The validation score ``key`` recorded in the preset at ``path`` when it is better (lower)
-    than ``value`` and was found under the same study ``settings`` (space, epoch budget, split),
-    else None (no file, no score, a worse one, or other settings — a preset tuned with other tools
-    or budget is no reference): a short study never replaces a better preset of the same settings."""
-    try:
-        tuning = json.loads(path.read_text())["tuning"]
-        recorded = tuning[key]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    same = tuning.get("settings") == settings
-    return recorded if same and isinstance(recorded, (int, float)) and recorded < round(value, 5) else None
 
 
 def add_arguments(p) -> None:
@@ -1285,64 +874,3 @@ def run(args) -> int:
         )
     )
     return 0
-
-
-def convergence_line(preset: dict) -> str:
-    """One line: every study's best, whether the best is matched within the tolerance (``runner_up_gap``), and
-    any contained model that validates better."""
-    tuning = preset["tuning"]
-    key = next(k for k in tuning if k.startswith("best_valid_"))
-    values = [s[key] for s in tuning["studies"]]
-    gap, tolerance = runner_up_gap(values), tuning["tolerance"]
-    agree = gap <= tolerance
-    words = [
-        f"the studies' bests ({', '.join(f'{v:.5f}' for v in values)}) "
-        + ("" if len(values) <= 2 else "– the best two – ")
-        + (f"agree within {gap:.4f} <= " if agree else f"differ by {gap:.4f} > ")
-        + str(tolerance)
-    ]
-    if agree and (apart := [s["study"] for s in tuning["studies"] if s[key] - min(values) > tolerance]):
-        words.append(f"{', '.join(apart)} settled in a worse region: one study is not enough")
-    inside = tuning.get("better_inside", {})
-    if better := {name: v for name, v in inside.items() if v is not None}:
-        seeds = len(presets.seed_scores(tuning, key.removeprefix("best_")))
-        words.append(
-            f"models it contains (or the preset it replaces) validate better over {seeds} seeds: "
-            + ", ".join(f"{n} by {m:.5f} [{lo:.5f}, {hi:.5f}]" for n, (m, lo, hi) in better.items())
-        )
-    if seeded := {s["study"]: s for s in tuning["studies"] if s.get("best_is_seed")}:
-        drawn = key.replace("best_", "best_drawn_", 1)
-        words.append(
-            ", ".join(
-                f"{study}'s best is the recipe of {s['best_is_seed']}"
-                + (f" (its own draws' best: {s[drawn]:.5f})" if s.get(drawn) is not None else "")
-                for study, s in seeded.items()
-            )
-        )
-    metric = key.removeprefix("best_")
-    ours = presets.seed_scores(tuning, metric)
-    for name, probe in tuning.get("edge_probes", {}).items():
-        gap = probe_gap(probe, ours, metric)
-        words.append(
-            f"the best recipe's {name} lies at the end of its range, and {name} {probe['value']:.3g} past it validates "
-            + (f"worse by {gap:.5f}" if gap > 0 else f"better by {-gap:.5f}")
-            + f" over {len(ours)} seeds"
-        )
-    if edges := tuning.get("at_edges"):
-        words.append(f"the best recipe's {', '.join(edges)} at the end of the range: widen it")
-    if capped := tuning.get("at_cap"):
-        cap = tuning["settings"]["epochs"]
-        words.append(
-            f"the best trial of {', '.join(capped)} stopped at the {cap}-epoch cap: tune with a larger --epochs"
-        )
-    if unscored := [name for name, v in inside.items() if v is None]:
-        words.append(
-            f"not compared with {', '.join(unscored)} (no scores at the same seeds: `python -m fmlib rescore`)"
-        )
-    if tuning["converged"]:
-        return "converged: " + "; ".join(words)
-    if not agree:
-        words.append("run again with more --trials (the studies resume)")
-    elif better:
-        words.append("the studies agree, so more trials are unlikely to help: its recipes do not train it to those")
-    return "not converged: " + "; ".join(words)
