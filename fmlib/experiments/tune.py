@@ -720,6 +720,40 @@ def run_study(plan: Plan, sampler_seed: int, sets: dict) -> None:
         raise RuntimeError(f"study {plan.study_name(sampler_seed)}: worker(s) {failed} failed; see above")
 
 
+def run_studies(plan: Plan, count: int, points: dict, sets: dict) -> tuple[list, list]:
+    """Run ``count`` studies (sampler seeds 0, 1, …) up to ``plan.trials`` finished trials each, every one started
+    from the seeded ``points`` and resumed where its storage stopped; returns (their records, as ``make_preset``
+    takes them; each study's best as (value, params))."""
+    key = MONITOR[plan.base.task]
+    studies, candidates = [], []
+    for s in range(count):
+        study = open_study(plan.storage, plan.study_name(s), s, plan.settings)
+        seed_study(study, points)
+        orphans = fail_orphans(study)
+        if orphans:
+            print(
+                f"{study.study_name}: trial(s) {orphans} were left running by a worker that stopped; marked failed, "
+                "a seeded one queued again",
+                file=sys.stderr,
+            )
+        run_study(plan, s, sets)
+        best = best_trial(study, plan.trials)
+        params, value, epochs = recipe_of(best)
+        candidates.append((value, params))
+        studies.append(
+            {
+                "study": study.study_name,
+                "sampler_seed": s,
+                "finished_trials": min(plan.trials, len(finished(study))),
+                f"best_valid_{key}": round(value, 5),
+                "epochs": epochs,
+                "best_is_seed": seed_of(best, points),
+                f"best_drawn_valid_{key}": best_drawn(study, plan.trials),
+            }
+        )
+    return studies, candidates
+
+
 def run(args) -> int:
     from ..arguments import train_config
 
@@ -769,33 +803,7 @@ def run(args) -> int:
     if first.trials:  # a resumed tuning: every study starts where its first one did
         points = seeds_of(first, points)
     key = MONITOR[base.task]
-    studies, candidates = [], []
-    for s in range(args.studies):
-        study = open_study(plan.storage, plan.study_name(s), s, settings)
-        seed_study(study, points)
-        orphans = fail_orphans(study)
-        if orphans:
-            print(
-                f"{study.study_name}: trial(s) {orphans} were left running by a worker that stopped; marked failed, "
-                "a seeded one queued again",
-                file=sys.stderr,
-            )
-        run_study(plan, s, sets)
-        best = best_trial(study, args.trials)
-        params, value, epochs = recipe_of(best)
-        candidates.append((value, params))
-        count = min(args.trials, len(finished(study)))
-        studies.append(
-            {
-                "study": study.study_name,
-                "sampler_seed": s,
-                "finished_trials": count,
-                f"best_valid_{key}": round(value, 5),
-                "epochs": epochs,
-                "best_is_seed": seed_of(best, points),
-                f"best_drawn_valid_{key}": best_drawn(study, args.trials),
-            }
-        )
+    studies, candidates = run_studies(plan, args.studies, points, sets)
     value, params = min(candidates, key=lambda c: c[0])
     features = params.pop("features", chosen[0])
     data = sets[features]
