@@ -4,6 +4,7 @@
     tune --model M --trials N [...]                     tune on the validation split, write presets/...
     rescore PRESET.json [...]                           a tuned recipe at 10 seeds, against the models it contains
     scorecard [--readme README.md]                      the papers' claims with intervals and verdicts
+    presets [--readme README.md]                        every tuned preset: studies' bests, epochs, converged or why not
     data info | data fetch                              which source serves the data, its fields
     bench train                                         every model vs a plain FM and torchfm, s/epoch
 and the topic commands listed in TOPIC_COMMANDS. Bad input: one line on stderr, exit code 2.
@@ -108,6 +109,11 @@ COMMANDS = [
         "fmlib.experiments.rescore",
     ),
     ("scorecard", "each paper claim, what we measured with its interval, the verdict", "fmlib.experiments.scorecard"),
+    (
+        "presets",
+        "every tuned preset: its studies' bests, epochs, scores over seeds, whether it converged",
+        "fmlib.experiments.preset_table",
+    ),
 ]
 
 

@@ -37,6 +37,15 @@ def write_text(path, text: str) -> Path:
     return path
 
 
+def replace_block(text: str, block: str, begin: str, end: str) -> str:
+    """``text`` with the part between the lines ``begin`` and ``end`` replaced by ``block``: a table that a command
+    computes, kept in a file that people also write (the README's scorecard and its presets)."""
+    if begin not in text or end not in text:
+        raise ValueError(f"the file has no such block: add the lines {begin!r} and {end!r}")
+    head, rest = text.split(begin, 1)
+    return head + begin + "\n" + block + end + rest.split(end, 1)[1]
+
+
 def write_json(path, data) -> Path:
     return write_text(path, json.dumps(data, indent=1))
 

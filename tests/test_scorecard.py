@@ -9,6 +9,7 @@ from test_pages_table1 import fake_table
 from fmlib.experiments import dplr, scorecard, tables
 from fmlib.experiments.claims import measure_all
 from fmlib.experiments.verdict import OUTCOMES, outcome
+from fmlib.results import replace_block
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,10 +26,11 @@ def test_scorecard_rows_come_from_the_result_table(tmp_path):
 
 
 def test_replace_block():
+    block = (scorecard.BEGIN, scorecard.END)
     text = f"a\n{scorecard.BEGIN}\nold\n{scorecard.END}\nb\n"
-    assert scorecard.replace_block(text, "new\n") == f"a\n{scorecard.BEGIN}\nnew\n{scorecard.END}\nb\n"
-    with pytest.raises(ValueError, match="no scorecard block"):
-        scorecard.replace_block("a\n", "new\n")
+    assert replace_block(text, "new\n", *block) == f"a\n{scorecard.BEGIN}\nnew\n{scorecard.END}\nb\n"
+    with pytest.raises(ValueError, match="no such block"):
+        replace_block("a\n", "new\n", *block)
 
 
 def fake_click_table(path):
@@ -69,7 +71,8 @@ def test_the_committed_click_table_is_measured_on_the_readme_scorecard(tmp_path)
 
 def test_readme_scorecard_is_the_one_the_committed_results_give(tmp_path):
     card = scorecard.scorecard("ml-100k", artifacts=tmp_path / "no-artifacts")
-    expected = scorecard.replace_block((ROOT / "README.md").read_text(), scorecard.markdown(card, "ml-100k"))
+    text = scorecard.markdown(card, "ml-100k")
+    expected = replace_block((ROOT / "README.md").read_text(), text, scorecard.BEGIN, scorecard.END)
     assert (ROOT / "README.md").read_text() == expected, "run: python -m fmlib scorecard --readme README.md"
 
 

@@ -185,14 +185,6 @@ def how_to_read(row) -> str:
     )
 
 
-def replace_block(text: str, block: str) -> str:
-    """``text`` with the part between ``BEGIN`` and ``END`` replaced by ``block``."""
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"the file has no scorecard block: add the lines {BEGIN!r} and {END!r}")
-    head, rest = text.split(BEGIN, 1)
-    return head + BEGIN + "\n" + block + END + rest.split(END, 1)[1]
-
-
 def add_arguments(p) -> None:
     from ..arguments import add_data_arguments
 
@@ -202,13 +194,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..results import write_text
+    from ..results import replace_block, write_text
 
     # the README shows the committed tables only, never a local recomputation in artifacts/
     artifacts = tables.committed_root() if args.readme else None
     text = markdown(scorecard(args.dataset, args.task or TASKS, artifacts), args.dataset)
     if args.readme:
         path = Path(args.readme)
-        write_text(path, replace_block(path.read_text(), text))
+        write_text(path, replace_block(path.read_text(), text, BEGIN, END))
     print(text)
     return 0
