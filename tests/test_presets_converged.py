@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from fmlib import presets
-from fmlib.experiments import convergence, tune
+from fmlib.experiments import convergence, preset_table, tune
 from fmlib.train import MONITOR
 
 ROOT = presets.default_root()
 # Presets of a re-tuning under way (README, "Tuning again"): they seed the next ones and leave for presets/ with
 # the tables that use them. Checked as the others are, named by their path in the repository.
-STAGED = presets.REPOSITORY / "studies" / "presets"
+STAGED = preset_table.STAGED
 
 
 def _committed() -> list[Path]:

@@ -166,6 +166,24 @@ def converged(bests: list, tolerance: float, inside: dict, edges: list, capped: 
     return runner_up_gap(bests) <= tolerance and not inside and not edges and not capped
 
 
+def failed_checks(tuning: dict, key: str) -> list[str]:
+    """The checks of ``converged`` that a preset's ``tuning`` record fails, in words (none: it converged); ``key`` is
+    its studies' ``best_valid_<metric>``."""
+    bests = [s[key] for s in tuning["studies"]]
+    reasons = []
+    if (gap := runner_up_gap(bests)) > tuning["tolerance"]:
+        reasons.append(f"the best two studies differ by {gap:.4f}")
+    if better := [name for name, v in tuning.get("better_inside", {}).items() if v is not None]:
+        reasons.append(f"{', '.join(better)} validates better")
+    if uncompared := [name for name, v in tuning.get("better_inside", {}).items() if v is None]:
+        reasons.append(f"{', '.join(uncompared)} not compared")
+    if tuning.get("at_edges"):
+        reasons.append(f"{', '.join(tuning['at_edges'])} at the end of its range")
+    if tuning.get("at_cap"):
+        reasons.append("a best trial at the epoch cap")
+    return reasons
+
+
 def runner_up_gap(bests: list) -> float:
     """How far the runner-up of ``bests`` (one per study, lower is better) trails the best: within ``TOLERANCE``,
     a second study, from the same seeds (``seeds_of``) with another sampler seed, found the best again. With two

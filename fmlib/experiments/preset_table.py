@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import presets
 from ..train import MONITOR
-from .convergence import PREVIOUS, runner_up_gap
+from .convergence import PREVIOUS, failed_checks
 
 BEGIN, END = "<!-- PRESETS: begin (python -m fmlib presets --readme README.md) -->", "<!-- PRESETS: end -->"
 STAGED = presets.REPOSITORY / "studies" / "presets"
@@ -31,34 +31,10 @@ def tuned_presets(root: Path | None = None, staged: Path | None = STAGED) -> lis
     """(name, preset) of every preset under ``root`` (the presets folder) and then ``staged`` that a tuning by studies
     wrote, in path order; a name is the path below ``root``, or from the repository for a staged one."""
     root = Path(root or presets.default_root())
-    found = []
-    for base, paths in (
-        (root, sorted(root.rglob("*.json"))),
-        (staged, sorted(staged.rglob("*.json")) if staged else []),
-    ):
-        for path in paths:
-            preset = json.loads(path.read_text())
-            if "studies" in preset.get("tuning", {}):
-                shown = path.relative_to(root) if base == root else presets.shown(path)
-                found.append((str(shown), preset))
-    return found
-
-
-def why_not(tuning: dict, key: str) -> list[str]:
-    """The checks of the rule that the ``tuning`` record fails, in words (none: it converged)."""
-    bests = [s[key] for s in tuning["studies"]]
-    reasons = []
-    if (gap := runner_up_gap(bests)) > tuning["tolerance"]:
-        reasons.append(f"the best two studies differ by {gap:.4f}")
-    if better := [name for name, v in tuning.get("better_inside", {}).items() if v is not None]:
-        reasons.append(f"{', '.join(better)} validates better")
-    if uncompared := [name for name, v in tuning.get("better_inside", {}).items() if v is None]:
-        reasons.append(f"{', '.join(uncompared)} not compared")
-    if tuning.get("at_edges"):
-        reasons.append(f"{', '.join(tuning['at_edges'])} at the end of its range")
-    if tuning.get("at_cap"):
-        reasons.append("a best trial at the epoch cap")
-    return reasons
+    named = [(str(path.relative_to(root)), path) for path in sorted(root.rglob("*.json"))]
+    named += [(presets.shown(path), path) for path in sorted(staged.rglob("*.json"))] if staged else []
+    found = [(name, json.loads(path.read_text())) for name, path in named]
+    return [(name, preset) for name, preset in found if "studies" in preset.get("tuning", {})]
 
 
 def seeded(name: str) -> str:
@@ -69,7 +45,7 @@ def seeded(name: str) -> str:
 def row(name: str, preset: dict) -> str:
     """One preset's row of the table (``HEADER``)."""
     tuning, metric = preset["tuning"], MONITOR[preset["task"]]
-    key, studies = f"best_valid_{metric}", preset["tuning"]["studies"]
+    key, studies = f"best_valid_{metric}", tuning["studies"]
     trials = sorted({s["finished_trials"] for s in studies})
     bests = ", ".join(
         f"{s[key]:.5f}" + (f" (seeded: {seeded(s['best_is_seed'])})" if s.get("best_is_seed") else "") for s in studies
@@ -86,9 +62,9 @@ def row(name: str, preset: dict) -> str:
 
 
 def verdict(preset: dict) -> str:
-    """ "yes" where the preset's tuning converged, else "no: " and the checks it fails (``why_not``)."""
+    """ "yes" where the preset's tuning converged, else "no: " and the checks it fails (``failed_checks``)."""
     tuning = preset["tuning"]
-    reasons = why_not(tuning, f"best_valid_{MONITOR[preset['task']]}")
+    reasons = failed_checks(tuning, f"best_valid_{MONITOR[preset['task']]}")
     return "yes" if tuning["converged"] and not reasons else "no: " + "; ".join(reasons or ["recorded so"])
 
 
