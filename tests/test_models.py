@@ -10,7 +10,7 @@ from random_samples import SCHEMA, random_batch
 
 from fmlib.data.schema import Schema
 from fmlib.models import build_model, hyperparameters, model_name
-from fmlib.models.base import FieldRead, SlotLayout, gather_fields, scatter_fields, slot_runs, sum_slots
+from fmlib.models.base import FieldRead, SlotLayout, gather_fields, scatter_fields
 from fmlib.models.fm import fm_pairwise
 
 
@@ -132,18 +132,6 @@ def dense_field_sum(v, weight, schema):
     """Σ_s weight_s v_s 1[s in f]: the dense slot-to-field product, (B, S, k) -> (B, m, k)."""
     to_field = torch.eye(schema.num_fields, dtype=v.dtype)[schema.slot_fields()]
     return torch.einsum("bsk,bs,sf->bfk", v, weight, to_field)
-
-
-@pytest.mark.parametrize("schema", [SCHEMA, INTERLEAVED], ids=["multi-last", "interleaved"])
-def test_slot_sums_equal_the_dense_weighted_sum(schema):
-    """sum_slots (pre-gathered slot vectors, summed by slices) == the dense slot-to-field product."""
-    gen = torch.Generator().manual_seed(5)
-    _, weight = random_batch(schema, n=16, seed=5)
-    v = torch.randn(16, schema.num_slots, 3, generator=gen, dtype=torch.float64)
-    weight = weight.double()
-    dense = dense_field_sum(v, weight, schema)
-    assert torch.allclose(sum_slots(v, weight, slot_runs(schema)), dense)
-    assert torch.allclose(sum_slots(v * weight[..., None], None, slot_runs(schema)), dense)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from torch import nn
 
 from fmlib.data.schema import Schema
 from fmlib.models import build_model, model_name
-from fmlib.models.rafm import RaFM
+from fmlib.models.rafm import ColumnPairs, RaFM
 
 SCHEMA = Schema.build(
     [
@@ -324,6 +324,15 @@ def test_every_parameter_is_registered_and_receives_gradient():
     assert {"free.0", "free.1", "free.2", "dependent.0", "dependent.1", "linear.weight", "bias"} <= set(names)
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, f"{name} gets no gradient"
+
+
+def test_column_pairs_is_rendles_identity_per_column_with_its_gradient():
+    """ColumnPairs (the training's A of every column, eq. 7) == the pair sum written out, and its
+    memoised backward == autograd of that sum (gradcheck, float64)."""
+    e = torch.randn(5, 4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    pairs = sum(e[:, f] * e[:, g] for f, g in itertools.combinations(range(4), 2))  # (B, C)
+    assert torch.allclose(ColumnPairs.apply(e), pairs)
+    assert torch.autograd.gradcheck(ColumnPairs.apply, (e,))
 
 
 def test_a_training_forward_leaves_nothing_on_the_module():

@@ -15,7 +15,7 @@ to that block. Both cost O(B |f| k) in one BLAS call, cheaper per step than a ga
 scatter of the field's slots when the field has few values (genres: 20), and padding slots
 (weight 0) add nothing. No dense slot-to-field product is formed. A batch's slots are read once
 (``FieldRead``: the first slot's row of every field, x_f of every multi-valued field) for both
-passes. (``sum_slots`` sums already gathered slot vectors by slices, for RaFM's levels.)
+passes.
 """
 
 from __future__ import annotations
@@ -30,33 +30,6 @@ from torch import nn
 from ..data.features import set_matrix
 from ..data.schema import Schema
 from .contract import FeatureTable, Model
-
-
-def slot_runs(schema: Schema) -> tuple[tuple[int, int, bool], ...]:
-    """Column ranges (start, stop, multi): a maximal run of single-valued fields (multi False),
-    or the slots of one multi-valued field (multi True, to be summed)."""
-    runs, start = [], 0
-    for f in schema.fields:
-        stop = start + f.slots
-        if f.kind == "single" and runs and not runs[-1][2] and runs[-1][1] == start:
-            runs[-1] = (runs[-1][0], stop, False)
-        else:
-            runs.append((start, stop, f.kind == "multi"))
-        start = stop
-    return tuple(runs)
-
-
-def sum_slots(v: torch.Tensor, weight: torch.Tensor | None, runs: tuple[tuple[int, int, bool], ...]) -> torch.Tensor:
-    """(B, S, k) slot vectors -> (B, m, k) field embeddings e_f = Σ_{s in f} weight_s v_s (DPLR §3.2).
-
-    Single-valued slots weigh 1 and are kept as they are; only multi-valued slots are weighted
-    (``weight`` None: the vectors already carry their weights)."""
-
-    def total(a, b):
-        return (v[:, a:b] if weight is None else v[:, a:b] * weight[:, a:b, None]).sum(1, keepdim=True)
-
-    parts = [total(a, b) if multi else v[:, a:b] for a, b, multi in runs]
-    return parts[0] if len(parts) == 1 else torch.cat(parts, 1)
 
 
 class Block(NamedTuple):

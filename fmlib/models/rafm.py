@@ -9,25 +9,29 @@ Paper: [RaFM]. Names from the paper:
 * F_k = {i : k_i ≥ k} (eq. 6). Only the *active* factors v^(p)|F_p are stored (Prop. 1):
   Σ_p D_p |F_p| numbers, against D_m |F| for the FM of rank D_m.
 * A_{l,k} = Σ_{i<j ∈ F_k} v_i^(l) · v_j^(l) x_i x_j, computed by Rendle's identity (eq. 7).
-  A sample reads only its features' active factors: level 1 for every slot, level p > 1 only
-  for the slots whose feature is in F_p (no zero rows for inactive factors), so evaluation
-  costs Σ_p D_p · (active slots at level p), Corollary 4's O(Σ_k D_k |F_k|) per sample.
   The model is B_{1,m}, evaluated by Theorem 3, B_{l,k+1} = B_{l,k} − A_{k,k+1} + A_{k+1,k+1},
   from B_{1,1} = A_{1,1}:   B_{1,p} = Σ_{q≤p} A_{q,q} − Σ_{q<p} A_{q,q+1}   (Cor. 4).
+  Evaluation (``predict``) reads only the levels a sample touches, Corollary 4's O(Σ_k D_k |F_k|)
+  per sample. Training (``_terms``) reads every A it needs from one gather of one table whose
+  columns are the levels, zero rows for inactive factors: a sample reads Σ_p D_p numbers a field
+  at every level, more than Corollary 4's count where many features are rare, but in one gather
+  and one scatter instead of one per level and consistency pair, which is what a step's time
+  follows on a CPU (``python -m fmlib bench train`` times it against a plain PyTorch FM).
 
 **Fields and multi-valued fields.** As in the foundation's FM, pairs are taken between fields
 (values of one field never interact with each other) and x_i is the slot weight: 1 for a
 single-valued field, 1/len for each value of a multi-valued field (genres). Every genre value
 keeps its own rank k_i: the genres field's embedding at level (l, k) is
-e_f^(l,k) = Σ_{values i of f in F_k} x_i v_i^(l) — the values outside F_k are left out, the
-others keep their usual weight 1/len (not re-normalised). Then A_{l,k} = ½(‖Σ_f e_f‖² − Σ_f ‖e_f‖²)
-is exactly eq. 7 restricted to cross-field pairs, the pair (genre g, user u) uses rank
-min(k_g, k_u), and with all k_i equal the model is the foundation's FM (averaged genres).
+e_f^(l,k) = Σ_{values i of f in F_k} x_i v_i^(l) — the values outside F_k are left out (zero
+rows), the others keep their usual weight 1/len (not re-normalised). Then
+A_{l,k} = ½(‖Σ_f e_f‖² − Σ_f ‖e_f‖²) is exactly eq. 7 restricted to cross-field pairs, the pair
+(genre g, user u) uses rank min(k_g, k_u), and with all k_i equal the model is the foundation's
+FM (averaged genres).
 
 **Relation blocks** (``rated``, ``raters``; [Rendle2013]) follow the same rule: member j of a
 sample's set has x_j = 1/√|set| and its own rank index k_j from its count n_j, the number of
 training samples whose set holds it; the block's embedding at level (l, k) sums its members in
-F_k, once per key (user or movie) and step, read by key (``_with_blocks``).
+F_k, once per key (user or movie) and step, read by key (``base.gather_fields``).
 
 **Training (Algorithm 1).** Variables v^(p)|F_p − F_{p+1} (p < m) and v^(m)|F_m are *free*: they
 step on L(B_{1,m}, y). Variables v^(p)|F_{p+1} (p < m) are *dependent*: they step on
@@ -68,10 +72,27 @@ import numpy as np
 import torch
 from torch import nn
 
-from .base import FieldRead, LaidOutModel, bag, gather_fields, slot_runs, sum_slots
+from .base import FieldRead, FieldSum, LaidOutModel, gather_fields
 from .contract import FeatureTable, ModelError
 from .fm import fm_pairwise
 from .rafm_ranks import assign_ranks, check_counts, check_ranks, check_thresholds, feature_set_sizes
+
+
+class ColumnPairs(torch.autograd.Function):
+    """(B, fields, C) field embeddings -> (B, C): ½((Σ_f e_fc)² − Σ_f e_fc²) for every column c, Rendle's
+    identity (eq. 7) before its sum over the columns, with the memoised backward pass of ``fm.FMFunction``,
+    ∂/∂e_fc = Z_c − e_fc with Z = Σ_f e_f ([FMGrad] eq. 8, coefficient corrected)."""
+
+    @staticmethod
+    def forward(ctx, e):
+        Z = e.sum(1)
+        ctx.save_for_backward(e, Z)
+        return 0.5 * (Z.pow(2) - e.pow(2).sum(1))
+
+    @staticmethod
+    def backward(ctx, grad):
+        e, Z = ctx.saved_tensors
+        return (Z.unsqueeze(1) - e).mul_(grad.unsqueeze(1))
 
 
 class RaFM(LaidOutModel):
@@ -108,12 +129,7 @@ class RaFM(LaidOutModel):
         # (rows with k_i = p+1; all of F_m at the top), dependent[p] holds v^(p+1) on F_{p+2}.
         self.free, self.dependent = nn.ParameterList(), nn.ParameterList()
         self.register_buffer("counts", torch.zeros(0, dtype=torch.long))  # n_i, saved with the weights
-        self.runs = slot_runs(schema)  # column ranges of the fields, for the field sums
-        self.register_buffer("slot_field", torch.tensor(schema.slot_fields()), persistent=False)  # (S,)
-        self.keep_layout(schema)  # for the fused evaluation (``predict``) and the blocks' sets
-        # a block's slot holds a placeholder row: its set is added by key (``_with_blocks``)
-        in_slots = torch.tensor([f.kind != "block" for f in schema.fields])[self.slot_field]
-        self.register_buffer("in_slots", in_slots, persistent=False)  # (S,)
+        self.keep_layout(schema)  # the fields' slots and the blocks' sets, for ``gather_fields``
 
     @classmethod
     def from_settings(cls, schema, counts=None, **hp) -> RaFM:
@@ -204,89 +220,38 @@ class RaFM(LaidOutModel):
             return free
         return torch.cat([free, self.dependent[p].detach() if cut == "dependent" else self.dependent[p]])
 
-    def embedding_table(self, p: int) -> torch.Tensor:
+    def embedding_table(self, p: int, cut: str | None = None) -> torch.Tensor:
         """v^(p) for every feature row as an (n, D_p) matrix, zero rows for inactive factors
-        (i ∉ F_p); p is 1-based as in the paper. Differentiable: used by tests and analyses."""
+        (i ∉ F_p); p is 1-based as in the paper, ``cut`` as in ``level_table``. Differentiable: the
+        training's table (``_terms``), tests and analyses."""
         active = torch.nonzero(self.k >= p).squeeze(1)
-        table = self.level_table(p - 1)
+        table = self.level_table(p - 1, cut)
         rows = table[self.level_pos[p - 1, active]]
         return table.new_zeros(len(self.k), self.ranks[p - 1]).index_put((active,), rows)
 
     # ---- evaluation (Theorem 3) ---------------------------------------------------------------
     def first_order(self, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """w0 + Σ_i w_i x_i (RaFM eq. 1, first two terms), shape (B,)."""
-        if not self.blocks:
-            return self.bias + (self.linear(index).squeeze(-1) * weight).sum(1)
-        linear = self.linear.weight
-        blocks = sum(bag(b.X, linear[b.start : b.start + b.size])[b.keys(index), 0] for b in self.layout.blocks)
-        return self.bias + (self.linear(index).squeeze(-1) * weight * self.in_slots).sum(1) + blocks
+        return self.bias + FieldSum.apply(self.linear.weight, index, weight, self.layout).sum((1, 2))
 
-    def _level(self, p: int, index, weight, cut: str | None = None):
-        """The level-(p+1) vectors x_s v^(p+1)_{i_s} of the slots whose feature is in F_{p+1}, p 0-based.
-
-        Only active factors are read (Cor. 4's cost). Every feature is in F_1, so level 1 is a
-        dense (B, S, D_1) gather; a higher level is a list of its active slots only: (sample b,
-        field f, rank index k, vector v), padding slots left out. Returned with the level's rows of
-        every relation block (``_block_rows``), whose slots are left out here."""
-        table, pos = self.level_table(p, cut), self.level_pos[p]
-        blocks = self._block_rows(p, table)
-        if blocks:
-            weight = weight * self.in_slots
-        if p == 0:  # weights multiplied in place: index_select's backward does not need its output
-            slots = table.index_select(0, pos[index.reshape(-1)]).view(*index.shape, -1).mul_(weight.unsqueeze(-1))
-            return slots, blocks
-        b, s = ((self.k[index] > p) & (weight > 0)).nonzero(as_tuple=True)
-        i = index[b, s]
-        return (b, self.slot_field[s], self.k[i], table.index_select(0, pos[i]).mul_(weight[b, s, None])), blocks
-
-    def _block_rows(self, p: int, table: torch.Tensor) -> list[torch.Tensor]:
-        """Every relation block's members at level p+1 (p 0-based): (size, D) rows of ``table``, a zero
-        row for a member not in F_{p+1}. A member's rank index follows its count in the samples
-        (``Dataset.feature_counts``): the number of samples whose set holds it."""
-        rows = []
-        for block in self.blocks:
-            pos = self.level_pos[p, block.start : block.start + block.size]
-            rows.append(table.index_select(0, pos.clamp(min=0)) * (pos >= 0).unsqueeze(1))
-        return rows
-
-    def _with_blocks(self, e: torch.Tensor, rows: list, index: torch.Tensor, within: int | None) -> torch.Tensor:
-        """``e`` with every block's column set to its sample's Σ_{j in set} x_j v_j over the members in
-        F_within (all given members without ``within``), computed once per key ([Rendle2013]) and read
-        by key; the multi-valued rule above, for a set chosen by the sample's key."""
-        sums = []
-        for block, r in zip(self.layout.blocks, rows):
-            if within is not None:
-                r = r * (self.k[block.start : block.start + block.size] >= within).unsqueeze(1).to(r.dtype)
-            sums.append(bag(block.X, r)[block.keys(index)])
-        columns = torch.tensor([block.f for block in self.blocks], device=e.device)
-        return e.index_add(1, columns, torch.stack(sums, 1))
-
-    def _A(self, level, index, within: int | None = None) -> torch.Tensor:
-        """A (eq. 7) over cross-field pairs of one level's vectors, (B,); ``within`` = k keeps only
-        the features of F_k. The field sums e_f add up active slots only."""
-        m = self.schema.num_fields
-        slots, blocks = level
-        if isinstance(slots, torch.Tensor):  # level 1, dense over the slots
-            u = slots if within is None else slots * (self.k[index] >= within).unsqueeze(-1).to(slots.dtype)
-            e = sum_slots(u, None, self.runs)
-        else:
-            b, f, k, v = slots
-            if within is not None:
-                keep = k >= within
-                b, f, v = b[keep], f[keep], v[keep]
-            e = v.new_zeros(len(index) * m, v.shape[1]).index_add_(0, b * m + f, v).view(len(index), m, -1)
-        return fm_pairwise(self._with_blocks(e, blocks, index, within) if blocks else e)
-
-    def _terms(self, levels: list, index) -> tuple[list, list]:
-        """A_{p,p} (p = 1..m) and A_{p,p+1} (p = 1..m−1) from the levels' active vectors."""
-        diagonal = [self._A(level, index) for level in levels]
-        upper = [self._A(levels[p], index, within=p + 2) for p in range(len(levels) - 1)]
-        return diagonal, upper
+    def _terms(self, index: torch.Tensor, weight: torch.Tensor, cut: str | None = None, pairs: bool = False):
+        """([A_{p,p}], [A_{p,p+1}], [A_{p,p} of the consistency pairs]), p = 1..m (the last two p < m),
+        each (B,), from one gather of the table [v^(1) … v^(m) | v^(p) on F_{p+1}, p < m | v^(p) with
+        only its dependent rows in the graph, p < m (``pairs``)]: every A is Rendle's identity (eq. 7)
+        summed over its columns (``ColumnPairs``). ``cut`` detaches the free or dependent rows of the
+        first two groups (``level_table``)."""
+        m = len(self.ranks)
+        levels = [self.embedding_table(p, cut) for p in range(1, m + 1)]
+        upper = [levels[p] * (self.k >= p + 2).unsqueeze(1) for p in range(m - 1)]  # v^(p+1) on F_{p+2}
+        own = [self.embedding_table(p, "free") for p in range(1, m)] if pairs else []
+        parts = [*levels, *upper, *own]
+        e = FieldSum.apply(torch.cat(parts, 1), index, weight, self.layout)  # (B, fields, columns)
+        A = [h.sum(1) for h in ColumnPairs.apply(e).split([t.shape[1] for t in parts], 1)]
+        return A[:m], A[m : 2 * m - 1], A[2 * m - 1 :]
 
     def interactions(self, index: torch.Tensor, weight: torch.Tensor) -> list[torch.Tensor]:
         """[B_{1,1}, …, B_{1,m}] by Theorem 3; B_{1,m} is the RaFM's second-order term."""
-        levels = [self._level(p, index, weight) for p in range(len(self.ranks))]
-        diagonal, upper = self._terms(levels, index)
+        diagonal, upper, _ = self._terms(index, weight)
         B = [diagonal[0]]
         for p in range(len(self.ranks) - 1):
             B.append(B[-1] - upper[p] + diagonal[p + 1])  # Theorem 3
@@ -389,17 +354,15 @@ class RaFM(LaidOutModel):
         """(B_{1,m} score with the dependent variables cut, Algorithm 1's consistency pairs): for each
         p < m, B_{1,p} with only the dependent v^(p)|F_{p+1} in the graph and B_{1,p+1} held fixed
         (Algorithm 1, line 5); no pairs when ``pairs`` is False."""
-        m = len(self.ranks)
-        first = self.first_order(index, weight)
         # main output: B_{1,m}; Algorithm 1 cuts the dependent variables (they do not step on L(B_{1,m}, y))
         cut = None if self.dependent_fits_target else "dependent"
-        levels = [self._level(p, index, weight, cut=cut) for p in range(m)]
-        diagonal, upper = self._terms(levels, index)
+        first = self.first_order(index, weight)
+        diagonal, upper, own = self._terms(index, weight, cut, pairs)
         # loop index p is 0-based: level p is the paper's p+1; on entry before = first + B_{1,p+1} − A_{p+1,p+1}
         found, before = [], first
-        for p in range(m - 1):
+        for p in range(len(self.ranks) - 1):
             if pairs:  # B_{1,p+1} with only the dependent v^(p+1)|F_{p+2} in the graph
-                low = before.detach() + self._A(self._level(p, index, weight, cut="free"), index)
+                low = before.detach() + own[p]
             before = before + diagonal[p] - upper[p]  # Theorem 3, first half
             if pairs:
                 found.append((low, (before + diagonal[p + 1]).detach()))  # B_{1,p+2}, held fixed
