@@ -161,7 +161,8 @@ def test_a_preset_an_experiment_chose_used_fewer_epochs_than_its_budget(name):
 
 # The Optuna journals of the studies behind presets tuned since they were kept (studies/<dataset>/, one file a
 # preset, each study in it named as the preset records it): every trial, to read or to resume (README, "tune").
-JOURNALS = sorted((presets.REPOSITORY / "studies").rglob("*.journal"))
+# A tuning whose preset is not written yet keeps its journal in studies/under-way/ (README, "To go on").
+JOURNALS = sorted(p for p in (presets.REPOSITORY / "studies").rglob("*.journal") if "under-way" not in p.parts)
 
 
 def _open(journal: Path, tmp_path: Path):

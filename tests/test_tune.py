@@ -87,6 +87,64 @@ def test_a_trial_left_running_by_a_dead_worker_is_failed_and_a_seed_queued_again
     assert tune.fail_orphans(study) == [], "once"
 
 
+WORKER = """
+import sys, time
+from fmlib.experiments import tune
+
+def child(ready):
+    tune.exit_with_parent()
+    open(ready, "w").close()
+    time.sleep(600)
+"""
+
+TUNING = """
+import multiprocessing, os, pathlib, signal, sys, time
+import worker
+
+if __name__ == "__main__":
+    ready = pathlib.Path(sys.argv[1])
+    proc = multiprocessing.get_context("spawn").Process(target=worker.child, args=(str(ready),))
+    proc.start()
+    print(proc.pid, flush=True)
+    while not ready.exists():
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGKILL)  # a tuning killed hard: no handler of its own runs
+"""
+
+
+def _ended(pid: int) -> bool:
+    """The process ``pid`` has exited (a zombie left for init to reap counts)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_worker_ends_with_the_tuning_that_started_it(tmp_path):
+    """A worker (``work``) whose tuning was killed stops drawing trials: it ends with its parent, however the
+    parent ended."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "worker.py").write_text(WORKER)
+    (tmp_path / "tuning.py").write_text(TUNING)
+    args = [sys.executable, str(tmp_path / "tuning.py"), str(tmp_path / "ready")]
+    with subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, text=True) as tuning:
+        pid = int(tuning.stdout.readline())  # not read to its end: the worker holds the pipe while it runs
+        tuning.wait(timeout=300)
+    assert (tmp_path / "ready").exists(), "the worker started its watch before the tuning was killed"
+    deadline = time.monotonic() + 120  # a state, waited for: the worker's watch sees its parent gone
+    while not _ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ended = _ended(pid)
+    if not ended:
+        os.kill(pid, signal.SIGKILL)  # leave no worker behind a failed test
+    assert ended, "the worker outlived its tuning"
+
+
 def test_a_studys_own_best_leaves_out_its_seeded_recipe(tmp_path, small_split):
     study = _study(tmp_path)
     study.enqueue_trial({"lr": 2e-2, "weight_decay": 1e-6, "dim": 8})  # a seed (``seed_study``)

@@ -69,8 +69,10 @@ import os
 import shlex
 import socket
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
+from multiprocessing.connection import wait
 from pathlib import Path
 
 import torch
@@ -673,11 +675,22 @@ def work(plan: Plan, sampler_seed: int, worker: int, sets=None) -> None:
     thread (FM(8) on ml-100k, 5 epochs, an idle 2-core machine: 0.60 s of wall-clock time on one thread,
     0.71 s and twice the CPU on two). A spawned worker starts with torch's default, a thread a core."""
     torch.set_num_threads(1)
+    exit_with_parent()
     sets = sets or load_sets(plan)
     study = open_study(plan.storage, plan.study_name(sampler_seed), sampler_seed, plan.settings, worker)
     data = sets if plan.drawn else sets[plan.sets[0]]
     seeds = plan.settings.get("trial_seeds", 1)
     optimize(plan.model, data, plan.trials, plan.base, plan.fixed, study, plan.timeout, True, plan.protocol, seeds)
+
+
+def exit_with_parent() -> None:
+    """In a spawned worker: end this process as soon as the tuning that started it ends, however it ends (a
+    killed tuning's workers would go on drawing trials beside the ones a resumed tuning starts). The trial it
+    was running stays "running" and is marked failed when the study resumes (``fail_orphans``)."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        watch = threading.Thread(target=lambda: (wait([parent.sentinel]), os._exit(1)), daemon=True)
+        watch.start()
 
 
 _SPLIT: list = []  # a scoring worker's split (``score_worker``)
