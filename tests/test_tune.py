@@ -59,6 +59,7 @@ def test_a_best_seed_is_named_by_the_trial_even_when_the_presets_have_changed_si
 
 
 def test_a_trial_left_running_by_a_dead_worker_is_failed_and_a_seed_queued_again(tmp_path, small_split):
+    import os
     import socket
     import subprocess
 
@@ -71,17 +72,26 @@ def test_a_trial_left_running_by_a_dead_worker_is_failed_and_a_seed_queued_again
     proc.wait()  # a process of this machine that has exited
     seed = {"lr": 2e-2, "weight_decay": 1e-6, "dim": 8}
     study.enqueue_trial(seed)
-    tags = [f"{socket.gethostname()}:{proc.pid}", tune.worker_tag(), f"another-machine:{proc.pid}", None]
+    host = socket.gethostname()
+    tags = [
+        f"{host}:{proc.pid}",  # dead, as an older journal names its worker
+        f"{tune.this_boot()}:{proc.pid}",  # dead
+        f"{host}/an-earlier-boot:{os.getpid()}",  # a process id that runs now, but this one ran before a restart
+        tune.worker_tag(),  # alive
+        f"another-machine:{proc.pid}",
+        f"another-machine/{tune.this_boot().partition('/')[2]}:{proc.pid}",
+        None,
+    ]
     running = []
     for tag in tags:
         trial = study.ask()
         if tag:
             trial.set_user_attr("worker", tag)
         running.append(trial.number)
-    assert tune.fail_orphans(study) == [running[0]], "only the dead worker of this machine"
+    assert tune.fail_orphans(study) == running[:3], "only the dead workers of this machine, this start or an earlier"
     states = {t.number: t.state for t in study.trials}
-    assert states[running[0]] == optuna.trial.TrialState.FAIL
-    assert all(states[n] == optuna.trial.TrialState.RUNNING for n in running[1:]), "live, elsewhere, untagged"
+    assert all(states[n] == optuna.trial.TrialState.FAIL for n in running[:3])
+    assert all(states[n] == optuna.trial.TrialState.RUNNING for n in running[3:]), "live, elsewhere, untagged"
     waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
     assert [t.system_attrs["fixed_params"] for t in waiting] == [seed], "the seed it held, queued again"
     assert tune.fail_orphans(study) == [], "once"

@@ -209,10 +209,22 @@ def finished(study) -> list:
     return [t for t in study.trials if t.state in states]
 
 
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # Linux: new at every start of the machine
+
+
+def this_boot() -> str:
+    """This machine and this start of it, ``host/boot id`` (the host alone where the system gives no boot id): a
+    process id names one process only within one start of a machine."""
+    try:
+        return f"{socket.gethostname()}/{BOOT_ID.read_text().strip()}"
+    except OSError:
+        return socket.gethostname()
+
+
 def worker_tag() -> str:
-    """This process as a trial records it (``host:pid``), so that a later tuning can tell a trial whose worker
+    """This process as a trial records it (``host/boot:pid``), so that a later tuning can tell a trial whose worker
     died (``fail_orphans``) from one that another worker is still running."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{this_boot()}:{os.getpid()}"
 
 
 def alive(pid: int) -> bool:
@@ -228,15 +240,17 @@ def alive(pid: int) -> bool:
 
 def fail_orphans(study) -> list[int]:
     """Mark failed every running trial whose worker (``worker_tag``) was a process of this machine that no longer
-    runs — a tuning killed inside a trial leaves it "running" in the storage for ever — and queue a seeded one's
-    recipe again, so its study keeps that seed. A trial of a live worker, or of another machine, is left alone.
+    runs, or ran before the machine last started — a tuning killed inside a trial leaves it "running" in the storage
+    for ever — and queue a seeded one's recipe again, so its study keeps that seed. A trial of a live worker, or of
+    another machine, is left alone. A tag of the host alone (``host:pid``, older journals) is read as this start's.
     Returns the numbers of the trials failed."""
     import optuna
 
-    host, failed = socket.gethostname(), []
+    now, failed = this_boot(), []
+    host = now.partition("/")[0]
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         where, _, pid = t.user_attrs.get("worker", "").rpartition(":")
-        if where != host or alive(int(pid)):
+        if where.partition("/")[0] != host or (where in (now, host) and alive(int(pid))):
             continue
         study.tell(t.number, state=optuna.trial.TrialState.FAIL)
         if "fixed_params" in t.system_attrs:
