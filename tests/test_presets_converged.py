@@ -195,8 +195,10 @@ def _preset_of(journal: Path, storage) -> dict:
     ]
     assert found, f"{journal.name}: no preset records its studies"
     latest = max(found, key=lambda p: len(p["tuning"]["studies"]))
-    names = [{s["study"] for s in p["tuning"]["studies"]} for p in found]
-    assert all(n <= names[found.index(latest)] for n in names), f"{journal.name}: several presets record its studies"
+    held = {s["study"] for s in latest["tuning"]["studies"]}
+    assert all({s["study"] for s in p["tuning"]["studies"]} <= held for p in found), (
+        f"{journal.name}: several presets record its studies"
+    )
     return latest
 
 
